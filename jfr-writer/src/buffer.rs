@@ -1,0 +1,230 @@
+//! Byte-level encoding used throughout a JFR chunk.
+//!
+//! JFR "compressed integers" are little-endian base-128 groups with a
+//! continuation bit, but a 64-bit value never takes more than nine bytes: the
+//! ninth byte carries the top eight bits raw. (`jdk.jfr.internal.consumer.
+//! RecordingInput.readLong` reads exactly this; a plain ten-byte LEB128 would be
+//! misread.) `int`, `short` and `char` values use the same encoding.
+
+/// String encodings understood by `jdk.jfr.internal.consumer.StringParser`.
+mod string_encoding {
+    pub const NULL: u8 = 0;
+    pub const EMPTY: u8 = 1;
+    pub const UTF8: u8 = 3;
+}
+
+/// A growable byte buffer with JFR encoders.
+#[derive(Default, Clone, Debug)]
+pub struct ByteBuf {
+    bytes: Vec<u8>,
+}
+
+impl ByteBuf {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self {
+            bytes: Vec::with_capacity(capacity),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+    }
+
+    pub fn into_vec(self) -> Vec<u8> {
+        self.bytes
+    }
+
+    pub fn put_u8(&mut self, value: u8) {
+        self.bytes.push(value);
+    }
+
+    pub fn put_bool(&mut self, value: bool) {
+        self.bytes.push(u8::from(value));
+    }
+
+    pub fn put_bytes(&mut self, bytes: &[u8]) {
+        self.bytes.extend_from_slice(bytes);
+    }
+
+    /// Big-endian fixed-width values, used only by the chunk header.
+    pub fn put_be_u16(&mut self, value: u16) {
+        self.bytes.extend_from_slice(&value.to_be_bytes());
+    }
+
+    pub fn put_be_i32(&mut self, value: i32) {
+        self.bytes.extend_from_slice(&value.to_be_bytes());
+    }
+
+    pub fn put_be_i64(&mut self, value: i64) {
+        self.bytes.extend_from_slice(&value.to_be_bytes());
+    }
+
+    /// Overwrites eight bytes at `offset` with a big-endian value.
+    pub fn patch_be_i64(&mut self, offset: usize, value: i64) {
+        self.bytes[offset..offset + 8].copy_from_slice(&value.to_be_bytes());
+    }
+
+    pub fn patch_be_i32(&mut self, offset: usize, value: i32) {
+        self.bytes[offset..offset + 4].copy_from_slice(&value.to_be_bytes());
+    }
+
+    /// A JFR compressed unsigned 64-bit value (1 to 9 bytes).
+    pub fn put_varint(&mut self, value: u64) {
+        let mut rest = value;
+        for _ in 0..8 {
+            if rest < 0x80 {
+                self.bytes.push(rest as u8);
+                return;
+            }
+            self.bytes.push((rest as u8 & 0x7f) | 0x80);
+            rest >>= 7;
+        }
+        self.bytes.push(rest as u8);
+    }
+
+    /// A signed value: JFR stores the two's complement bit pattern, so small
+    /// negative numbers take the full nine bytes (as in the JDK).
+    pub fn put_varint_signed(&mut self, value: i64) {
+        self.put_varint(value as u64);
+    }
+
+    /// A compressed value padded to exactly `width` bytes (continuation bits
+    /// set on all but the last), so the slot can be patched later.
+    pub fn put_padded_varint(&mut self, value: u64, width: usize) {
+        let start = self.bytes.len();
+        self.bytes.resize(start + width, 0);
+        self.patch_padded_varint(start, value, width);
+    }
+
+    pub fn patch_padded_varint(&mut self, offset: usize, value: u64, width: usize) {
+        assert!(
+            (1..=8).contains(&width),
+            "padded varint width must be 1..=8"
+        );
+        assert!(
+            value >> (7 * width) == 0,
+            "value {value} does not fit in {width} padded bytes"
+        );
+        for i in 0..width {
+            let group = ((value >> (7 * i)) & 0x7f) as u8;
+            let continuation = if i + 1 < width { 0x80 } else { 0 };
+            self.bytes[offset + i] = group | continuation;
+        }
+    }
+
+    /// A UTF-8 string (encoding 3), or the empty-string marker.
+    pub fn put_string(&mut self, value: &str) {
+        if value.is_empty() {
+            self.bytes.push(string_encoding::EMPTY);
+        } else {
+            self.bytes.push(string_encoding::UTF8);
+            self.put_varint(value.len() as u64);
+            self.bytes.extend_from_slice(value.as_bytes());
+        }
+    }
+
+    pub fn put_optional_string(&mut self, value: Option<&str>) {
+        match value {
+            Some(s) => self.put_string(s),
+            None => self.bytes.push(string_encoding::NULL),
+        }
+    }
+}
+
+/// Number of bytes `put_varint` uses for `value`.
+pub fn varint_len(value: u64) -> usize {
+    let mut rest = value;
+    for len in 1..=8 {
+        if rest < 0x80 {
+            return len;
+        }
+        rest >>= 7;
+    }
+    9
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Mirrors the JDK reader (`RecordingInput.readLong`).
+    fn read_varint(bytes: &[u8]) -> (u64, usize) {
+        let mut value = 0u64;
+        for (i, &b) in bytes.iter().enumerate().take(8) {
+            value |= u64::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                return (value, i + 1);
+            }
+        }
+        (value | (u64::from(bytes[8]) << 56), 9)
+    }
+
+    #[test]
+    fn varint_round_trips_at_every_width_boundary() {
+        let mut values = vec![0u64, 1, u64::MAX, i64::MAX as u64, (-1i64) as u64];
+        for shift in 1..64 {
+            values.push((1u64 << shift) - 1);
+            values.push(1u64 << shift);
+        }
+        for value in values {
+            let mut buf = ByteBuf::new();
+            buf.put_varint(value);
+            assert_eq!(buf.len(), varint_len(value), "length of {value}");
+            assert!(buf.len() <= 9);
+            assert_eq!(
+                read_varint(buf.as_slice()),
+                (value, buf.len()),
+                "value {value}"
+            );
+        }
+    }
+
+    #[test]
+    fn small_values_take_one_byte() {
+        let mut buf = ByteBuf::new();
+        buf.put_varint(127);
+        assert_eq!(buf.as_slice(), &[127]);
+        buf.clear();
+        buf.put_varint(128);
+        assert_eq!(buf.as_slice(), &[0x80, 0x01]);
+    }
+
+    #[test]
+    fn padded_varint_decodes_to_the_same_value() {
+        let mut buf = ByteBuf::new();
+        buf.put_padded_varint(300, 4);
+        assert_eq!(buf.len(), 4);
+        assert_eq!(read_varint(buf.as_slice()), (300, 4));
+        buf.patch_padded_varint(0, 0x0fff_ffff, 4);
+        assert_eq!(read_varint(buf.as_slice()), (0x0fff_ffff, 4));
+    }
+
+    #[test]
+    fn strings_use_utf8_encoding_with_byte_length() {
+        let mut buf = ByteBuf::new();
+        buf.put_string("héllo");
+        assert_eq!(buf.as_slice()[0], 3);
+        assert_eq!(buf.as_slice()[1], 6, "length counts UTF-8 bytes, not chars");
+        assert_eq!(&buf.as_slice()[2..], "héllo".as_bytes());
+        buf.clear();
+        buf.put_string("");
+        buf.put_optional_string(None);
+        assert_eq!(buf.as_slice(), &[1, 0]);
+    }
+}

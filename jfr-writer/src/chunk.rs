@@ -1,0 +1,160 @@
+//! One self-contained JFR chunk: a 68-byte header, events, then a
+//! checkpoint event holding the constant pools and the metadata event.
+//!
+//! Header (big-endian): magic `FLR\0`, version 2.0, chunk size, offset of
+//! the (only) checkpoint, offset of the metadata, start time (epoch ns),
+//! duration (ns), start ticks, ticks per second, then a state byte (0 =
+//! finished) and a flag byte (bit 0: compressed integers, bit 1: final chunk).
+
+use crate::buffer::{varint_len, ByteBuf};
+use crate::events::Event;
+use crate::metadata::encode_metadata_body;
+use crate::pools::ConstantPools;
+use crate::schema;
+
+const MAGIC: &[u8; 4] = b"FLR\0";
+const HEADER_SIZE: usize = 68;
+const METADATA_EVENT: u64 = 0;
+const CHECKPOINT_EVENT: u64 = 1;
+const FLAG_COMPRESSED_INTEGERS: i32 = 1;
+const FLAG_FINAL_CHUNK: i32 = 2;
+const CHECKPOINT_FLUSH: u8 = 1;
+
+/// The clock of a chunk: event timestamps are ticks, and a tick value `t`
+/// means `start_nanos + (t - start_ticks) * 1e9 / ticks_per_second`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChunkClock {
+    pub start_nanos: i64,
+    pub start_ticks: i64,
+    pub ticks_per_second: i64,
+}
+
+/// How a chunk ends.
+#[derive(Clone, Copy, Debug)]
+pub struct ChunkEnd {
+    pub duration_nanos: i64,
+    /// The last chunk of a recording (sets the header's final-chunk flag).
+    pub final_chunk: bool,
+}
+
+pub struct ChunkWriter {
+    out: ByteBuf,
+    scratch: ByteBuf,
+    clock: ChunkClock,
+    events: u64,
+}
+
+impl ChunkWriter {
+    pub fn new(clock: ChunkClock) -> Self {
+        let mut out = ByteBuf::with_capacity(64 * 1024);
+        out.put_bytes(&[0; HEADER_SIZE]);
+        Self {
+            out,
+            scratch: ByteBuf::new(),
+            clock,
+            events: 0,
+        }
+    }
+
+    pub fn clock(&self) -> ChunkClock {
+        self.clock
+    }
+
+    /// Bytes of events written so far (excluding the header).
+    pub fn event_bytes(&self) -> usize {
+        self.out.len() - HEADER_SIZE
+    }
+
+    pub fn event_count(&self) -> u64 {
+        self.events
+    }
+
+    pub fn write<E: Event>(&mut self, event: &E) {
+        self.scratch.clear();
+        self.scratch.put_varint(E::TYPE_ID);
+        event.write_fields(&mut self.scratch);
+        put_sized(&mut self.out, self.scratch.as_slice());
+        self.events += 1;
+    }
+
+    /// Appends the constant pools and metadata, fills in the header and
+    /// returns the complete chunk.
+    pub fn finish(mut self, pools: &ConstantPools, end: ChunkEnd) -> Vec<u8> {
+        let checkpoint_offset = self.out.len();
+        let mut body = ByteBuf::new();
+        body.put_varint(CHECKPOINT_EVENT);
+        body.put_varint_signed(self.clock.start_ticks);
+        body.put_varint(0); // duration
+        body.put_varint(0); // delta to the previous checkpoint: none
+        body.put_u8(CHECKPOINT_FLUSH);
+        pools.encode(&mut body);
+        put_sized(&mut self.out, body.as_slice());
+
+        let metadata_offset = self.out.len();
+        body.clear();
+        body.put_varint(METADATA_EVENT);
+        body.put_varint_signed(self.clock.start_ticks);
+        body.put_varint(0); // duration
+        body.put_varint(1); // metadata id
+        body.put_bytes(&encode_metadata_body(schema::TYPES, &schema::ANNOTATIONS));
+        put_sized(&mut self.out, body.as_slice());
+
+        let chunk_size = self.out.len() as i64;
+        let mut header = ByteBuf::with_capacity(HEADER_SIZE);
+        header.put_bytes(MAGIC);
+        header.put_be_u16(2);
+        header.put_be_u16(0);
+        header.put_be_i64(chunk_size);
+        header.put_be_i64(checkpoint_offset as i64);
+        header.put_be_i64(metadata_offset as i64);
+        header.put_be_i64(self.clock.start_nanos);
+        header.put_be_i64(end.duration_nanos.max(0));
+        header.put_be_i64(self.clock.start_ticks);
+        header.put_be_i64(self.clock.ticks_per_second);
+        let flags = FLAG_COMPRESSED_INTEGERS | if end.final_chunk { FLAG_FINAL_CHUNK } else { 0 };
+        header.put_be_i32(flags);
+        debug_assert_eq!(header.len(), HEADER_SIZE);
+        let mut bytes = self.out.into_vec();
+        bytes[..HEADER_SIZE].copy_from_slice(header.as_slice());
+        bytes
+    }
+}
+
+/// Writes an event: its total size (which counts the size field itself)
+/// followed by `payload`.
+fn put_sized(out: &mut ByteBuf, payload: &[u8]) {
+    let mut size = payload.len() as u64 + 1;
+    while varint_len(size) + payload.len() != size as usize {
+        size = (payload.len() + varint_len(size)) as u64;
+    }
+    out.put_varint(size);
+    out.put_bytes(payload);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_size_counts_its_own_varint() {
+        for len in [
+            0usize, 1, 125, 126, 127, 128, 16_380, 16_381, 16_382, 16_383, 20_000,
+        ] {
+            let payload = vec![7u8; len];
+            let mut out = ByteBuf::new();
+            put_sized(&mut out, &payload);
+            let bytes = out.as_slice();
+            let mut size = 0u64;
+            let mut used = 0;
+            for (i, b) in bytes.iter().enumerate() {
+                size |= u64::from(b & 0x7f) << (7 * i);
+                if b & 0x80 == 0 {
+                    used = i + 1;
+                    break;
+                }
+            }
+            assert_eq!(size as usize, bytes.len(), "payload {len}");
+            assert_eq!(used + len, bytes.len());
+        }
+    }
+}

@@ -1,0 +1,73 @@
+//! Event records. Each writes its fields in the order the schema declares.
+
+use crate::buffer::ByteBuf;
+use crate::schema::{id, ThreadState};
+
+/// An event that can be appended to a chunk.
+pub trait Event {
+    const TYPE_ID: u64;
+    fn write_fields(&self, out: &mut ByteBuf);
+}
+
+/// `datadog.ExecutionSample`: one CPU sample.
+#[derive(Clone, Copy, Debug)]
+pub struct ExecutionSample {
+    pub start_ticks: i64,
+    pub thread: u64,
+    pub stack_trace: u64,
+    pub state: ThreadState,
+    pub weight: u64,
+}
+
+impl Event for ExecutionSample {
+    const TYPE_ID: u64 = id::EXECUTION_SAMPLE;
+
+    fn write_fields(&self, out: &mut ByteBuf) {
+        out.put_varint_signed(self.start_ticks);
+        out.put_varint(self.thread);
+        out.put_varint(self.stack_trace);
+        out.put_varint(self.state.key());
+        out.put_varint(self.weight);
+    }
+}
+
+/// `jdk.ActiveSetting`: one setting of the recording.
+#[derive(Clone, Copy, Debug)]
+pub struct ActiveSetting<'a> {
+    pub start_ticks: i64,
+    /// The type id of the event the setting applies to.
+    pub event_type: u64,
+    pub name: &'a str,
+    pub value: &'a str,
+}
+
+impl Event for ActiveSetting<'_> {
+    const TYPE_ID: u64 = id::ACTIVE_SETTING;
+
+    fn write_fields(&self, out: &mut ByteBuf) {
+        out.put_varint_signed(self.start_ticks);
+        out.put_varint(0); // duration
+        out.put_varint(0); // event thread: none
+        out.put_varint(self.event_type);
+        out.put_string(self.name);
+        out.put_string(self.value);
+    }
+}
+
+/// `datadog.ProfilerCounter`: the value of one internal counter.
+#[derive(Clone, Copy, Debug)]
+pub struct ProfilerCounter<'a> {
+    pub start_ticks: i64,
+    pub name: &'a str,
+    pub count: i64,
+}
+
+impl Event for ProfilerCounter<'_> {
+    const TYPE_ID: u64 = id::PROFILER_COUNTER;
+
+    fn write_fields(&self, out: &mut ByteBuf) {
+        out.put_varint_signed(self.start_ticks);
+        out.put_string(self.name);
+        out.put_varint_signed(self.count);
+    }
+}

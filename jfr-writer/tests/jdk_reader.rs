@@ -1,0 +1,156 @@
+//! The JDK's own `jfr` tool and the `jfrs` reader accept what we write.
+
+use jfr_writer::*;
+use std::process::Command;
+
+fn sample_chunk() -> Vec<u8> {
+    let clock = ChunkClock {
+        start_nanos: 1_700_000_000_000_000_000,
+        start_ticks: 0,
+        ticks_per_second: 1_000_000,
+    };
+    let mut chunk = ChunkWriter::new(clock);
+    let mut pools = ConstantPools::new();
+    let run = pools.method(1, |p| MethodDef {
+        class: p.class("com/example/Worker", 1),
+        name: p.symbol("run"),
+        descriptor: p.symbol("(I)J"),
+        modifiers: 1,
+        hidden: false,
+    });
+    let native = pools.method(2, |p| MethodDef {
+        class: p.class("", 0),
+        name: p.symbol("[GC_active]"),
+        descriptor: p.symbol("()L;"),
+        modifiers: 0x100,
+        hidden: false,
+    });
+    pools.stack_trace(
+        7,
+        false,
+        &[
+            FrameDef {
+                method: native,
+                line: -1,
+                bci: -1,
+                frame_type: FrameType::Native,
+            },
+            FrameDef {
+                method: run,
+                line: 42,
+                bci: 3,
+                frame_type: FrameType::JitCompiled,
+            },
+        ],
+    );
+    pools.thread(
+        1,
+        &ThreadDef {
+            os_name: "worker-1",
+            os_thread_id: 1234,
+            java_name: Some("worker-1"),
+            java_thread_id: 17,
+        },
+    );
+    chunk.write(&ActiveSetting {
+        start_ticks: 0,
+        event_type: schema::id::EXECUTION_SAMPLE,
+        name: "interval",
+        value: "10ms",
+    });
+    for i in 0..3 {
+        chunk.write(&ExecutionSample {
+            start_ticks: 1000 * i,
+            thread: 1,
+            stack_trace: 7,
+            state: ThreadState::Runnable,
+            weight: 1,
+        });
+    }
+    chunk.write(&ProfilerCounter {
+        start_ticks: 5000,
+        name: "samples",
+        count: 3,
+    });
+    chunk.finish(
+        &pools,
+        ChunkEnd {
+            duration_nanos: 5_000_000,
+            final_chunk: true,
+        },
+    )
+}
+
+fn jfr_tool() -> String {
+    match std::env::var("JAVA_HOME") {
+        Ok(home) => format!("{home}/bin/jfr"),
+        Err(_) => "jfr".to_owned(),
+    }
+}
+
+#[test]
+fn jdk_jfr_tool_prints_our_events() {
+    let dir = std::env::temp_dir().join(format!("jfr-writer-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("chunk.jfr");
+    std::fs::write(&path, sample_chunk()).unwrap();
+
+    let output = Command::new(jfr_tool())
+        .arg("print")
+        .arg(&path)
+        .output()
+        .expect("run the JDK's jfr tool");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "jfr print failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        stdout.matches("datadog.ExecutionSample").count(),
+        3,
+        "{stdout}"
+    );
+    assert!(stdout.contains("com.example.Worker.run(int)"), "{stdout}");
+    assert!(stdout.contains("line: 42"), "{stdout}");
+    assert!(stdout.contains("worker-1"), "{stdout}");
+    assert!(stdout.contains("STATE_RUNNABLE"), "{stdout}");
+    assert!(stdout.contains("jdk.ActiveSetting"), "{stdout}");
+    assert!(stdout.contains("datadog.ProfilerCounter"), "{stdout}");
+
+    let summary = Command::new(jfr_tool())
+        .arg("summary")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(summary.status.success());
+    if std::env::var_os("KEEP_JFR").is_none() {
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}
+
+#[test]
+fn jfrs_reads_stack_frames_and_types() {
+    let bytes = sample_chunk();
+    let mut reader = jfrs::reader::JfrReader::new(std::io::Cursor::new(bytes));
+    let mut samples = 0;
+    for (mut chunk_reader, chunk) in reader.chunks().flatten() {
+        for event in chunk_reader.events(&chunk).flatten() {
+            if event.class.name() != "datadog.ExecutionSample" {
+                continue;
+            }
+            samples += 1;
+            let frames = event
+                .value()
+                .get_field("stackTrace")
+                .and_then(|s| s.get_field("frames"))
+                .unwrap();
+            let jfrs::reader::value_descriptor::ValueDescriptor::Array(frames) = frames.value
+            else {
+                panic!("frames is not an array");
+            };
+            assert_eq!(frames.len(), 2);
+        }
+    }
+    assert_eq!(samples, 3);
+}

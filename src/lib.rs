@@ -1,0 +1,1 @@
+pub use profiler_agent;
