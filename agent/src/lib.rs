@@ -1,1 +1,22 @@
-//! placeholder
+//! The in-process JVM profiler.
+//!
+//! Layout by where code runs: `sampling` (and the `storage` it writes to)
+//! runs inside signal handlers and obeys their rules; everything else is
+//! control plane: entry points and JVMTI callbacks (`entry`), the session
+//! (`profiler`), engines arming signals (`engine`), and the recording that
+//! turns samples into JFR (`recording`).
+
+pub mod args;
+pub mod clock;
+pub mod counters;
+pub mod engine;
+pub mod entry;
+pub mod jni_env;
+pub mod jvmti;
+pub mod log;
+pub mod profiler;
+pub mod recording;
+pub mod sampling;
+pub mod storage;
+pub mod threads;
+pub mod vm;

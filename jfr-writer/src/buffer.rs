@@ -25,9 +25,7 @@ impl ByteBuf {
     }
 
     pub fn with_capacity(capacity: usize) -> Self {
-        Self {
-            bytes: Vec::with_capacity(capacity),
-        }
+        Self { bytes: Vec::with_capacity(capacity) }
     }
 
     pub fn len(&self) -> usize {
@@ -113,14 +111,8 @@ impl ByteBuf {
     }
 
     pub fn patch_padded_varint(&mut self, offset: usize, value: u64, width: usize) {
-        assert!(
-            (1..=8).contains(&width),
-            "padded varint width must be 1..=8"
-        );
-        assert!(
-            value >> (7 * width) == 0,
-            "value {value} does not fit in {width} padded bytes"
-        );
+        assert!((1..=8).contains(&width), "padded varint width must be 1..=8");
+        assert!(value >> (7 * width) == 0, "value {value} does not fit in {width} padded bytes");
         for i in 0..width {
             let group = ((value >> (7 * i)) & 0x7f) as u8;
             let continuation = if i + 1 < width { 0x80 } else { 0 };
@@ -187,11 +179,7 @@ mod tests {
             buf.put_varint(value);
             assert_eq!(buf.len(), varint_len(value), "length of {value}");
             assert!(buf.len() <= 9);
-            assert_eq!(
-                read_varint(buf.as_slice()),
-                (value, buf.len()),
-                "value {value}"
-            );
+            assert_eq!(read_varint(buf.as_slice()), (value, buf.len()), "value {value}");
         }
     }
 

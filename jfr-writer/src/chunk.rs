@@ -48,12 +48,7 @@ impl ChunkWriter {
     pub fn new(clock: ChunkClock) -> Self {
         let mut out = ByteBuf::with_capacity(64 * 1024);
         out.put_bytes(&[0; HEADER_SIZE]);
-        Self {
-            out,
-            scratch: ByteBuf::new(),
-            clock,
-            events: 0,
-        }
+        Self { out, scratch: ByteBuf::new(), clock, events: 0 }
     }
 
     pub fn clock(&self) -> ChunkClock {
@@ -137,9 +132,7 @@ mod tests {
 
     #[test]
     fn event_size_counts_its_own_varint() {
-        for len in [
-            0usize, 1, 125, 126, 127, 128, 16_380, 16_381, 16_382, 16_383, 20_000,
-        ] {
+        for len in [0usize, 1, 125, 126, 127, 128, 16_380, 16_381, 16_382, 16_383, 20_000] {
             let payload = vec![7u8; len];
             let mut out = ByteBuf::new();
             put_sized(&mut out, &payload);

@@ -39,28 +39,15 @@ pub struct FieldDef {
 
 impl FieldDef {
     pub const fn new(name: &'static str, type_id: u64, label: &'static str) -> Self {
-        Self {
-            name,
-            type_id,
-            label,
-            constant_pool: false,
-            array: false,
-            unit: Unit::None,
-        }
+        Self { name, type_id, label, constant_pool: false, array: false, unit: Unit::None }
     }
 
     pub const fn pooled(self) -> Self {
-        Self {
-            constant_pool: true,
-            ..self
-        }
+        Self { constant_pool: true, ..self }
     }
 
     pub const fn array(self) -> Self {
-        Self {
-            array: true,
-            ..self
-        }
+        Self { array: true, ..self }
     }
 
     pub const fn unit(self, unit: Unit) -> Self {
@@ -113,11 +100,7 @@ struct Element {
 
 impl Element {
     fn new(name: &'static str) -> Self {
-        Self {
-            name,
-            attributes: Vec::new(),
-            children: Vec::new(),
-        }
+        Self { name, attributes: Vec::new(), children: Vec::new() }
     }
 
     fn attr(mut self, key: &'static str, value: impl Into<String>) -> Self {
@@ -150,9 +133,7 @@ impl StringTable {
 }
 
 fn label_annotation(ids: &AnnotationIds, text: &str) -> Element {
-    Element::new("annotation")
-        .attr("class", ids.label.to_string())
-        .attr("value", text)
+    Element::new("annotation").attr("class", ids.label.to_string()).attr("value", text)
 }
 
 fn unit_annotation(ids: &AnnotationIds, unit: Unit) -> Option<Element> {
@@ -172,9 +153,7 @@ fn unit_annotation(ids: &AnnotationIds, unit: Unit) -> Option<Element> {
 }
 
 fn type_element(ids: &AnnotationIds, def: &TypeDef) -> Element {
-    let mut element = Element::new("class")
-        .attr("name", def.name)
-        .attr("id", def.id.to_string());
+    let mut element = Element::new("class").attr("name", def.name).attr("id", def.id.to_string());
     match def.kind {
         Kind::Event => element = element.attr("superType", "jdk.jfr.Event"),
         Kind::Annotation => element = element.attr("superType", "java.lang.annotation.Annotation"),
@@ -192,9 +171,7 @@ fn type_element(ids: &AnnotationIds, def: &TypeDef) -> Element {
         element = element.child(category);
     }
     for field in def.fields {
-        let mut f = Element::new("field")
-            .attr("name", field.name)
-            .attr("class", field.type_id.to_string());
+        let mut f = Element::new("field").attr("name", field.name).attr("class", field.type_id.to_string());
         if field.constant_pool {
             f = f.attr("constantPool", "true");
         }
@@ -238,9 +215,7 @@ pub fn encode_metadata_body(types: &[TypeDef], ids: &AnnotationIds) -> Vec<u8> {
     for def in types {
         metadata = metadata.child(type_element(ids, def));
     }
-    let region = Element::new("region")
-        .attr("locale", "en_US")
-        .attr("gmtOffset", "0");
+    let region = Element::new("region").attr("locale", "en_US").attr("gmtOffset", "0");
     let root = Element::new("root").child(metadata).child(region);
 
     let mut strings = StringTable::default();

@@ -43,47 +43,19 @@ pub mod id {
 }
 
 const fn primitive(id: u64, name: &'static str) -> TypeDef {
-    TypeDef {
-        id,
-        name,
-        kind: Kind::Primitive,
-        label: None,
-        category: &[],
-        fields: &[],
-    }
+    TypeDef { id, name, kind: Kind::Primitive, label: None, category: &[], fields: &[] }
 }
 
 const fn value(id: u64, name: &'static str, label: &'static str, fields: &'static [F]) -> TypeDef {
-    TypeDef {
-        id,
-        name,
-        kind: Kind::Value,
-        label: Some(label),
-        category: &[],
-        fields,
-    }
+    TypeDef { id, name, kind: Kind::Value, label: Some(label), category: &[], fields }
 }
 
 const fn simple(id: u64, name: &'static str, label: &'static str, fields: &'static [F]) -> TypeDef {
-    TypeDef {
-        id,
-        name,
-        kind: Kind::Simple,
-        label: Some(label),
-        category: &[],
-        fields,
-    }
+    TypeDef { id, name, kind: Kind::Simple, label: Some(label), category: &[], fields }
 }
 
 const fn annotation(id: u64, name: &'static str, fields: &'static [F]) -> TypeDef {
-    TypeDef {
-        id,
-        name,
-        kind: Kind::Annotation,
-        label: None,
-        category: &[],
-        fields,
-    }
+    TypeDef { id, name, kind: Kind::Annotation, label: None, category: &[], fields }
 }
 
 const fn event(
@@ -93,14 +65,7 @@ const fn event(
     category: &'static [&'static str],
     fields: &'static [F],
 ) -> TypeDef {
-    TypeDef {
-        id,
-        name,
-        kind: Kind::Event,
-        label: Some(label),
-        category,
-        fields,
-    }
+    TypeDef { id, name, kind: Kind::Event, label: Some(label), category, fields }
 }
 
 const START_TIME: F = F::new("startTime", id::LONG, "Start Time").unit(Unit::TimestampTicks);
@@ -147,31 +112,15 @@ pub const TYPES: &[TypeDef] = &[
         id::CLASS_LOADER,
         "jdk.types.ClassLoader",
         "Java Class Loader",
-        &[
-            F::new("type", id::CLASS, "Type").pooled(),
-            F::new("name", id::SYMBOL, "Name").pooled(),
-        ],
+        &[F::new("type", id::CLASS, "Type").pooled(), F::new("name", id::SYMBOL, "Name").pooled()],
     ),
-    simple(
-        id::FRAME_TYPE,
-        "jdk.types.FrameType",
-        "Frame type",
-        &[F::new("description", id::STRING, "Description")],
-    ),
-    simple(
-        id::THREAD_STATE,
-        "jdk.types.ThreadState",
-        "Java Thread State",
-        &[F::new("name", id::STRING, "Name")],
-    ),
+    simple(id::FRAME_TYPE, "jdk.types.FrameType", "Frame type", &[F::new("description", id::STRING, "Description")]),
+    simple(id::THREAD_STATE, "jdk.types.ThreadState", "Java Thread State", &[F::new("name", id::STRING, "Name")]),
     value(
         id::STACK_TRACE,
         "jdk.types.StackTrace",
         "Stacktrace",
-        &[
-            F::new("truncated", id::BOOLEAN, "Truncated"),
-            F::new("frames", id::STACK_FRAME, "Stack Frames").array(),
-        ],
+        &[F::new("truncated", id::BOOLEAN, "Truncated"), F::new("frames", id::STACK_FRAME, "Stack Frames").array()],
     ),
     value(
         id::STACK_FRAME,
@@ -196,43 +145,13 @@ pub const TYPES: &[TypeDef] = &[
             F::new("hidden", id::BOOLEAN, "Hidden"),
         ],
     ),
-    value(
-        id::PACKAGE,
-        "jdk.types.Package",
-        "Package",
-        &[F::new("name", id::SYMBOL, "Name").pooled()],
-    ),
-    simple(
-        id::SYMBOL,
-        "jdk.types.Symbol",
-        "Symbol",
-        &[F::new("string", id::STRING, "String")],
-    ),
-    annotation(
-        id::LABEL,
-        "jdk.jfr.Label",
-        &[F::new("value", id::STRING, "")],
-    ),
-    annotation(
-        id::CATEGORY,
-        "jdk.jfr.Category",
-        &[F::new("value", id::STRING, "").array()],
-    ),
-    annotation(
-        id::TIMESTAMP,
-        "jdk.jfr.Timestamp",
-        &[F::new("value", id::STRING, "")],
-    ),
-    annotation(
-        id::TIMESPAN,
-        "jdk.jfr.Timespan",
-        &[F::new("value", id::STRING, "")],
-    ),
-    annotation(
-        id::DATA_AMOUNT,
-        "jdk.jfr.DataAmount",
-        &[F::new("value", id::STRING, "")],
-    ),
+    value(id::PACKAGE, "jdk.types.Package", "Package", &[F::new("name", id::SYMBOL, "Name").pooled()]),
+    simple(id::SYMBOL, "jdk.types.Symbol", "Symbol", &[F::new("string", id::STRING, "String")]),
+    annotation(id::LABEL, "jdk.jfr.Label", &[F::new("value", id::STRING, "")]),
+    annotation(id::CATEGORY, "jdk.jfr.Category", &[F::new("value", id::STRING, "").array()]),
+    annotation(id::TIMESTAMP, "jdk.jfr.Timestamp", &[F::new("value", id::STRING, "")]),
+    annotation(id::TIMESPAN, "jdk.jfr.Timespan", &[F::new("value", id::STRING, "")]),
+    annotation(id::DATA_AMOUNT, "jdk.jfr.DataAmount", &[F::new("value", id::STRING, "")]),
     annotation(id::MEMORY_ADDRESS, "jdk.jfr.MemoryAddress", &[]),
     event(
         id::EXECUTION_SAMPLE,
@@ -266,11 +185,7 @@ pub const TYPES: &[TypeDef] = &[
         "datadog.ProfilerCounter",
         "Profiler Internal Counter",
         &["Datadog"],
-        &[
-            START_TIME,
-            F::new("name", id::STRING, "Name"),
-            F::new("count", id::LONG, "Count"),
-        ],
+        &[START_TIME, F::new("name", id::STRING, "Name"), F::new("count", id::LONG, "Count")],
     ),
 ];
 
@@ -379,10 +294,7 @@ impl ThreadState {
     }
 
     pub fn from_u8(value: u8) -> ThreadState {
-        ThreadState::ALL
-            .get(usize::from(value))
-            .copied()
-            .unwrap_or(ThreadState::Unknown)
+        ThreadState::ALL.get(usize::from(value)).copied().unwrap_or(ThreadState::Unknown)
     }
 }
 
@@ -405,12 +317,7 @@ mod tests {
         let declared: HashSet<u64> = TYPES.iter().map(|t| t.id).collect();
         for def in TYPES {
             for field in def.fields {
-                assert!(
-                    declared.contains(&field.type_id),
-                    "{}.{}",
-                    def.name,
-                    field.name
-                );
+                assert!(declared.contains(&field.type_id), "{}.{}", def.name, field.name);
             }
         }
     }

@@ -4,11 +4,7 @@ use jfr_writer::*;
 use std::process::Command;
 
 fn sample_chunk() -> Vec<u8> {
-    let clock = ChunkClock {
-        start_nanos: 1_700_000_000_000_000_000,
-        start_ticks: 0,
-        ticks_per_second: 1_000_000,
-    };
+    let clock = ChunkClock { start_nanos: 1_700_000_000_000_000_000, start_ticks: 0, ticks_per_second: 1_000_000 };
     let mut chunk = ChunkWriter::new(clock);
     let mut pools = ConstantPools::new();
     let run = pools.method(1, |p| MethodDef {
@@ -29,28 +25,13 @@ fn sample_chunk() -> Vec<u8> {
         7,
         false,
         &[
-            FrameDef {
-                method: native,
-                line: -1,
-                bci: -1,
-                frame_type: FrameType::Native,
-            },
-            FrameDef {
-                method: run,
-                line: 42,
-                bci: 3,
-                frame_type: FrameType::JitCompiled,
-            },
+            FrameDef { method: native, line: -1, bci: -1, frame_type: FrameType::Native },
+            FrameDef { method: run, line: 42, bci: 3, frame_type: FrameType::JitCompiled },
         ],
     );
     pools.thread(
         1,
-        &ThreadDef {
-            os_name: "worker-1",
-            os_thread_id: 1234,
-            java_name: Some("worker-1"),
-            java_thread_id: 17,
-        },
+        &ThreadDef { os_name: "worker-1", os_thread_id: 1234, java_name: Some("worker-1"), java_thread_id: 17 },
     );
     chunk.write(&ActiveSetting {
         start_ticks: 0,
@@ -67,18 +48,8 @@ fn sample_chunk() -> Vec<u8> {
             weight: 1,
         });
     }
-    chunk.write(&ProfilerCounter {
-        start_ticks: 5000,
-        name: "samples",
-        count: 3,
-    });
-    chunk.finish(
-        &pools,
-        ChunkEnd {
-            duration_nanos: 5_000_000,
-            final_chunk: true,
-        },
-    )
+    chunk.write(&ProfilerCounter { start_ticks: 5000, name: "samples", count: 3 });
+    chunk.finish(&pools, ChunkEnd { duration_nanos: 5_000_000, final_chunk: true })
 }
 
 fn jfr_tool() -> String {
@@ -95,22 +66,10 @@ fn jdk_jfr_tool_prints_our_events() {
     let path = dir.join("chunk.jfr");
     std::fs::write(&path, sample_chunk()).unwrap();
 
-    let output = Command::new(jfr_tool())
-        .arg("print")
-        .arg(&path)
-        .output()
-        .expect("run the JDK's jfr tool");
+    let output = Command::new(jfr_tool()).arg("print").arg(&path).output().expect("run the JDK's jfr tool");
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "jfr print failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert_eq!(
-        stdout.matches("datadog.ExecutionSample").count(),
-        3,
-        "{stdout}"
-    );
+    assert!(output.status.success(), "jfr print failed: {}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(stdout.matches("datadog.ExecutionSample").count(), 3, "{stdout}");
     assert!(stdout.contains("com.example.Worker.run(int)"), "{stdout}");
     assert!(stdout.contains("line: 42"), "{stdout}");
     assert!(stdout.contains("worker-1"), "{stdout}");
@@ -118,11 +77,7 @@ fn jdk_jfr_tool_prints_our_events() {
     assert!(stdout.contains("jdk.ActiveSetting"), "{stdout}");
     assert!(stdout.contains("datadog.ProfilerCounter"), "{stdout}");
 
-    let summary = Command::new(jfr_tool())
-        .arg("summary")
-        .arg(&path)
-        .output()
-        .unwrap();
+    let summary = Command::new(jfr_tool()).arg("summary").arg(&path).output().unwrap();
     assert!(summary.status.success());
     if std::env::var_os("KEEP_JFR").is_none() {
         std::fs::remove_dir_all(&dir).ok();
@@ -140,13 +95,8 @@ fn jfrs_reads_stack_frames_and_types() {
                 continue;
             }
             samples += 1;
-            let frames = event
-                .value()
-                .get_field("stackTrace")
-                .and_then(|s| s.get_field("frames"))
-                .unwrap();
-            let jfrs::reader::value_descriptor::ValueDescriptor::Array(frames) = frames.value
-            else {
+            let frames = event.value().get_field("stackTrace").and_then(|s| s.get_field("frames")).unwrap();
+            let jfrs::reader::value_descriptor::ValueDescriptor::Array(frames) = frames.value else {
                 panic!("frames is not an array");
             };
             assert_eq!(frames.len(), 2);

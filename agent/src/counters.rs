@@ -1,0 +1,71 @@
+//! Debug counters: plain atomics that the sampling path may bump, written
+//! into every chunk as `datadog.ProfilerCounter` events and readable from
+//! Java later.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+macro_rules! counters {
+    ($($variant:ident => $name:literal,)*) => {
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[repr(usize)]
+        pub enum Counter { $($variant,)* }
+
+        impl Counter {
+            pub const ALL: &'static [Counter] = &[$(Counter::$variant,)*];
+
+            pub fn name(self) -> &'static str {
+                match self { $(Counter::$variant => $name,)* }
+            }
+        }
+    };
+}
+
+counters! {
+    Samples => "samples",
+    SamplesDroppedBusy => "samples_dropped_busy",
+    SamplesDroppedBufferFull => "samples_dropped_buffer_full",
+    TracesDroppedTableFull => "traces_dropped_table_full",
+    TracesDroppedArenaFull => "traces_dropped_arena_full",
+    TracesDroppedContended => "traces_dropped_contended",
+    StackWalkFailed => "stack_walk_failed",
+    StackTruncated => "stack_truncated",
+    ForeignSignals => "signals_forwarded",
+    HandlerNanos => "handler_ns_total",
+    CallTraces => "call_traces",
+    ChunksWritten => "chunks_written",
+    ChunksDropped => "chunks_dropped",
+}
+
+static VALUES: [AtomicU64; Counter::ALL.len()] = [const { AtomicU64::new(0) }; Counter::ALL.len()];
+
+/// Signal-safe.
+#[inline]
+pub fn increment(counter: Counter) {
+    add(counter, 1);
+}
+
+/// Signal-safe.
+#[inline]
+pub fn add(counter: Counter, delta: u64) {
+    VALUES[counter as usize].fetch_add(delta, Ordering::Relaxed);
+}
+
+pub fn set(counter: Counter, value: u64) {
+    VALUES[counter as usize].store(value, Ordering::Relaxed);
+}
+
+pub fn get(counter: Counter) -> u64 {
+    VALUES[counter as usize].load(Ordering::Relaxed)
+}
+
+/// Zeroes every counter (at profiler start).
+pub fn reset() {
+    for value in &VALUES {
+        value.store(0, Ordering::Relaxed);
+    }
+}
+
+/// Every counter with its current value.
+pub fn snapshot() -> Vec<(&'static str, u64)> {
+    Counter::ALL.iter().map(|&c| (c.name(), get(c))).collect()
+}

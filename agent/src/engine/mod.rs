@@ -1,0 +1,114 @@
+//! CPU sampling engines: what makes SIGPROF arrive. One engine is active
+//! at a time; it covers every thread of the process present at start and
+//! every thread the JVM reports starting afterwards. Control plane only.
+
+mod ctimer;
+mod itimer;
+mod perf;
+pub mod signals;
+
+use crate::args::CpuEngineKind;
+use crate::log;
+use crate::sampling::chain::PREVIOUS_SIGPROF;
+use crate::sampling::handler::on_sigprof;
+use crate::sampling::origin::{self, CpuSource};
+use std::io;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// A source of SIGPROF signals.
+pub trait CpuEngine: Send {
+    fn name(&self) -> &'static str;
+    /// How the handler recognises this engine's signals.
+    fn source(&self) -> CpuSource;
+    /// Starts sampling `tid` (idempotent).
+    fn add_thread(&mut self, tid: u32) -> io::Result<()>;
+    fn remove_thread(&mut self, tid: u32);
+    /// Disarms everything.
+    fn stop(&mut self);
+}
+
+static ACTIVE: Mutex<Option<Box<dyn CpuEngine>>> = Mutex::new(None);
+
+fn candidates(kind: CpuEngineKind, interval: Duration) -> Vec<Box<dyn CpuEngine>> {
+    let perf = || Box::new(perf::PerfEngine::new(interval)) as Box<dyn CpuEngine>;
+    let ctimer = || Box::new(ctimer::CtimerEngine::new(interval)) as Box<dyn CpuEngine>;
+    let itimer = || Box::new(itimer::ItimerEngine::new(interval)) as Box<dyn CpuEngine>;
+    match kind {
+        CpuEngineKind::PerfCpuClock => vec![perf(), ctimer(), itimer()],
+        CpuEngineKind::Ctimer => vec![ctimer(), itimer()],
+        CpuEngineKind::Itimer => vec![itimer()],
+    }
+}
+
+/// Installs the SIGPROF handler and arms the first engine of `kind`'s
+/// fallback chain that works, for every thread in `threads()`. Returns the
+/// engine's name; each fallback's reason is logged.
+pub fn start(kind: CpuEngineKind, interval: Duration, threads: impl Fn() -> Vec<u32>) -> Result<&'static str, String> {
+    let mut active = ACTIVE.lock().map_err(|_| "engine state poisoned".to_owned())?;
+    if active.is_some() {
+        return Err("a CPU engine is already running".to_owned());
+    }
+    signals::install(libc::SIGPROF, on_sigprof, &PREVIOUS_SIGPROF)
+        .map_err(|e| format!("cannot install SIGPROF handler: {e}"))?;
+    let mut reasons = Vec::new();
+    for mut engine in candidates(kind, interval) {
+        origin::set_cpu_source(engine.source());
+        // Listing under the lock: a thread starting now either is listed or
+        // waits for the lock in `thread_started` and is added then.
+        let tids = threads();
+        let failures: Vec<io::Error> = tids.iter().filter_map(|&tid| engine.add_thread(tid).err()).collect();
+        if failures.len() < tids.len() {
+            if let Some(e) = failures.first() {
+                // Threads listed a moment ago may have exited since.
+                log::debug!("{}: {} of {} threads not armed ({e})", engine.name(), failures.len(), tids.len());
+            }
+            if !reasons.is_empty() {
+                log::warn!("CPU engine fell back to {}: {}", engine.name(), reasons.join("; "));
+            }
+            let name = engine.name();
+            *active = Some(engine);
+            return Ok(name);
+        }
+        engine.stop();
+        let reason = failures.first().map(ToString::to_string).unwrap_or_else(|| "no threads to sample".to_owned());
+        reasons.push(format!("{} unavailable: {reason}", engine.name()));
+    }
+    origin::set_cpu_source(CpuSource::Off);
+    let _ = signals::restore(libc::SIGPROF, on_sigprof, &PREVIOUS_SIGPROF);
+    Err(format!("no CPU engine could be started: {}", reasons.join("; ")))
+}
+
+/// Disarms the engine and restores the previous SIGPROF handler.
+pub fn stop() {
+    let Ok(mut active) = ACTIVE.lock() else {
+        return;
+    };
+    if let Some(mut engine) = active.take() {
+        engine.stop();
+        origin::set_cpu_source(CpuSource::Off);
+        if let Err(e) = signals::restore(libc::SIGPROF, on_sigprof, &PREVIOUS_SIGPROF) {
+            log::warn!("cannot restore the SIGPROF handler: {e}");
+        }
+    }
+}
+
+/// A thread started (JVMTI ThreadStart, on that thread).
+pub fn thread_started(tid: u32) {
+    if let Ok(mut active) = ACTIVE.lock() {
+        if let Some(engine) = active.as_mut() {
+            if let Err(e) = engine.add_thread(tid) {
+                log::debug!("cannot sample thread {tid}: {e}");
+            }
+        }
+    }
+}
+
+/// A thread is ending (JVMTI ThreadEnd, on that thread).
+pub fn thread_ended(tid: u32) {
+    if let Ok(mut active) = ACTIVE.lock() {
+        if let Some(engine) = active.as_mut() {
+            engine.remove_thread(tid);
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! Installing and removing our signal handlers. Control plane only.
+
+use crate::sampling::chain::PreviousAction;
+use std::ffi::{c_int, c_void};
+use std::io;
+
+pub type SigInfoHandler = extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void);
+
+fn sigaction(signo: c_int, action: &libc::sigaction) -> io::Result<libc::sigaction> {
+    // SAFETY: an all-zero sigaction is valid as an out value.
+    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: valid signal number and pointers.
+    if unsafe { libc::sigaction(signo, action, &mut old) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(old)
+}
+
+fn action_of(handler: usize, flags: c_int) -> libc::sigaction {
+    // SAFETY: all-zero is a valid starting point; the mask is set below.
+    let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+    action.sa_sigaction = handler;
+    action.sa_flags = flags;
+    // SAFETY: valid pointer to the mask.
+    unsafe { libc::sigemptyset(&mut action.sa_mask) };
+    action
+}
+
+/// Installs `handler` for `signo`, remembering the previous action in
+/// `previous` for forwarding and for [`restore`].
+pub fn install(signo: c_int, handler: SigInfoHandler, previous: &PreviousAction) -> io::Result<()> {
+    // SAFETY: a null action only queries.
+    let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: valid out pointer.
+    if unsafe { libc::sigaction(signo, std::ptr::null(), &mut current) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if current.sa_sigaction == handler as usize {
+        return Ok(()); // already ours: keep the original previous action
+    }
+    // SAFETY: our handler is not installed for `signo` yet.
+    unsafe { previous.set(current) };
+    sigaction(signo, &action_of(handler as usize, libc::SA_SIGINFO | libc::SA_RESTART))?;
+    Ok(())
+}
+
+/// Puts the previous action back. Passing through SIG_IGN first discards
+/// any of our signals still pending in any thread (POSIX: ignoring a
+/// pending signal discards it), so a late sample signal cannot reach a
+/// default disposition that would terminate the process.
+pub fn restore(signo: c_int, handler: SigInfoHandler, previous: &PreviousAction) -> io::Result<()> {
+    // SAFETY: a null action only queries.
+    let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: valid out pointer.
+    if unsafe { libc::sigaction(signo, std::ptr::null(), &mut current) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if current.sa_sigaction != handler as usize {
+        return Ok(()); // someone replaced us; leave their handler alone
+    }
+    sigaction(signo, &action_of(libc::SIG_IGN, 0))?;
+    let original = previous.get().unwrap_or_else(|| action_of(libc::SIG_DFL, 0));
+    sigaction(signo, &original)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    static OURS: AtomicU32 = AtomicU32::new(0);
+    static THEIRS: AtomicU32 = AtomicU32::new(0);
+
+    extern "C" fn ours(signo: c_int, info: *mut libc::siginfo_t, uc: *mut c_void) {
+        OURS.fetch_add(1, Ordering::SeqCst);
+        PREVIOUS.forward(signo, info, uc);
+    }
+
+    extern "C" fn theirs(_: c_int) {
+        THEIRS.fetch_add(1, Ordering::SeqCst);
+    }
+
+    static PREVIOUS: PreviousAction = PreviousAction::new();
+
+    #[test]
+    fn install_forwards_and_restore_puts_the_old_handler_back() {
+        // SIGUSR2 is unused by the test harness.
+        let signo = libc::SIGUSR2;
+        sigaction(signo, &action_of(theirs as usize, 0)).unwrap();
+        install(signo, ours, &PREVIOUS).unwrap();
+        install(signo, ours, &PREVIOUS).unwrap(); // idempotent
+                                                  // SAFETY: raising a signal with handlers installed.
+        unsafe { libc::raise(signo) };
+        assert_eq!((OURS.load(Ordering::SeqCst), THEIRS.load(Ordering::SeqCst)), (1, 1));
+        restore(signo, ours, &PREVIOUS).unwrap();
+        // SAFETY: as above.
+        unsafe { libc::raise(signo) };
+        assert_eq!((OURS.load(Ordering::SeqCst), THEIRS.load(Ordering::SeqCst)), (1, 2));
+    }
+}

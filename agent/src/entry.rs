@@ -1,0 +1,228 @@
+//! The library's exported entry points and JVMTI event callbacks: every
+//! call from the JVM enters here, and no panic leaves.
+
+use crate::args::{self, Action, Options};
+use crate::engine;
+use crate::jni_env::JniEnv;
+use crate::jvmti::events::EventCallbacks;
+use crate::jvmti::{jthread, ClassRef, ThreadRef};
+use crate::log;
+use crate::profiler;
+use crate::sampling::handler::current_tid;
+use crate::threads;
+use crate::vm::{self, JNI_VERSION};
+use jni::sys::{jclass, jint, jmethodID, JNIEnv, JavaVM, JNI_ERR, JNI_OK};
+use std::ffi::{c_char, c_void, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Mutex;
+
+/// Runs `f`, turning a panic into `fallback` (and a log line) instead of
+/// unwinding into the JVM.
+fn ffi_boundary<R>(what: &str, fallback: R, f: impl FnOnce() -> R) -> R {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| {
+        log::error!("internal error in {what}; the profiler keeps the JVM running");
+        fallback
+    })
+}
+
+/// A `start` given at load time, carried out once the VM is initialised.
+static PENDING_START: Mutex<Option<Options>> = Mutex::new(None);
+
+fn options_string(options: *const c_char) -> String {
+    if options.is_null() {
+        return String::new();
+    }
+    // SAFETY: the JVM passes a NUL-terminated option string.
+    unsafe { CStr::from_ptr(options) }.to_string_lossy().into_owned()
+}
+
+fn parse_or_report(text: &str) -> Option<Options> {
+    match args::parse(text) {
+        Ok(options) => {
+            log::configure(options.log_level, options.log_file.as_deref());
+            Some(options)
+        }
+        Err(e) => {
+            eprintln!("[profiler] ERROR: invalid agent option {e}");
+            None
+        }
+    }
+}
+
+fn report(result: Result<String, String>) -> jint {
+    match result {
+        Ok(message) => {
+            if !message.is_empty() {
+                log::info!("{message}");
+            }
+            JNI_OK
+        }
+        Err(e) => {
+            eprintln!("[profiler] ERROR: {e}");
+            JNI_ERR
+        }
+    }
+}
+
+/// `-agentpath:libprofiler.so=<options>`. Invalid options make the JVM
+/// refuse to start, with the reason on stderr.
+///
+/// # Safety
+/// Called by the JVM with its `JavaVM*` and a NUL-terminated option string.
+#[no_mangle]
+pub unsafe extern "C" fn Agent_OnLoad(vm: *mut JavaVM, options: *const c_char, _reserved: *mut c_void) -> jint {
+    ffi_boundary("Agent_OnLoad", JNI_ERR, || {
+        let Some(options) = parse_or_report(&options_string(options)) else {
+            return JNI_ERR;
+        };
+        // SAFETY: the JavaVM* given to this entry point.
+        if let Err(e) = unsafe { vm::init(vm, callbacks) } {
+            eprintln!("[profiler] ERROR: {e}");
+            return JNI_ERR;
+        }
+        match options.action {
+            Some(Action::Start) => {
+                *PENDING_START.lock().unwrap_or_else(|p| p.into_inner()) = Some(options);
+                JNI_OK
+            }
+            Some(Action::Stop | Action::Dump) => {
+                eprintln!(
+                    "[profiler] ERROR: stop and dump need a running profiler (use them through jcmd or the Java API)"
+                );
+                JNI_ERR
+            }
+            _ => report(profiler::execute(&options, None).map(print_to_stdout)),
+        }
+    })
+}
+
+/// `jcmd <pid> JVMTI.agent_load <path> "<options>"`. Invalid options are
+/// reported and the JVM keeps running untouched.
+///
+/// # Safety
+/// Called by the JVM with its `JavaVM*` and a NUL-terminated option string.
+#[no_mangle]
+pub unsafe extern "C" fn Agent_OnAttach(vm: *mut JavaVM, options: *const c_char, _reserved: *mut c_void) -> jint {
+    ffi_boundary("Agent_OnAttach", JNI_ERR, || {
+        let Some(options) = parse_or_report(&options_string(options)) else {
+            return JNI_ERR;
+        };
+        // SAFETY: the JavaVM* given to this entry point.
+        let vm = match unsafe { vm::init(vm, callbacks) } {
+            Ok(vm) => vm,
+            Err(e) => {
+                eprintln!("[profiler] ERROR: {e}");
+                return JNI_ERR;
+            }
+        };
+        // SAFETY: the attach listener thread's own env.
+        let env = unsafe { JniEnv::from_raw(vm.current_env()) };
+        report(profiler::execute(&options, env).map(print_to_stdout))
+    })
+}
+
+/// `System.load` of this library (the Java API).
+///
+/// # Safety
+/// Called by the JVM with its `JavaVM*`.
+#[no_mangle]
+pub unsafe extern "C" fn JNI_OnLoad(vm: *mut JavaVM, _reserved: *mut c_void) -> jint {
+    // SAFETY: the JavaVM* given to this entry point.
+    ffi_boundary("JNI_OnLoad", JNI_ERR, || match unsafe { vm::init(vm, callbacks) } {
+        Ok(_) => JNI_VERSION,
+        Err(e) => {
+            eprintln!("[profiler] ERROR: {e}");
+            JNI_ERR
+        }
+    })
+}
+
+fn print_to_stdout(message: String) -> String {
+    if !message.is_empty() {
+        println!("{message}");
+    }
+    String::new()
+}
+
+fn callbacks() -> EventCallbacks {
+    EventCallbacks::default()
+        .vm_init(on_vm_init)
+        .vm_death(on_vm_death)
+        .thread_start(on_thread_start)
+        .thread_end(on_thread_end)
+        .class_load(on_class_load)
+        .class_prepare(on_class_prepare)
+        .compiled_method_load(on_compiled_method_load)
+}
+
+/// # Safety
+/// `env` and `thread` are what a JVMTI thread callback received.
+unsafe fn register_java_thread(env: *mut JNIEnv, thread: jthread) {
+    let Some(vm) = vm::get() else { return };
+    // SAFETY: per the contract, both belong to the calling thread.
+    let (env, thread) = unsafe { (JniEnv::from_raw(env), ThreadRef::from_raw(thread)) };
+    let name = vm.jvmti().thread_name(thread).ok();
+    let java_id = env.and_then(|e| e.java_thread_id(thread)).unwrap_or(0);
+    let tid = current_tid();
+    threads::java_thread_started(tid, name, java_id);
+    engine::thread_started(tid);
+}
+
+unsafe extern "C" fn on_vm_init(_jvmti: *mut c_void, env: *mut JNIEnv, thread: jthread) {
+    ffi_boundary("VMInit", (), || {
+        // SAFETY: the arguments of this callback.
+        unsafe { register_java_thread(env, thread) };
+        let pending = PENDING_START.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(options) = pending {
+            // SAFETY: the VMInit thread's own env.
+            let env = unsafe { JniEnv::from_raw(env) };
+            report(profiler::execute(&options, env));
+        }
+    })
+}
+
+unsafe extern "C" fn on_vm_death(_jvmti: *mut c_void, env: *mut JNIEnv) {
+    ffi_boundary("VMDeath", (), || {
+        // SAFETY: the VMDeath thread's own env.
+        profiler::on_vm_death(unsafe { JniEnv::from_raw(env) });
+    })
+}
+
+unsafe extern "C" fn on_thread_start(_jvmti: *mut c_void, env: *mut JNIEnv, thread: jthread) {
+    // SAFETY: the arguments of this callback.
+    ffi_boundary("ThreadStart", (), || unsafe { register_java_thread(env, thread) })
+}
+
+unsafe extern "C" fn on_thread_end(_jvmti: *mut c_void, _env: *mut JNIEnv, _thread: jthread) {
+    ffi_boundary("ThreadEnd", (), || {
+        let tid = current_tid();
+        engine::thread_ended(tid);
+        threads::thread_ended(tid);
+    })
+}
+
+/// Enabling ClassLoad events is what lets AsyncGetCallTrace run at all.
+unsafe extern "C" fn on_class_load(_jvmti: *mut c_void, _env: *mut JNIEnv, _thread: jthread, _class: jclass) {}
+
+/// Creates the class's jmethodIDs now, so samples can name its methods.
+unsafe extern "C" fn on_class_prepare(_jvmti: *mut c_void, _env: *mut JNIEnv, _thread: jthread, class: jclass) {
+    ffi_boundary("ClassPrepare", (), || {
+        if let Some(vm) = vm::get() {
+            // SAFETY: the class reference this callback received.
+            let _ = vm.jvmti().class_methods(unsafe { ClassRef::from_raw(class) });
+        }
+    })
+}
+
+/// Enabled so HotSpot records debug information at non-safepoint pcs,
+/// which makes AsyncGetCallTrace's line numbers precise.
+unsafe extern "C" fn on_compiled_method_load(
+    _jvmti: *mut c_void,
+    _method: jmethodID,
+    _code_size: jint,
+    _code_addr: *const c_void,
+    _map_length: jint,
+    _map: *const c_void,
+    _compile_info: *const c_void,
+) {
+}

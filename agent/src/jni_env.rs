@@ -1,0 +1,74 @@
+//! The few raw JNI calls control-plane code makes (not used by handlers).
+
+use crate::jvmti::{ClassRef, ThreadRef};
+use jni::sys::{jint, jlong, JNIEnv, JNI_OK};
+use std::ptr;
+
+/// A JNIEnv of the calling thread.
+#[derive(Clone, Copy)]
+pub struct JniEnv(*mut JNIEnv);
+
+impl JniEnv {
+    /// # Safety
+    /// `env` must be the calling thread's JNIEnv.
+    pub unsafe fn from_raw(env: *mut JNIEnv) -> Option<Self> {
+        (!env.is_null()).then_some(Self(env))
+    }
+
+    pub fn as_raw(&self) -> *mut JNIEnv {
+        self.0
+    }
+
+    /// Runs `f` inside a local reference frame, so references created by
+    /// JVMTI/JNI calls in `f` are released when it returns.
+    pub fn with_local_frame<R>(&self, capacity: jint, f: impl FnOnce() -> R) -> R {
+        // SAFETY: valid env of the calling thread.
+        let pushed = unsafe { ((**self.0).v1_2.PushLocalFrame)(self.0, capacity) } == JNI_OK;
+        let result = f();
+        if pushed {
+            // SAFETY: pops the frame pushed above.
+            unsafe { ((**self.0).v1_2.PopLocalFrame)(self.0, ptr::null_mut()) };
+        }
+        result
+    }
+
+    /// Releases a local class reference; `class` must not be used after.
+    pub fn delete_local_ref(&self, class: ClassRef) {
+        if !class.as_raw().is_null() {
+            // SAFETY: `class` is a local reference of this thread.
+            unsafe { ((**self.0).v1_1.DeleteLocalRef)(self.0, class.as_raw()) };
+        }
+    }
+
+    /// Clears a pending exception; true if there was one.
+    pub fn clear_exception(&self) -> bool {
+        // SAFETY: valid env.
+        let pending = unsafe { ((**self.0).v1_2.ExceptionCheck)(self.0) };
+        if pending {
+            // SAFETY: valid env.
+            unsafe { ((**self.0).v1_1.ExceptionClear)(self.0) };
+        }
+        pending
+    }
+
+    /// `thread.getId()`.
+    pub fn java_thread_id(&self, thread: ThreadRef) -> Option<i64> {
+        self.with_local_frame(4, || {
+            // SAFETY: valid env; constant NUL-terminated names.
+            let class = unsafe { ((**self.0).v1_1.FindClass)(self.0, c"java/lang/Thread".as_ptr()) };
+            if class.is_null() {
+                self.clear_exception();
+                return None;
+            }
+            // SAFETY: valid class reference and names.
+            let method = unsafe { ((**self.0).v1_1.GetMethodID)(self.0, class, c"getId".as_ptr(), c"()J".as_ptr()) };
+            if method.is_null() {
+                self.clear_exception();
+                return None;
+            }
+            // SAFETY: `thread` is a java.lang.Thread; getId takes no arguments.
+            let id: jlong = unsafe { ((**self.0).v1_1.CallLongMethodA)(self.0, thread.as_raw(), method, ptr::null()) };
+            (!self.clear_exception()).then_some(id)
+        })
+    }
+}

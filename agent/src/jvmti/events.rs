@@ -1,0 +1,95 @@
+//! JVMTI event numbers and the `jvmtiEventCallbacks` table (slots for
+//! events 50 to 86, the JDK 11+ layout; later JDKs append after it and
+//! accept the shorter size we pass).
+
+use super::jthread;
+use jni::sys::{jclass, jint, jmethodID, JNIEnv};
+use std::ffi::c_void;
+
+pub const FIRST_EVENT: usize = 50;
+pub const LAST_EVENT: usize = 86;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(i32)]
+pub enum Event {
+    VmInit = 50,
+    VmDeath = 51,
+    ThreadStart = 52,
+    ThreadEnd = 53,
+    ClassLoad = 55,
+    ClassPrepare = 56,
+    CompiledMethodLoad = 68,
+}
+
+impl Event {
+    pub const ALL: [(Event, &'static str); 7] = [
+        (Event::VmInit, "JVMTI_EVENT_VM_INIT"),
+        (Event::VmDeath, "JVMTI_EVENT_VM_DEATH"),
+        (Event::ThreadStart, "JVMTI_EVENT_THREAD_START"),
+        (Event::ThreadEnd, "JVMTI_EVENT_THREAD_END"),
+        (Event::ClassLoad, "JVMTI_EVENT_CLASS_LOAD"),
+        (Event::ClassPrepare, "JVMTI_EVENT_CLASS_PREPARE"),
+        (Event::CompiledMethodLoad, "JVMTI_EVENT_COMPILED_METHOD_LOAD"),
+    ];
+}
+
+pub type JvmtiEnvPtr = *mut c_void;
+pub type VmInitFn = unsafe extern "C" fn(JvmtiEnvPtr, *mut JNIEnv, jthread);
+pub type VmDeathFn = unsafe extern "C" fn(JvmtiEnvPtr, *mut JNIEnv);
+pub type ThreadFn = unsafe extern "C" fn(JvmtiEnvPtr, *mut JNIEnv, jthread);
+pub type ClassFn = unsafe extern "C" fn(JvmtiEnvPtr, *mut JNIEnv, jthread, jclass);
+pub type CompiledMethodLoadFn =
+    unsafe extern "C" fn(JvmtiEnvPtr, jmethodID, jint, *const c_void, jint, *const c_void, *const c_void);
+
+/// `jvmtiEventCallbacks`: one function pointer per event number.
+#[repr(C)]
+pub struct EventCallbacks {
+    slots: [*const c_void; LAST_EVENT - FIRST_EVENT + 1],
+}
+
+impl Default for EventCallbacks {
+    fn default() -> Self {
+        Self { slots: [std::ptr::null(); LAST_EVENT - FIRST_EVENT + 1] }
+    }
+}
+
+impl EventCallbacks {
+    fn set(&mut self, event: Event, f: *const c_void) {
+        self.slots[event as usize - FIRST_EVENT] = f;
+    }
+
+    pub fn vm_init(mut self, f: VmInitFn) -> Self {
+        self.set(Event::VmInit, f as *const c_void);
+        self
+    }
+
+    pub fn vm_death(mut self, f: VmDeathFn) -> Self {
+        self.set(Event::VmDeath, f as *const c_void);
+        self
+    }
+
+    pub fn thread_start(mut self, f: ThreadFn) -> Self {
+        self.set(Event::ThreadStart, f as *const c_void);
+        self
+    }
+
+    pub fn thread_end(mut self, f: ThreadFn) -> Self {
+        self.set(Event::ThreadEnd, f as *const c_void);
+        self
+    }
+
+    pub fn class_load(mut self, f: ClassFn) -> Self {
+        self.set(Event::ClassLoad, f as *const c_void);
+        self
+    }
+
+    pub fn class_prepare(mut self, f: ClassFn) -> Self {
+        self.set(Event::ClassPrepare, f as *const c_void);
+        self
+    }
+
+    pub fn compiled_method_load(mut self, f: CompiledMethodLoadFn) -> Self {
+        self.set(Event::CompiledMethodLoad, f as *const c_void);
+        self
+    }
+}

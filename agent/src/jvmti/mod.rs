@@ -1,0 +1,391 @@
+//! Our binding of the JVMTI functions the agent uses.
+//!
+//! A `jvmtiEnv*` points at a pointer to the JVMTI function table; slot `n`
+//! of `jvmti.h` ("/* n : Name */") is entry `n - 1`. Each bound slot is
+//! listed in [`BOUND_SLOTS`], which a test checks against
+//! `$JAVA_HOME/include/jvmti.h`, together with the capability bits and
+//! event numbers. All wrappers copy JVMTI-owned memory into Rust values and
+//! deallocate it before returning.
+
+pub mod capabilities;
+pub mod events;
+
+use jni::sys::{jboolean, jclass, jint, jlong, jmethodID, jobject};
+
+/// A `java.lang.Thread` reference (`jthread` in jvmti.h).
+#[allow(non_camel_case_types)]
+pub type jthread = jobject;
+
+macro_rules! jvm_handle {
+    ($(#[$doc:meta])* $name:ident($raw:ty)) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub struct $name($raw);
+
+        impl $name {
+            /// # Safety
+            /// `raw` must be a valid handle of this kind for the calling thread.
+            pub unsafe fn from_raw(raw: $raw) -> Self {
+                Self(raw)
+            }
+
+            pub fn as_raw(self) -> $raw {
+                self.0
+            }
+        }
+    };
+}
+
+jvm_handle!(
+    /// A JNI reference to a `java.lang.Class`, valid on the calling thread.
+    ClassRef(jclass)
+);
+jvm_handle!(
+    /// A JNI reference to a `java.lang.Thread`, valid on the calling thread.
+    ThreadRef(jthread)
+);
+jvm_handle!(
+    /// A jmethodID handed out by the JVM (they stay valid for the JVM's life;
+    /// HotSpot reports methods of unloaded classes as invalid).
+    MethodRef(jmethodID)
+);
+use std::ffi::{c_char, c_void, CStr};
+use std::ptr;
+
+/// `JVMTI_VERSION_1_2`: the oldest version that has everything we use.
+pub const JVMTI_VERSION_1_2: jint = 0x3001_0200;
+pub const JVMTI_PHASE_LIVE: jint = 4;
+
+/// A function-table slot: its number in `jvmti.h` and its name there.
+#[derive(Clone, Copy, Debug)]
+pub struct Slot {
+    pub number: usize,
+    pub name: &'static str,
+}
+
+macro_rules! slots {
+    ($($konst:ident = $number:literal $name:literal;)*) => {
+        $(pub const $konst: Slot = Slot { number: $number, name: $name };)*
+        /// Every slot the agent calls.
+        pub const BOUND_SLOTS: &[Slot] = &[$($konst),*];
+    };
+}
+
+slots! {
+    SET_EVENT_NOTIFICATION_MODE = 2 "SetEventNotificationMode";
+    GET_ALL_THREADS = 4 "GetAllThreads";
+    GET_THREAD_INFO = 9 "GetThreadInfo";
+    DEALLOCATE = 47 "Deallocate";
+    GET_CLASS_SIGNATURE = 48 "GetClassSignature";
+    GET_CLASS_MODIFIERS = 51 "GetClassModifiers";
+    GET_CLASS_METHODS = 52 "GetClassMethods";
+    GET_METHOD_NAME = 64 "GetMethodName";
+    GET_METHOD_DECLARING_CLASS = 65 "GetMethodDeclaringClass";
+    GET_METHOD_MODIFIERS = 66 "GetMethodModifiers";
+    GET_LINE_NUMBER_TABLE = 70 "GetLineNumberTable";
+    GET_LOADED_CLASSES = 78 "GetLoadedClasses";
+    SET_EVENT_CALLBACKS = 122 "SetEventCallbacks";
+    GET_ERROR_NAME = 128 "GetErrorName";
+    GET_PHASE = 133 "GetPhase";
+    ADD_CAPABILITIES = 142 "AddCapabilities";
+}
+
+/// A JVMTI error code with its JVMTI name.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("JVMTI error {code} ({name})")]
+pub struct JvmtiError {
+    pub code: jint,
+    pub name: String,
+}
+
+pub type JvmtiResult<T> = Result<T, JvmtiError>;
+
+#[repr(C)]
+struct RawThreadInfo {
+    name: *mut c_char,
+    priority: jint,
+    is_daemon: jboolean,
+    thread_group: jobject,
+    context_class_loader: jobject,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct RawLineNumberEntry {
+    start_location: jlong,
+    line_number: jint,
+}
+
+/// One row of a method's line number table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LineNumberEntry {
+    pub start_bci: i64,
+    pub line: i32,
+}
+
+/// Names of a method as `GetMethodName` returns them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MethodName {
+    pub name: String,
+    pub signature: String,
+}
+
+/// A `jvmtiEnv*`. Copyable; valid for the life of the JVM once obtained.
+#[derive(Clone, Copy, Debug)]
+pub struct Jvmti {
+    env: *mut *const *const c_void,
+}
+
+// SAFETY: a jvmtiEnv may be used from any thread attached to the VM; the
+// pointer itself is immutable.
+unsafe impl Send for Jvmti {}
+// SAFETY: as above; JVMTI functions are thread-safe.
+unsafe impl Sync for Jvmti {}
+
+impl Jvmti {
+    /// # Safety
+    /// `env` must be a `jvmtiEnv*` obtained from `JavaVM::GetEnv`.
+    pub unsafe fn from_raw(env: *mut c_void) -> Self {
+        Self { env: env.cast() }
+    }
+
+    pub fn as_raw(&self) -> *mut c_void {
+        self.env.cast()
+    }
+
+    /// The function in `slot`, as an untyped pointer.
+    fn function(&self, slot: Slot) -> *const c_void {
+        // SAFETY: `env` points at the table pointer, and every bound slot
+        // number is within the table of any JVMTI 1.2+ implementation.
+        unsafe { *(*self.env).add(slot.number - 1) }
+    }
+
+    fn check(&self, code: jint) -> JvmtiResult<()> {
+        if code == 0 {
+            Ok(())
+        } else {
+            Err(JvmtiError { code, name: self.error_name(code) })
+        }
+    }
+
+    fn error_name(&self, code: jint) -> String {
+        type F = unsafe extern "C" fn(*mut c_void, jint, *mut *mut c_char) -> jint;
+        let mut name = ptr::null_mut();
+        // SAFETY: slot 128 has this signature in every JVMTI version.
+        let f: F = unsafe { std::mem::transmute(self.function(GET_ERROR_NAME)) };
+        // SAFETY: valid env and out pointer.
+        if unsafe { f(self.as_raw(), code, &mut name) } != 0 || name.is_null() {
+            return "unknown".to_owned();
+        }
+        // SAFETY: JVMTI returned a NUL-terminated string it allocated.
+        unsafe { self.take_string(name) }
+    }
+
+    /// Copies and deallocates a JVMTI-allocated string.
+    ///
+    /// # Safety
+    /// `s` must be null or a NUL-terminated string allocated by this env.
+    unsafe fn take_string(&self, s: *mut c_char) -> String {
+        if s.is_null() {
+            return String::new();
+        }
+        // SAFETY: per the contract above.
+        let owned = unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned();
+        self.deallocate(s.cast());
+        owned
+    }
+
+    fn deallocate(&self, memory: *mut u8) {
+        type F = unsafe extern "C" fn(*mut c_void, *mut u8) -> jint;
+        if memory.is_null() {
+            return;
+        }
+        // SAFETY: slot 47 has this signature.
+        let f: F = unsafe { std::mem::transmute(self.function(DEALLOCATE)) };
+        // SAFETY: `memory` was allocated by this env.
+        unsafe { f(self.as_raw(), memory) };
+    }
+
+    /// Copies a JVMTI-allocated array into a Vec and deallocates it.
+    ///
+    /// # Safety
+    /// `data` must be null or point at `count` values allocated by this env.
+    unsafe fn take_array<T: Copy>(&self, data: *mut T, count: jint) -> Vec<T> {
+        if data.is_null() {
+            return Vec::new();
+        }
+        // SAFETY: per the contract above.
+        let v = unsafe { std::slice::from_raw_parts(data, count.max(0) as usize) }.to_vec();
+        self.deallocate(data.cast());
+        v
+    }
+
+    pub fn phase(&self) -> JvmtiResult<jint> {
+        type F = unsafe extern "C" fn(*mut c_void, *mut jint) -> jint;
+        let mut phase = 0;
+        // SAFETY: slot 133 has this signature.
+        let f: F = unsafe { std::mem::transmute(self.function(GET_PHASE)) };
+        // SAFETY: valid env and out pointer.
+        self.check(unsafe { f(self.as_raw(), &mut phase) })?;
+        Ok(phase)
+    }
+
+    pub fn add_capabilities(&self, caps: &capabilities::Capabilities) -> JvmtiResult<()> {
+        type F = unsafe extern "C" fn(*mut c_void, *const capabilities::Capabilities) -> jint;
+        // SAFETY: slot 142 has this signature.
+        let f: F = unsafe { std::mem::transmute(self.function(ADD_CAPABILITIES)) };
+        // SAFETY: `caps` has the layout of jvmtiCapabilities.
+        self.check(unsafe { f(self.as_raw(), caps) })
+    }
+
+    pub fn set_event_callbacks(&self, callbacks: &events::EventCallbacks) -> JvmtiResult<()> {
+        type F = unsafe extern "C" fn(*mut c_void, *const events::EventCallbacks, jint) -> jint;
+        // SAFETY: slot 122 has this signature.
+        let f: F = unsafe { std::mem::transmute(self.function(SET_EVENT_CALLBACKS)) };
+        let size = std::mem::size_of::<events::EventCallbacks>() as jint;
+        // SAFETY: `callbacks` has the layout of jvmtiEventCallbacks (JDK 11+).
+        self.check(unsafe { f(self.as_raw(), callbacks, size) })
+    }
+
+    /// Enables or disables delivery of `event` for all threads.
+    pub fn set_event_enabled(&self, event: events::Event, enabled: bool) -> JvmtiResult<()> {
+        type F = unsafe extern "C" fn(*mut c_void, jint, jint, jthread, ...) -> jint;
+        // SAFETY: slot 2 has this (variadic) signature.
+        let f: F = unsafe { std::mem::transmute(self.function(SET_EVENT_NOTIFICATION_MODE)) };
+        let mode = if enabled { 1 } else { 0 };
+        // SAFETY: valid env; a null thread means all threads.
+        self.check(unsafe { f(self.as_raw(), mode, event as jint, ptr::null_mut()) })
+    }
+
+    /// All live Java threads, as local references of the calling thread.
+    pub fn all_threads(&self) -> JvmtiResult<Vec<jthread>> {
+        type F = unsafe extern "C" fn(*mut c_void, *mut jint, *mut *mut jthread) -> jint;
+        let (mut count, mut threads) = (0, ptr::null_mut());
+        // SAFETY: slot 4 has this signature.
+        let f: F = unsafe { std::mem::transmute(self.function(GET_ALL_THREADS)) };
+        // SAFETY: valid env and out pointers.
+        self.check(unsafe { f(self.as_raw(), &mut count, &mut threads) })?;
+        // SAFETY: JVMTI allocated `count` thread references.
+        Ok(unsafe { self.take_array(threads, count) })
+    }
+
+    /// The Java name of `thread`.
+    pub fn thread_name(&self, thread: ThreadRef) -> JvmtiResult<String> {
+        type F = unsafe extern "C" fn(*mut c_void, jthread, *mut RawThreadInfo) -> jint;
+        let mut info = RawThreadInfo {
+            name: ptr::null_mut(),
+            priority: 0,
+            is_daemon: false,
+            thread_group: ptr::null_mut(),
+            context_class_loader: ptr::null_mut(),
+        };
+        // SAFETY: slot 9 has this signature.
+        let f: F = unsafe { std::mem::transmute(self.function(GET_THREAD_INFO)) };
+        // SAFETY: valid env, thread reference and out struct.
+        self.check(unsafe { f(self.as_raw(), thread.as_raw(), &mut info) })?;
+        // SAFETY: JVMTI allocated the name.
+        Ok(unsafe { self.take_string(info.name) })
+    }
+
+    pub fn loaded_classes(&self) -> JvmtiResult<Vec<ClassRef>> {
+        type F = unsafe extern "C" fn(*mut c_void, *mut jint, *mut *mut jclass) -> jint;
+        let (mut count, mut classes) = (0, ptr::null_mut());
+        // SAFETY: slot 78 has this signature.
+        let f: F = unsafe { std::mem::transmute(self.function(GET_LOADED_CLASSES)) };
+        // SAFETY: valid env and out pointers.
+        self.check(unsafe { f(self.as_raw(), &mut count, &mut classes) })?;
+        // SAFETY: JVMTI allocated `count` class references, local to this thread.
+        Ok(unsafe { self.take_array(classes, count) }.into_iter().map(ClassRef).collect())
+    }
+
+    /// The class's methods. Calling this makes HotSpot create a jmethodID
+    /// for each, which AsyncGetCallTrace needs to report the method.
+    pub fn class_methods(&self, class: ClassRef) -> JvmtiResult<Vec<MethodRef>> {
+        type F = unsafe extern "C" fn(*mut c_void, jclass, *mut jint, *mut *mut jmethodID) -> jint;
+        let (mut count, mut methods) = (0, ptr::null_mut());
+        // SAFETY: slot 52 has this signature.
+        let f: F = unsafe { std::mem::transmute(self.function(GET_CLASS_METHODS)) };
+        // SAFETY: valid env, class reference and out pointers.
+        self.check(unsafe { f(self.as_raw(), class.as_raw(), &mut count, &mut methods) })?;
+        // SAFETY: JVMTI allocated `count` method ids.
+        Ok(unsafe { self.take_array(methods, count) }.into_iter().map(MethodRef).collect())
+    }
+
+    /// The JVM signature of a class (`Ljava/lang/String;`).
+    pub fn class_signature(&self, class: ClassRef) -> JvmtiResult<String> {
+        type F = unsafe extern "C" fn(*mut c_void, jclass, *mut *mut c_char, *mut *mut c_char) -> jint;
+        let mut signature = ptr::null_mut();
+        // SAFETY: slot 48 has this signature.
+        let f: F = unsafe { std::mem::transmute(self.function(GET_CLASS_SIGNATURE)) };
+        // SAFETY: valid env and class; a null generic pointer is allowed.
+        self.check(unsafe { f(self.as_raw(), class.as_raw(), &mut signature, ptr::null_mut()) })?;
+        // SAFETY: JVMTI allocated the string.
+        Ok(unsafe { self.take_string(signature) })
+    }
+
+    pub fn class_modifiers(&self, class: ClassRef) -> JvmtiResult<jint> {
+        type F = unsafe extern "C" fn(*mut c_void, jclass, *mut jint) -> jint;
+        let mut modifiers = 0;
+        // SAFETY: slot 51 has this signature.
+        let f: F = unsafe { std::mem::transmute(self.function(GET_CLASS_MODIFIERS)) };
+        // SAFETY: valid env, class and out pointer.
+        self.check(unsafe { f(self.as_raw(), class.as_raw(), &mut modifiers) })?;
+        Ok(modifiers)
+    }
+
+    pub fn method_name(&self, method: MethodRef) -> JvmtiResult<MethodName> {
+        type F =
+            unsafe extern "C" fn(*mut c_void, jmethodID, *mut *mut c_char, *mut *mut c_char, *mut *mut c_char) -> jint;
+        let (mut name, mut signature) = (ptr::null_mut(), ptr::null_mut());
+        // SAFETY: slot 64 has this signature.
+        let f: F = unsafe { std::mem::transmute(self.function(GET_METHOD_NAME)) };
+        // SAFETY: valid env and out pointers; HotSpot checks the method id.
+        self.check(unsafe { f(self.as_raw(), method.as_raw(), &mut name, &mut signature, ptr::null_mut()) })?;
+        // SAFETY: JVMTI allocated both strings.
+        Ok(MethodName { name: unsafe { self.take_string(name) }, signature: unsafe { self.take_string(signature) } })
+    }
+
+    /// The declaring class, as a local reference of the calling thread.
+    pub fn method_declaring_class(&self, method: MethodRef) -> JvmtiResult<ClassRef> {
+        type F = unsafe extern "C" fn(*mut c_void, jmethodID, *mut jclass) -> jint;
+        let mut class = ptr::null_mut();
+        // SAFETY: slot 65 has this signature.
+        let f: F = unsafe { std::mem::transmute(self.function(GET_METHOD_DECLARING_CLASS)) };
+        // SAFETY: valid env and out pointer.
+        self.check(unsafe { f(self.as_raw(), method.as_raw(), &mut class) })?;
+        Ok(ClassRef(class))
+    }
+
+    pub fn method_modifiers(&self, method: MethodRef) -> JvmtiResult<jint> {
+        type F = unsafe extern "C" fn(*mut c_void, jmethodID, *mut jint) -> jint;
+        let mut modifiers = 0;
+        // SAFETY: slot 66 has this signature.
+        let f: F = unsafe { std::mem::transmute(self.function(GET_METHOD_MODIFIERS)) };
+        // SAFETY: valid env and out pointer.
+        self.check(unsafe { f(self.as_raw(), method.as_raw(), &mut modifiers) })?;
+        Ok(modifiers)
+    }
+
+    /// The line number table; empty for native and abstract methods or
+    /// classes compiled without line numbers.
+    pub fn line_number_table(&self, method: MethodRef) -> JvmtiResult<Vec<LineNumberEntry>> {
+        type F = unsafe extern "C" fn(*mut c_void, jmethodID, *mut jint, *mut *mut RawLineNumberEntry) -> jint;
+        const ABSENT_INFORMATION: jint = 101;
+        const NATIVE_METHOD: jint = 104;
+        let (mut count, mut table) = (0, ptr::null_mut());
+        // SAFETY: slot 70 has this signature.
+        let f: F = unsafe { std::mem::transmute(self.function(GET_LINE_NUMBER_TABLE)) };
+        // SAFETY: valid env and out pointers.
+        let code = unsafe { f(self.as_raw(), method.as_raw(), &mut count, &mut table) };
+        if code == ABSENT_INFORMATION || code == NATIVE_METHOD {
+            return Ok(Vec::new());
+        }
+        self.check(code)?;
+        // SAFETY: JVMTI allocated `count` entries.
+        let raw = unsafe { self.take_array(table, count) };
+        Ok(raw.iter().map(|e| LineNumberEntry { start_bci: e.start_location, line: e.line_number }).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,213 @@
+//! The profiling session: start, stop, dump and status, driven by agent
+//! options from any entry point. Control plane only; one session at a time.
+
+use crate::args::{self, Action, CStack, Options};
+use crate::counters;
+use crate::engine;
+use crate::jni_env::JniEnv;
+use crate::log;
+use crate::recording::writer::Writer;
+use crate::recording::{DumpContext, Recording};
+use crate::sampling::{self, JavaWalker, Sampler};
+use crate::storage::call_traces::CallTraceTable;
+use crate::storage::samples::SampleStripes;
+use crate::threads;
+use crate::vm::{self, Vm};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Trace table slots: room for 3/4 of this many distinct stacks.
+const TRACE_SLOTS: usize = 1 << 17;
+/// Frames in the trace arena (reserved; committed as used).
+const ARENA_FRAMES: usize = 1 << 23;
+/// Sample records per stripe between two drains.
+const STRIPE_CAPACITY: usize = 4096;
+
+struct Session {
+    sampler: Arc<Sampler>,
+    recording: Arc<Mutex<Recording>>,
+    writer: Writer,
+    engine: &'static str,
+    started: Instant,
+}
+
+static SESSION: Mutex<Option<Session>> = Mutex::new(None);
+
+fn session() -> std::sync::MutexGuard<'static, Option<Session>> {
+    SESSION.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Carries out the action of `options`. `env` is the calling thread's
+/// JNIEnv (needed to resolve methods when writing a recording). Returns a
+/// message for the caller (status, version, where a file was written).
+pub fn execute(options: &Options, env: Option<JniEnv>) -> Result<String, String> {
+    match options.action {
+        None => Ok(String::new()),
+        Some(Action::Start) => start(options, env),
+        Some(Action::Stop) => stop(options.file.as_deref(), env),
+        Some(Action::Dump) => dump(options.file.as_deref(), env),
+        Some(Action::Status) => Ok(status()),
+        Some(Action::Version) => Ok(version()),
+    }
+}
+
+pub fn version() -> String {
+    format!("profiler {}", env!("CARGO_PKG_VERSION"))
+}
+
+pub fn is_running() -> bool {
+    session().is_some()
+}
+
+fn status() -> String {
+    match session().as_ref() {
+        Some(s) => format!(
+            "Profiling is running for {} seconds (engine: {}, samples: {})",
+            s.started.elapsed().as_secs(),
+            s.engine,
+            counters::get(counters::Counter::Samples)
+        ),
+        None => "Profiler is not active".to_owned(),
+    }
+}
+
+/// Features parsed now but delivered by later work.
+fn check_supported(options: &Options) -> Result<(), String> {
+    if !matches!(options.cstack, CStack::Default | CStack::No) {
+        return Err("cstack: native stack modes (fp, dwarf, sframe, vm, vmx) are not supported yet".into());
+    }
+    if options.remote_symbolication {
+        return Err("remotesym: remote symbolication is not supported yet".into());
+    }
+    if options.wall.is_some() {
+        return Err("wall: wall-clock sampling is not supported yet".into());
+    }
+    Ok(())
+}
+
+fn output_path(template: &str) -> PathBuf {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    PathBuf::from(args::expand_path(template, std::process::id(), now))
+}
+
+fn current_env() -> *mut jni::sys::JNIEnv {
+    vm::get().map_or(std::ptr::null_mut(), Vm::current_env)
+}
+
+fn settings(options: &Options, engine: &str, interval: Duration) -> Vec<(String, String)> {
+    vec![
+        ("enabled".into(), "true".into()),
+        ("engine".into(), engine.into()),
+        ("interval".into(), format!("{} ns", interval.as_nanos())),
+        ("cstack".into(), format!("{:?}", options.cstack).to_lowercase()),
+        ("jstackdepth".into(), options.jstackdepth.to_string()),
+        ("version".into(), version()),
+    ]
+}
+
+fn start(options: &Options, env: Option<JniEnv>) -> Result<String, String> {
+    check_supported(options)?;
+    let vm = vm::get().ok_or("the agent is not initialised")?;
+    let mut current = session();
+    if current.is_some() {
+        return Err("start: profiling is already running (stop it first)".into());
+    }
+    let (kind, interval) = options.cpu.ok_or("start: no event selected")?;
+    if let Some(env) = env {
+        preload_methods(vm, env);
+    }
+    counters::reset();
+    let depth = options.jstackdepth as usize;
+    let sampler = Arc::new(Sampler {
+        traces: CallTraceTable::new(TRACE_SLOTS, ARENA_FRAMES)
+            .map_err(|e| format!("cannot reserve trace storage: {e}"))?,
+        stripes: SampleStripes::new(STRIPE_CAPACITY, depth)
+            .map_err(|e| format!("cannot reserve sample buffers: {e}"))?,
+        max_depth: depth,
+        walker: JavaWalker { asgct: vm.asgct(), current_env },
+    });
+    sampling::publish(&sampler);
+    let engine = match engine::start(kind, interval, threads::process_threads) {
+        Ok(name) => name,
+        Err(e) => {
+            sampling::retire();
+            return Err(e);
+        }
+    };
+    let file = options.file.as_deref().map(output_path);
+    let recording = Arc::new(Mutex::new(Recording::new(settings(options, engine, interval), file)));
+    let writer = match Writer::spawn(vm, Arc::clone(&sampler), Arc::clone(&recording)) {
+        Ok(w) => w,
+        Err(e) => {
+            engine::stop();
+            sampling::retire();
+            return Err(format!("cannot start the writer thread: {e}"));
+        }
+    };
+    log::info!("profiling started: {engine}, interval {} ns", interval.as_nanos());
+    *current = Some(Session { sampler, recording, writer, engine, started: Instant::now() });
+    Ok(format!("Profiling started ({engine})"))
+}
+
+/// Makes HotSpot create jmethodIDs for every loaded class, so
+/// AsyncGetCallTrace can name their methods (classes loaded later are
+/// handled on ClassPrepare).
+fn preload_methods(vm: &Vm, env: JniEnv) {
+    let jvmti = vm.jvmti();
+    let Ok(classes) = jvmti.loaded_classes() else {
+        return;
+    };
+    for class in classes {
+        let _ = jvmti.class_methods(class);
+        env.delete_local_ref(class);
+    }
+}
+
+fn stop(file: Option<&str>, env: Option<JniEnv>) -> Result<String, String> {
+    let session = session().take().ok_or("stop: profiling is not running")?;
+    engine::stop();
+    sampling::retire();
+    session.writer.stop();
+    let path = file.map(output_path);
+    let mut recording = session.recording.lock().unwrap_or_else(|p| p.into_inner());
+    let written = write_recording(&mut recording, &session.sampler, env, path, true);
+    log::info!("profiling stopped after {} s", session.started.elapsed().as_secs());
+    drop(recording);
+    written.map(|p| format!("Profiling stopped; recording written to {}", p.display()))
+}
+
+fn dump(file: Option<&str>, env: Option<JniEnv>) -> Result<String, String> {
+    let current = session();
+    let session = current.as_ref().ok_or("dump: profiling is not running")?;
+    let mut recording = session.recording.lock().unwrap_or_else(|p| p.into_inner());
+    let path = write_recording(&mut recording, &session.sampler, env, file.map(output_path), false)?;
+    Ok(format!("Recording written to {}", path.display()))
+}
+
+fn write_recording(
+    recording: &mut Recording,
+    sampler: &Sampler,
+    env: Option<JniEnv>,
+    path: Option<PathBuf>,
+    final_chunk: bool,
+) -> Result<PathBuf, String> {
+    let vm = vm::get().ok_or("the agent is not initialised")?;
+    let env = env.ok_or("cannot write a recording from a thread not attached to the JVM")?;
+    let ctx = DumpContext { sampler, jvmti: vm.jvmti(), env };
+    let target = path.clone().or_else(|| recording.session_path().map(PathBuf::from));
+    recording.dump(&ctx, path.as_deref(), final_chunk).map_err(|e| match target {
+        Some(t) => format!("cannot write {}: {e}", t.display()),
+        None => format!("{e}"),
+    })
+}
+
+/// VM death: a running session is stopped and its recording written.
+pub fn on_vm_death(env: Option<JniEnv>) {
+    if is_running() {
+        match stop(None, env) {
+            Ok(message) => log::info!("{message}"),
+            Err(e) => log::error!("{e}"),
+        }
+    }
+}

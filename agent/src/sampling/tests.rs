@@ -1,0 +1,90 @@
+use super::*;
+use crate::storage::frame::FrameKind;
+use std::sync::atomic::AtomicU64;
+
+static NEXT_METHOD: AtomicU64 = AtomicU64::new(0);
+
+/// Writes a 3-frame stack whose top method rotates over 4 values, or as
+/// many frames as allowed when asked for fewer.
+unsafe extern "C" fn fake_asgct(trace: *mut AsgctTrace, depth: i32, _ucontext: *mut c_void) {
+    // SAFETY: called by `walk_java` with a valid trace and buffer.
+    let trace = unsafe { &mut *trace };
+    let top = NEXT_METHOD.fetch_add(1, Ordering::Relaxed) % 4;
+    let n = depth.min(3);
+    for i in 0..n {
+        // SAFETY: `depth` frames fit the buffer.
+        unsafe { trace.frames.add(i as usize).write(AsgctFrame { bci: i, method: (100 + top + i as u64 * 10) as _ }) };
+    }
+    trace.num_frames = n;
+}
+
+fn attached() -> *mut JNIEnv {
+    std::ptr::NonNull::dangling().as_ptr()
+}
+
+fn detached() -> *mut JNIEnv {
+    std::ptr::null_mut()
+}
+
+fn sampler(max_depth: usize, current_env: fn() -> *mut JNIEnv) -> Sampler {
+    Sampler {
+        traces: CallTraceTable::new(1024, 1 << 16).unwrap(),
+        stripes: SampleStripes::new(1024, 64).unwrap(),
+        max_depth,
+        walker: JavaWalker { asgct: Some(fake_asgct), current_env },
+    }
+}
+
+fn request() -> SampleRequest {
+    SampleRequest { ucontext: std::ptr::null_mut(), weight: 1, state: jfr_writer::ThreadState::Runnable }
+}
+
+#[test]
+fn records_a_sample_with_its_trace() {
+    let s = sampler(64, attached);
+    for i in 0..8 {
+        s.record(request(), 1000 + i, 77);
+    }
+    let mut out = Vec::new();
+    s.stripes.drain_into(&mut out);
+    assert_eq!(out.len(), 8);
+    assert!(out.iter().all(|r| r.tid == 77 && r.weight == 1));
+    assert_eq!(s.traces.len(), 4, "four distinct stacks");
+    s.traces.for_each(|t| {
+        assert_eq!(t.frames.len(), 3);
+        assert!(!t.truncated);
+        assert!(t.frames.iter().all(|f| f.kind == FrameKind::Java));
+    });
+}
+
+#[test]
+fn depth_limit_marks_the_trace_truncated() {
+    let s = sampler(2, attached);
+    s.record(request(), 1, 5);
+    s.traces.for_each(|t| {
+        assert_eq!(t.frames.len(), 2);
+        assert!(t.truncated);
+    });
+}
+
+#[test]
+fn thread_without_jni_env_gets_a_marker_frame() {
+    let s = sampler(64, detached);
+    s.record(request(), 1, 5);
+    let mut frames = Vec::new();
+    s.traces.for_each(|t| frames.extend_from_slice(t.frames));
+    assert_eq!(frames, vec![Frame::error(CallTraceError::NotJavaThread.code() as u64)]);
+}
+
+#[test]
+fn retire_hides_the_sampler_from_handlers() {
+    let s = Arc::new(sampler(64, attached));
+    publish(&s);
+    let mut ran = false;
+    with_active(|_| ran = true);
+    assert!(ran);
+    retire();
+    ran = false;
+    with_active(|_| ran = true);
+    assert!(!ran);
+}

@@ -1,0 +1,45 @@
+//! The frame as stored in a call trace: 16 bytes, interpreted by `kind`.
+
+use super::mapped::Zeroable;
+
+/// What a stored frame's `method` and `bci` mean.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum FrameKind {
+    /// `method` is a jmethodID from AsyncGetCallTrace; `bci` its bytecode
+    /// index, or [`BCI_NATIVE_METHOD`] for a Java `native` method.
+    Java = 0,
+    /// A marker for a sample whose stack could not be walked: `method` is
+    /// an [`crate::sampling::asgct::CallTraceError`] code.
+    Error = 1,
+}
+
+/// AsyncGetCallTrace's bci for frames of `native` Java methods.
+pub const BCI_NATIVE_METHOD: i32 = -3;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Frame {
+    pub method: u64,
+    pub bci: i32,
+    pub kind: FrameKind,
+}
+
+impl Frame {
+    pub const fn java(method: u64, bci: i32) -> Self {
+        Self { method, bci, kind: FrameKind::Java }
+    }
+
+    pub const fn error(code: u64) -> Self {
+        Self { method: code, bci: 0, kind: FrameKind::Error }
+    }
+}
+
+impl Default for Frame {
+    fn default() -> Self {
+        Self::java(0, 0)
+    }
+}
+
+// SAFETY: all-zero is `Frame { method: 0, bci: 0, kind: Java }`.
+unsafe impl Zeroable for Frame {}

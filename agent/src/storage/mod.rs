@@ -1,0 +1,7 @@
+//! Memory the sampling path writes into: everything here is allocated
+//! before sampling starts and is then used without allocation or blocking.
+
+pub mod call_traces;
+pub mod frame;
+pub mod mapped;
+pub mod samples;

@@ -1,0 +1,211 @@
+//! Striped sample buffers: where a signal handler leaves one fixed-size
+//! record per sample for the dump side to encode later.
+//!
+//! A sampler takes a stripe with `try_lock` (its thread id picks the first
+//! stripe to try, then the next two) and never waits: if all three are busy
+//! or the stripe's buffer is full, the sample is counted as dropped. A
+//! stripe also owns scratch space for stack walking, so the handler needs
+//! no stack space proportional to `jstackdepth`.
+//!
+//! The drain side swaps a stripe's buffer for an empty one of the same
+//! capacity while holding the lock for just that swap. Drained buffers are
+//! kept as spares, so after the first cycle draining allocates nothing.
+
+use super::frame::Frame;
+use super::mapped::MappedArray;
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// One sample, as recorded by the handler.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SampleRecord {
+    /// CLOCK_MONOTONIC time of the sample.
+    pub time_ns: u64,
+    pub tid: u32,
+    pub trace: u32,
+    pub weight: u32,
+    /// A `jfr_writer::ThreadState` discriminant.
+    pub state: u8,
+}
+
+pub const STRIPES: usize = 16;
+const STRIPES_TRIED: usize = 3;
+
+/// Scratch space for one stack walk.
+pub struct Scratch {
+    pub frames: MappedArray<Frame>,
+    pub words: MappedArray<u64>,
+}
+
+struct StripeData {
+    scratch: Scratch,
+    samples: Vec<SampleRecord>,
+}
+
+struct Stripe {
+    locked: AtomicBool,
+    data: UnsafeCell<StripeData>,
+}
+
+pub struct SampleStripes {
+    stripes: Box<[Stripe]>,
+    capacity: usize,
+    /// Empty buffers for the drain side to swap in (drain side only).
+    spares: std::sync::Mutex<Vec<Vec<SampleRecord>>>,
+}
+
+// SAFETY: `data` is only accessed by the holder of `locked`.
+unsafe impl Sync for SampleStripes {}
+
+/// Exclusive access to one stripe until dropped.
+pub struct StripeGuard<'a> {
+    stripe: &'a Stripe,
+}
+
+impl StripeGuard<'_> {
+    fn data(&mut self) -> &mut StripeData {
+        // SAFETY: the guard holds the stripe's lock, so access is exclusive.
+        unsafe { &mut *self.stripe.data.get() }
+    }
+
+    pub fn scratch(&mut self) -> &mut Scratch {
+        &mut self.data().scratch
+    }
+
+    /// Appends a record; false (and nothing stored) if the buffer is full.
+    /// Never allocates: the buffer's capacity is fixed.
+    pub fn push(&mut self, record: SampleRecord) -> bool {
+        let samples = &mut self.data().samples;
+        if samples.len() == samples.capacity() {
+            return false;
+        }
+        samples.push(record);
+        true
+    }
+}
+
+impl Drop for StripeGuard<'_> {
+    fn drop(&mut self) {
+        self.stripe.locked.store(false, Ordering::Release);
+    }
+}
+
+impl SampleStripes {
+    /// `capacity` records per stripe, `scratch_frames` frames of walking
+    /// space per stripe. Not signal-safe.
+    pub fn new(capacity: usize, scratch_frames: usize) -> std::io::Result<Self> {
+        let stripes = (0..STRIPES)
+            .map(|_| {
+                Ok(Stripe {
+                    locked: AtomicBool::new(false),
+                    data: UnsafeCell::new(StripeData {
+                        scratch: Scratch {
+                            frames: MappedArray::new(scratch_frames)?,
+                            words: MappedArray::new(scratch_frames * 2)?,
+                        },
+                        samples: Vec::with_capacity(capacity),
+                    }),
+                })
+            })
+            .collect::<std::io::Result<Vec<_>>>()?;
+        Ok(Self { stripes: stripes.into_boxed_slice(), capacity, spares: Default::default() })
+    }
+
+    /// Takes one of the stripes preferred for `tid` without waiting.
+    /// Signal-safe.
+    pub fn try_acquire(&self, tid: u32) -> Option<StripeGuard<'_>> {
+        (0..STRIPES_TRIED).find_map(|i| {
+            let stripe = &self.stripes[(tid as usize + i) % STRIPES];
+            stripe
+                .locked
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .ok()
+                .map(|_| StripeGuard { stripe })
+        })
+    }
+
+    /// Moves every recorded sample out, in stripe order, appending to
+    /// `out`. Not signal-safe: it may allocate a spare buffer (before
+    /// locking) and spins until each stripe is free, which a sampler holds
+    /// only for the duration of one handler.
+    pub fn drain_into(&self, out: &mut Vec<SampleRecord>) {
+        let mut spares = self.spares.lock().unwrap_or_else(|p| p.into_inner());
+        for stripe in self.stripes.iter() {
+            let mut buffer = spares.pop().unwrap_or_else(|| Vec::with_capacity(self.capacity));
+            while stripe.locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+                std::thread::yield_now();
+            }
+            let guard = StripeGuard { stripe };
+            // SAFETY: we hold the lock through `guard`.
+            let data = unsafe { &mut *stripe.data.get() };
+            std::mem::swap(&mut data.samples, &mut buffer);
+            drop(guard);
+            out.extend_from_slice(&buffer);
+            buffer.clear();
+            spares.push(buffer);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn record(tid: u32) -> SampleRecord {
+        SampleRecord { time_ns: 1, tid, trace: 2, weight: 1, state: 0 }
+    }
+
+    #[test]
+    fn a_held_stripe_sends_the_next_sampler_elsewhere_and_three_held_stripes_refuse() {
+        let stripes = SampleStripes::new(4, 8).unwrap();
+        let a = stripes.try_acquire(0).unwrap();
+        let b = stripes.try_acquire(0).unwrap();
+        let c = stripes.try_acquire(0).unwrap();
+        assert!(stripes.try_acquire(0).is_none());
+        assert!(stripes.try_acquire(5).is_some(), "other stripes stay free");
+        drop((a, b, c));
+        assert!(stripes.try_acquire(0).is_some());
+    }
+
+    #[test]
+    fn full_buffer_refuses_without_growing() {
+        let stripes = SampleStripes::new(2, 8).unwrap();
+        let mut guard = stripes.try_acquire(3).unwrap();
+        assert!(guard.push(record(3)));
+        assert!(guard.push(record(3)));
+        assert!(!guard.push(record(3)));
+        drop(guard);
+        let mut out = Vec::new();
+        stripes.drain_into(&mut out);
+        assert_eq!(out.len(), 2);
+        stripes.drain_into(&mut out);
+        assert_eq!(out.len(), 2, "drained buffers start empty");
+    }
+
+    #[test]
+    fn concurrent_producers_and_drainer_lose_nothing_that_was_accepted() {
+        let stripes = Arc::new(SampleStripes::new(1 << 16, 8).unwrap());
+        let producers: Vec<_> = (0..4u32)
+            .map(|t| {
+                let stripes = Arc::clone(&stripes);
+                std::thread::spawn(move || {
+                    let mut accepted = 0u64;
+                    for _ in 0..20_000 {
+                        if let Some(mut g) = stripes.try_acquire(t * 5) {
+                            accepted += u64::from(g.push(record(t)));
+                        }
+                    }
+                    accepted
+                })
+            })
+            .collect();
+        let mut drained = Vec::new();
+        while !producers.iter().all(|p| p.is_finished()) {
+            stripes.drain_into(&mut drained);
+        }
+        let accepted: u64 = producers.into_iter().map(|p| p.join().unwrap()).sum();
+        stripes.drain_into(&mut drained);
+        assert_eq!(drained.len() as u64, accepted);
+    }
+}

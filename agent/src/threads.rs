@@ -1,0 +1,127 @@
+//! The threads samples come from: a small stable key per thread (the JFR
+//! thread pool id) and the names written for it. Control plane only.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadInfo {
+    pub tid: u32,
+    pub os_name: String,
+    pub java_name: Option<String>,
+    /// `Thread.getId()`, or 0 for threads the JVM did not report.
+    pub java_id: i64,
+    ended: bool,
+}
+
+#[derive(Default)]
+struct Registry {
+    by_key: HashMap<u64, ThreadInfo>,
+    by_tid: HashMap<u32, u64>,
+    next_key: u64,
+}
+
+impl Registry {
+    fn insert(&mut self, info: ThreadInfo) -> u64 {
+        self.next_key += 1;
+        let key = self.next_key;
+        self.by_tid.insert(info.tid, key);
+        self.by_key.insert(key, info);
+        key
+    }
+}
+
+static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
+
+fn with_registry<R>(f: impl FnOnce(&mut Registry) -> R) -> R {
+    let mut guard = REGISTRY.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    f(guard.get_or_insert_with(Registry::default))
+}
+
+/// The kernel's name for a thread of this process (`comm`, 15 bytes).
+pub fn os_thread_name(tid: u32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/self/task/{tid}/comm")).ok().map(|s| s.trim_end().to_owned())
+}
+
+/// Every thread of the process.
+pub fn process_threads() -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    entries.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect()
+}
+
+/// A Java thread started (or was found running) on `tid`.
+pub fn java_thread_started(tid: u32, java_name: Option<String>, java_id: i64) {
+    let os_name = os_thread_name(tid).unwrap_or_default();
+    with_registry(|r| r.insert(ThreadInfo { tid, os_name, java_name, java_id, ended: false }));
+}
+
+/// The thread on `tid` is ending. Its entry stays until [`purge_ended`],
+/// so samples it took before ending still resolve.
+pub fn thread_ended(tid: u32) {
+    with_registry(|r| {
+        if let Some(info) = r.by_tid.get(&tid).and_then(|key| r.by_key.get_mut(key)) {
+            info.ended = true;
+        }
+    });
+}
+
+/// The key of the thread on `tid`, registering it from `/proc` if the JVM
+/// never reported it (a native or JVM-internal thread).
+pub fn key_for(tid: u32) -> u64 {
+    with_registry(|r| {
+        if let Some(&key) = r.by_tid.get(&tid) {
+            return key;
+        }
+        let os_name = os_thread_name(tid).unwrap_or_else(|| format!("[tid {tid}]"));
+        r.insert(ThreadInfo { tid, os_name, java_name: None, java_id: 0, ended: false })
+    })
+}
+
+pub fn info(key: u64) -> Option<ThreadInfo> {
+    with_registry(|r| r.by_key.get(&key).cloned())
+}
+
+/// Forgets threads that have ended. Call only after their samples were
+/// drained (a chunk was finished).
+pub fn purge_ended() {
+    with_registry(|r| {
+        let ended: Vec<u64> = r.by_key.iter().filter(|(_, i)| i.ended).map(|(&k, _)| k).collect();
+        for key in ended {
+            if let Some(info) = r.by_key.remove(&key) {
+                if r.by_tid.get(&info.tid) == Some(&key) {
+                    r.by_tid.remove(&info.tid);
+                }
+            }
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_stable_until_a_tid_is_reused_and_ended_threads_are_purged() {
+        let tid = 4_000_001; // not a live thread
+        java_thread_started(tid, Some("worker".into()), 12);
+        let key = key_for(tid);
+        assert_eq!(key_for(tid), key);
+        assert_eq!(info(key).unwrap().java_name.as_deref(), Some("worker"));
+        thread_ended(tid);
+        assert_eq!(key_for(tid), key, "samples drained after the end still resolve");
+        purge_ended();
+        assert!(info(key).is_none());
+        let fresh = key_for(tid);
+        assert_ne!(fresh, key);
+        assert_eq!(info(fresh).unwrap().os_name, format!("[tid {tid}]"));
+    }
+
+    #[test]
+    fn process_threads_include_the_caller() {
+        let me = crate::sampling::handler::current_tid();
+        assert!(process_threads().contains(&me));
+        assert!(os_thread_name(me).is_some());
+    }
+}

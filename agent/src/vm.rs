@@ -1,0 +1,147 @@
+//! The JVM this agent lives in: its `JavaVM*`, our JVMTI environment and
+//! AsyncGetCallTrace. Set up once, on the first of `Agent_OnLoad`,
+//! `Agent_OnAttach` or `JNI_OnLoad`, and never torn down.
+
+use crate::jvmti::capabilities::{self, Capabilities};
+use crate::jvmti::events::{Event, EventCallbacks};
+use crate::jvmti::{Jvmti, JVMTI_VERSION_1_2};
+use crate::log;
+use crate::sampling::asgct::AsgctFn;
+use jni::sys::{jint, JNIEnv, JavaVM, JNI_OK};
+use std::ffi::{c_void, CStr};
+use std::ptr;
+use std::sync::OnceLock;
+
+pub const JNI_VERSION: jint = 0x0001_0008;
+
+pub struct Vm {
+    java_vm: *mut JavaVM,
+    jvmti: Jvmti,
+    asgct: Option<AsgctFn>,
+}
+
+// SAFETY: `JavaVM*` and `jvmtiEnv*` are process-wide and thread-safe.
+unsafe impl Send for Vm {}
+// SAFETY: as above.
+unsafe impl Sync for Vm {}
+
+static VM: OnceLock<Vm> = OnceLock::new();
+
+/// The VM, once [`init`] has run. Signal-safe (an atomic load).
+pub fn get() -> Option<&'static Vm> {
+    VM.get()
+}
+
+/// Sets up our JVMTI environment: capabilities, event callbacks, events.
+/// Idempotent; later calls return the first result.
+///
+/// # Safety
+/// `java_vm` must be the `JavaVM*` the JVM passed to an entry point.
+pub unsafe fn init(java_vm: *mut JavaVM, callbacks: fn() -> EventCallbacks) -> Result<&'static Vm, String> {
+    if let Some(vm) = VM.get() {
+        return Ok(vm);
+    }
+    let mut env: *mut c_void = ptr::null_mut();
+    // SAFETY: per the contract, a valid JavaVM*.
+    let rc = unsafe { ((**java_vm).v1_2.GetEnv)(java_vm, &mut env, JVMTI_VERSION_1_2) };
+    if rc != JNI_OK || env.is_null() {
+        return Err(format!("JVMTI 1.2 is not available (GetEnv returned {rc})"));
+    }
+    // SAFETY: GetEnv returned a jvmtiEnv*.
+    let jvmti = unsafe { Jvmti::from_raw(env) };
+    for &capability in capabilities::REQUESTED {
+        if let Err(e) = jvmti.add_capabilities(&Capabilities::default().with(capability)) {
+            log::warn!("capability {} unavailable: {e}", capability.name);
+        }
+    }
+    jvmti.set_event_callbacks(&callbacks()).map_err(|e| format!("SetEventCallbacks: {e}"))?;
+    for (event, _) in Event::ALL {
+        if let Err(e) = jvmti.set_event_enabled(event, true) {
+            log::warn!("cannot enable JVMTI event {event:?}: {e}");
+        }
+    }
+    let asgct = find_asgct(java_vm);
+    if asgct.is_none() {
+        log::warn!("AsyncGetCallTrace not found in libjvm: Java stacks will not be collected");
+    }
+    Ok(VM.get_or_init(|| Vm { java_vm, jvmti, asgct }))
+}
+
+/// AsyncGetCallTrace, looked up in the library that implements the JavaVM
+/// function table (libjvm), whether or not it was loaded RTLD_GLOBAL.
+fn find_asgct(java_vm: *mut JavaVM) -> Option<AsgctFn> {
+    const NAME: &CStr = c"AsyncGetCallTrace";
+    // SAFETY: dlsym with a NUL-terminated name; a null result is handled.
+    let mut symbol = unsafe { libc::dlsym(libc::RTLD_DEFAULT, NAME.as_ptr()) };
+    if symbol.is_null() {
+        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+        // SAFETY: GetEnv's address lies in libjvm; dladdr only reads it.
+        let get_env = unsafe { (**java_vm).v1_2.GetEnv } as *const c_void;
+        // SAFETY: valid address and out struct.
+        if unsafe { libc::dladdr(get_env, &mut info) } != 0 && !info.dli_fname.is_null() {
+            // SAFETY: RTLD_NOLOAD only returns an already loaded library.
+            let handle = unsafe { libc::dlopen(info.dli_fname, libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
+            if !handle.is_null() {
+                // SAFETY: as above.
+                symbol = unsafe { libc::dlsym(handle, NAME.as_ptr()) };
+            }
+        }
+    }
+    // SAFETY: the symbol, when present, is AsyncGetCallTrace with this ABI.
+    (!symbol.is_null()).then(|| unsafe { std::mem::transmute::<*mut c_void, AsgctFn>(symbol) })
+}
+
+impl Vm {
+    pub fn jvmti(&self) -> Jvmti {
+        self.jvmti
+    }
+
+    pub fn asgct(&self) -> Option<AsgctFn> {
+        self.asgct
+    }
+
+    /// The calling thread's JNIEnv, or null if it is not attached.
+    /// Signal-safe in HotSpot (a thread-local read), as async-profiler relies on.
+    #[inline]
+    pub fn current_env(&self) -> *mut JNIEnv {
+        let mut env: *mut c_void = ptr::null_mut();
+        // SAFETY: valid JavaVM*; GetEnv writes the out pointer or leaves it null.
+        let rc = unsafe { ((**self.java_vm).v1_2.GetEnv)(self.java_vm, &mut env, JNI_VERSION) };
+        if rc == JNI_OK {
+            env.cast()
+        } else {
+            ptr::null_mut()
+        }
+    }
+
+    /// Attaches the calling (Rust-created) thread as a daemon thread with
+    /// the given Java name and returns its JNIEnv.
+    pub fn attach_daemon(&self, name: &CStr) -> Result<*mut JNIEnv, String> {
+        #[repr(C)]
+        struct AttachArgs {
+            version: jint,
+            name: *const std::ffi::c_char,
+            group: *mut c_void,
+        }
+        let mut args = AttachArgs { version: JNI_VERSION, name: name.as_ptr(), group: ptr::null_mut() };
+        let mut env: *mut c_void = ptr::null_mut();
+        // SAFETY: valid JavaVM*, out pointer and JavaVMAttachArgs layout.
+        let rc = unsafe {
+            ((**self.java_vm).v1_4.AttachCurrentThreadAsDaemon)(
+                self.java_vm,
+                &mut env,
+                (&mut args as *mut AttachArgs).cast(),
+            )
+        };
+        if rc == JNI_OK {
+            Ok(env.cast())
+        } else {
+            Err(format!("AttachCurrentThreadAsDaemon returned {rc}"))
+        }
+    }
+
+    pub fn detach_current(&self) {
+        // SAFETY: valid JavaVM*; detaching an unattached thread is a no-op error.
+        unsafe { ((**self.java_vm).v1_1.DetachCurrentThread)(self.java_vm) };
+    }
+}
