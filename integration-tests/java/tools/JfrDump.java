@@ -1,0 +1,64 @@
+import java.nio.file.Path;
+import java.util.List;
+import jdk.jfr.consumer.RecordedEvent;
+import jdk.jfr.consumer.RecordedFrame;
+import jdk.jfr.consumer.RecordedMethod;
+import jdk.jfr.consumer.RecordedStackTrace;
+import jdk.jfr.consumer.RecordedThread;
+import jdk.jfr.consumer.RecordingFile;
+
+/**
+ * Prints a recording in a line format the Rust tests parse, reading it with
+ * the JDK's own parser (jdk.jfr.consumer). Every constant an event references
+ * must resolve, or RecordingFile throws.
+ *
+ * <pre>
+ * EVENT  type  startEpochNanos  threadJavaName  osThreadId  state  weight  truncated
+ * FRAME  frameType  class  method  descriptor  line  bci   (innermost first)
+ * COUNTER  name  value
+ * SETTING  name  value
+ * </pre>
+ */
+public class JfrDump {
+    public static void main(String[] args) throws Exception {
+        StringBuilder out = new StringBuilder(1 << 20);
+        for (RecordedEvent e : RecordingFile.readAllEvents(Path.of(args[0]))) {
+            String type = e.getEventType().getName();
+            switch (type) {
+                case "datadog.ProfilerCounter":
+                    out.append("COUNTER\t").append(e.getString("name")).append('\t').append(e.getLong("count")).append('\n');
+                    continue;
+                case "jdk.ActiveSetting":
+                    out.append("SETTING\t").append(e.getString("name")).append('\t').append(e.getString("value")).append('\n');
+                    continue;
+                default:
+                    break;
+            }
+            RecordedThread thread = e.hasField("eventThread") ? e.getThread("eventThread") : null;
+            RecordedStackTrace stack = e.getStackTrace();
+            out.append("EVENT\t").append(type)
+               .append('\t').append(e.getStartTime().getEpochSecond() * 1_000_000_000L + e.getStartTime().getNano())
+               .append('\t').append(thread == null ? "-" : thread.getJavaName())
+               .append('\t').append(thread == null ? 0 : thread.getOSThreadId())
+               .append('\t').append(e.hasField("state") ? e.getString("state") : "-")
+               .append('\t').append(e.hasField("weight") ? e.getLong("weight") : 0)
+               .append('\t').append(stack != null && stack.isTruncated())
+               .append('\n');
+            if (stack == null) {
+                continue;
+            }
+            List<RecordedFrame> frames = stack.getFrames();
+            for (RecordedFrame f : frames) {
+                RecordedMethod m = f.getMethod();
+                out.append("FRAME\t").append(f.getType())
+                   .append('\t').append(m.getType().getName())
+                   .append('\t').append(m.getName())
+                   .append('\t').append(m.getDescriptor())
+                   .append('\t').append(f.getLineNumber())
+                   .append('\t').append(f.getBytecodeIndex())
+                   .append('\n');
+            }
+        }
+        System.out.print(out);
+    }
+}

@@ -1,0 +1,236 @@
+//! Support for tests that run real JVMs with the agent: locating the agent
+//! and the JDK, running Java with a timeout, and reading recordings back
+//! through the JDK's own parser.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The compiled Java fixtures and tools.
+pub fn classes_dir() -> &'static Path {
+    Path::new(env!("FIXTURE_CLASSES"))
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// The agent under test: `$PROFILER_LIB`, or the workspace's release build.
+pub fn agent_library() -> PathBuf {
+    let path = std::env::var_os("PROFILER_LIB")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target/release/libprofiler.so"));
+    assert!(path.exists(), "{} is missing: run `cargo build --release` first", path.display());
+    path
+}
+
+/// Java source of a fixture, for looking up marked lines.
+pub fn fixture_source(class: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("java/fixtures").join(format!("{class}.java"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
+}
+
+/// The 1-based line carrying `// LINE <marker>` in a fixture's source.
+pub fn marked_line(class: &str, marker: &str) -> i32 {
+    let needle = format!("// LINE {marker}");
+    let source = fixture_source(class);
+    let index =
+        source.lines().position(|l| l.trim_end().ends_with(&needle)).unwrap_or_else(|| panic!("{needle} in {class}"));
+    index as i32 + 1
+}
+
+pub fn jdk_tool(name: &str) -> PathBuf {
+    match std::env::var_os("JAVA_HOME") {
+        Some(home) => PathBuf::from(home).join("bin").join(name),
+        None => PathBuf::from(name),
+    }
+}
+
+/// A fresh directory for one test's files.
+pub fn scratch_dir(test: &str) -> PathBuf {
+    let dir = workspace_root().join("target/it-scratch").join(format!("{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A child process that is killed if the test ends before it does.
+pub struct ChildGuard(Option<Child>);
+
+impl ChildGuard {
+    pub fn spawn(command: &mut Command) -> Self {
+        Self(Some(command.spawn().unwrap_or_else(|e| panic!("spawn {command:?}: {e}"))))
+    }
+
+    pub fn id(&self) -> u32 {
+        self.0.as_ref().unwrap().id()
+    }
+
+    /// Waits for the process; kills it and panics after `timeout`.
+    pub fn wait(mut self, timeout: Duration) -> Output {
+        let deadline = Instant::now() + timeout;
+        let mut child = self.0.take().unwrap();
+        loop {
+            if child.try_wait().expect("wait for child").is_some() {
+                return child.wait_with_output().expect("collect output");
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let output = child.wait_with_output().expect("collect output");
+                panic!(
+                    "process timed out after {timeout:?}\nstdout: {}\nstderr: {}",
+                    String::from_utf8_lossy(&output.stdout),
+                    String::from_utf8_lossy(&output.stderr)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// `java [-agentpath:agent=options] [jvm_args] -cp fixtures main args`.
+pub fn java_command(agent_options: Option<&str>, jvm_args: &[&str], main: &str, args: &[&str]) -> Command {
+    let mut command = Command::new(jdk_tool("java"));
+    if let Some(options) = agent_options {
+        command.arg(format!("-agentpath:{}={options}", agent_library().display()));
+    }
+    command.args(jvm_args).arg("-cp").arg(classes_dir()).arg(main).args(args);
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    command
+}
+
+/// Runs a fixture to completion and returns its output (any exit status).
+pub fn run_java(agent_options: Option<&str>, main: &str, args: &[&str], timeout: Duration) -> Output {
+    ChildGuard::spawn(&mut java_command(agent_options, &[], main, args)).wait(timeout)
+}
+
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Asserts a run succeeded, showing its output otherwise.
+pub fn assert_success(output: &Output) {
+    assert!(
+        output.status.success(),
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        output.status,
+        stdout(output),
+        stderr(output)
+    );
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Frame {
+    pub frame_type: String,
+    pub class: String,
+    pub method: String,
+    pub descriptor: String,
+    pub line: i32,
+    pub bci: i32,
+}
+
+#[derive(Clone, Debug)]
+pub struct Event {
+    pub kind: String,
+    pub start_epoch_ns: i64,
+    pub thread: String,
+    pub tid: i64,
+    pub state: String,
+    pub weight: i64,
+    pub truncated: bool,
+    /// Innermost first.
+    pub frames: Vec<Frame>,
+}
+
+impl Event {
+    pub fn top(&self) -> Option<&Frame> {
+        self.frames.first()
+    }
+}
+
+/// A recording as read by `jdk.jfr.consumer.RecordingFile`.
+#[derive(Debug, Default)]
+pub struct Recording {
+    pub events: Vec<Event>,
+    pub counters: HashMap<String, i64>,
+    pub settings: HashMap<String, String>,
+}
+
+impl Recording {
+    pub fn samples(&self) -> impl Iterator<Item = &Event> {
+        self.events.iter().filter(|e| e.kind == "datadog.ExecutionSample")
+    }
+
+    pub fn counter(&self, name: &str) -> i64 {
+        *self.counters.get(name).unwrap_or_else(|| panic!("counter {name} missing: {:?}", self.counters))
+    }
+}
+
+/// Reads a recording with the JDK's parser (fails the test if the JDK
+/// cannot parse it).
+pub fn read_recording(path: &Path) -> Recording {
+    let output = Command::new(jdk_tool("java"))
+        .arg("-cp")
+        .arg(classes_dir())
+        .arg("JfrDump")
+        .arg(path)
+        .output()
+        .expect("run JfrDump");
+    assert!(output.status.success(), "jdk.jfr.consumer could not read {}: {}", path.display(), stderr(&output));
+    parse_dump(&stdout(&output))
+}
+
+fn parse_dump(text: &str) -> Recording {
+    let mut recording = Recording::default();
+    for line in text.lines() {
+        let fields: Vec<&str> = line.split('\t').collect();
+        match fields[0] {
+            "EVENT" => recording.events.push(Event {
+                kind: fields[1].to_owned(),
+                start_epoch_ns: fields[2].parse().unwrap(),
+                thread: fields[3].to_owned(),
+                tid: fields[4].parse().unwrap(),
+                state: fields[5].to_owned(),
+                weight: fields[6].parse().unwrap(),
+                truncated: fields[7] == "true",
+                frames: Vec::new(),
+            }),
+            "FRAME" => recording.events.last_mut().expect("frame after event").frames.push(Frame {
+                frame_type: fields[1].to_owned(),
+                class: fields[2].to_owned(),
+                method: fields[3].to_owned(),
+                descriptor: fields[4].to_owned(),
+                line: fields[5].parse().unwrap(),
+                bci: fields[6].parse().unwrap(),
+            }),
+            "COUNTER" => {
+                recording.counters.insert(fields[1].to_owned(), fields[2].parse().unwrap());
+            }
+            "SETTING" => {
+                recording.settings.insert(fields[1].to_owned(), fields[2].to_owned());
+            }
+            other => panic!("unexpected dump line kind {other:?}"),
+        }
+    }
+    recording
+}
+
+/// The JDK's `jfr` tool summarises the file without error.
+pub fn assert_jfr_tool_accepts(path: &Path) {
+    let output = Command::new(jdk_tool("jfr")).arg("summary").arg(path).output().expect("run jfr");
+    assert!(output.status.success(), "jfr summary {}: {}", path.display(), stderr(&output));
+}

@@ -1,0 +1,102 @@
+//! CPU sampling on a real JVM: sample counts and per-method shares match
+//! the CPU time the JVM measured for each thread, for every engine.
+
+use integration_tests::*;
+use std::time::Duration;
+
+struct Shares {
+    heavy_cpu_ns: f64,
+    light_cpu_ns: f64,
+}
+
+fn measured_cpu(output: &std::process::Output) -> Shares {
+    let text = stdout(output);
+    let value = |name: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("cpu {name} ")))
+            .unwrap_or_else(|| panic!("no cpu line for {name} in {text}"))
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    Shares { heavy_cpu_ns: value("heavy"), light_cpu_ns: value("light") }
+}
+
+/// Runs CpuShares under `options` and checks the recording against the
+/// threads' measured CPU time.
+fn check_shares(test: &str, options: &str, interval_ns: f64, seconds: &str) {
+    let dir = scratch_dir(test);
+    let file = dir.join("cpu.jfr");
+    let output = run_java(
+        Some(&format!("start,{options},file={}", file.display())),
+        "CpuShares",
+        &[seconds],
+        Duration::from_secs(60),
+    );
+    assert_success(&output);
+    assert_jfr_tool_accepts(&file);
+    let truth = measured_cpu(&output);
+    let recording = read_recording(&file);
+
+    let workers: Vec<&Event> = recording.samples().filter(|e| e.thread == "heavy" || e.thread == "light").collect();
+    let weight: i64 = workers.iter().map(|e| e.weight).sum();
+    let expected = (truth.heavy_cpu_ns + truth.light_cpu_ns) / interval_ns;
+    assert!(weight as f64 >= 0.8 * expected, "{test}: {weight} samples for {expected:.0} expected");
+    assert!((weight as f64) <= 1.1 * expected + 5.0, "{test}: {weight} samples for {expected:.0} expected");
+
+    let in_method = |name: &str| -> f64 {
+        workers.iter().filter(|e| e.top().is_some_and(|f| f.method == name)).map(|e| e.weight).sum::<i64>() as f64
+    };
+    let heavy_share = in_method("heavyWork") / weight as f64;
+    let light_share = in_method("lightWork") / weight as f64;
+    let true_heavy = truth.heavy_cpu_ns / (truth.heavy_cpu_ns + truth.light_cpu_ns);
+    assert!(
+        (heavy_share - true_heavy).abs() <= 0.05,
+        "{test}: heavyWork has {:.1}% of samples, its thread {:.1}% of CPU",
+        heavy_share * 100.0,
+        true_heavy * 100.0
+    );
+    assert!(
+        (light_share - (1.0 - true_heavy)).abs() <= 0.05,
+        "{test}: lightWork has {:.1}% of samples, its thread {:.1}% of CPU",
+        light_share * 100.0,
+        (1.0 - true_heavy) * 100.0
+    );
+    // Frames name the real methods with their descriptors.
+    let top = workers.iter().find_map(|e| e.top().filter(|f| f.method == "heavyWork")).expect("a heavyWork sample");
+    assert_eq!((top.class.as_str(), top.descriptor.as_str()), ("CpuShares", "(J)J"));
+    assert!(recording.counter("samples") > 0);
+}
+
+#[test]
+fn perf_engine_at_10ms() {
+    check_shares("perf_10ms", "cpu=10ms", 10e6, "5");
+}
+
+#[test]
+fn perf_engine_at_1ms() {
+    check_shares("perf_1ms", "interval=1ms", 1e6, "4");
+}
+
+#[test]
+fn ctimer_engine_at_10ms() {
+    check_shares("ctimer_10ms", "event=ctimer,interval=10ms", 10e6, "5");
+}
+
+#[test]
+fn itimer_engine_at_10ms() {
+    check_shares("itimer_10ms", "event=itimer,interval=10ms", 10e6, "5");
+}
+
+#[test]
+fn settings_name_the_engine_and_interval() {
+    let dir = scratch_dir("settings");
+    let file = dir.join("s.jfr");
+    let output =
+        run_java(Some(&format!("start,cpu=5ms,file={}", file.display())), "CpuShares", &["1"], Duration::from_secs(60));
+    assert_success(&output);
+    let recording = read_recording(&file);
+    assert!(recording.settings["engine"].contains("perf_events"), "{:?}", recording.settings);
+    assert_eq!(recording.settings["interval"], "5000000 ns");
+    assert_eq!(recording.settings["jstackdepth"], "2048");
+}

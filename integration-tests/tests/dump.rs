@@ -1,0 +1,45 @@
+//! `dump` through `jcmd JVMTI.agent_load` while sampling continues, and the
+//! session file written at VM death.
+
+use integration_tests::*;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn jcmd(pid: u32, args: &[&str]) -> std::process::Output {
+    Command::new(jdk_tool("jcmd")).arg(pid.to_string()).args(args).output().expect("run jcmd")
+}
+
+/// Polls until the JVM answers jcmd (its attach mechanism is up).
+fn wait_attachable(pid: u32) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !jcmd(pid, &["VM.version"]).status.success() {
+        assert!(Instant::now() < deadline, "JVM {pid} never became attachable");
+    }
+}
+
+#[test]
+fn dump_writes_a_complete_recording_while_sampling_continues() {
+    let dir = scratch_dir("dump");
+    let session = dir.join("session.jfr");
+    let dumped = dir.join("dumped.jfr");
+    let options = format!("start,interval=2ms,file={}", session.display());
+    let run = ChildGuard::spawn(&mut java_command(Some(&options), &[], "CpuShares", &["6"]));
+    wait_attachable(run.id());
+    let agent = agent_library();
+    let result =
+        jcmd(run.id(), &["JVMTI.agent_load", agent.to_str().unwrap(), &format!("\"dump,file={}\"", dumped.display())]);
+    assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stdout));
+
+    // The dump is complete and readable now, while the JVM keeps sampling.
+    let first = read_recording(&dumped);
+    let first_samples = first.samples().count();
+    assert!(first_samples > 0);
+
+    let output = run.wait(Duration::from_secs(60));
+    assert_success(&output);
+    // The session file holds the whole session: both chunks.
+    let whole = read_recording(&session);
+    assert!(whole.samples().count() > first_samples);
+    let last_dump_end = first.samples().map(|e| e.start_epoch_ns).max().unwrap();
+    assert!(whole.samples().any(|e| e.start_epoch_ns > last_dump_end), "sampling continued after the dump");
+}
