@@ -87,7 +87,7 @@ mod tests {
     fn install_forwards_and_restore_puts_the_old_handler_back() {
         // SIGUSR2 is unused by the test harness.
         let signo = libc::SIGUSR2;
-        sigaction(signo, &action_of(theirs as usize, 0)).unwrap();
+        sigaction(signo, &action_of(theirs as extern "C" fn(c_int) as usize, 0)).unwrap();
         install(signo, ours, &PREVIOUS).unwrap();
         install(signo, ours, &PREVIOUS).unwrap(); // idempotent
                                                   // SAFETY: raising a signal with handlers installed.

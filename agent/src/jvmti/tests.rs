@@ -78,12 +78,10 @@ fn event_numbers_and_callback_table_match_jvmti_h() {
         let needle = format!("{name} = {},", event as i32);
         assert!(header.contains(&needle), "{needle}");
     }
-    let table = &header[header.find("typedef struct {\n").unwrap()..];
     let callbacks = &header[..header.find("} jvmtiEventCallbacks;").unwrap()];
     let start = callbacks.rfind("typedef struct {").unwrap();
     let entries = callbacks[start..].lines().filter(|l| l.trim_end().ends_with(';')).count();
-    assert!(!table.is_empty());
     // JDK 11 to 17 declare 37 slots; newer JDKs append (and accept our size).
-    assert!(entries >= LAST_EVENT - FIRST_EVENT + 1, "{entries} callback slots");
+    assert!(entries > LAST_EVENT - FIRST_EVENT, "{entries} callback slots");
     assert_eq!(std::mem::size_of::<EventCallbacks>(), (LAST_EVENT - FIRST_EVENT + 1) * 8);
 }
