@@ -31,6 +31,8 @@ counters! {
     StackTruncated => "stack_truncated",
     ForeignSignals => "signals_forwarded",
     HandlerNanos => "handler_ns_total",
+    HandlerNanosMedian => "handler_ns_p50",
+    HandlerNanosP99 => "handler_ns_p99",
     CallTraces => "call_traces",
     ChunksWritten => "chunks_written",
     ChunksDropped => "chunks_dropped",
@@ -63,9 +65,12 @@ pub fn reset() {
     for value in &VALUES {
         value.store(0, Ordering::Relaxed);
     }
+    crate::latency::HANDLER.reset();
 }
 
-/// Every counter with its current value.
+/// Every counter with its current value (percentiles computed now).
 pub fn snapshot() -> Vec<(&'static str, u64)> {
+    set(Counter::HandlerNanosMedian, crate::latency::HANDLER.quantile(0.5));
+    set(Counter::HandlerNanosP99, crate::latency::HANDLER.quantile(0.99));
     Counter::ALL.iter().map(|&c| (c.name(), get(c))).collect()
 }

@@ -13,6 +13,7 @@ pub mod engine;
 pub mod entry;
 pub mod jni_env;
 pub mod jvmti;
+pub mod latency;
 pub mod log;
 pub mod profiler;
 pub mod recording;

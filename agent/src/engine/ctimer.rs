@@ -4,7 +4,7 @@
 //! their number and becomes the sample's weight.
 
 use super::CpuEngine;
-use crate::sampling::origin::{self, TIMER_COOKIE};
+use crate::sampling::origin;
 use std::collections::HashMap;
 use std::io;
 use std::time::Duration;
@@ -51,7 +51,7 @@ impl CpuEngine for CtimerEngine {
         let mut event: libc::sigevent = unsafe { std::mem::zeroed() };
         event.sigev_notify = SIGEV_THREAD_ID;
         event.sigev_signo = libc::SIGPROF;
-        event.sigev_value = libc::sigval { sival_ptr: TIMER_COOKIE as usize as *mut libc::c_void };
+        event.sigev_value = libc::sigval { sival_ptr: origin::timer_payload(tid) as usize as *mut libc::c_void };
         event.sigev_notify_thread_id = tid as libc::c_int;
         let mut timer: libc::timer_t = std::ptr::null_mut();
         // SAFETY: valid clock id, event and out pointer.

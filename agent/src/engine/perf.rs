@@ -115,7 +115,7 @@ fn open_counter(tid: u32, period_ns: u64, include_kernel: bool) -> io::Result<i3
                 return Err(io::Error::last_os_error());
             }
         }
-        if !origin::add_perf_fd(fd) {
+        if !origin::add_perf_fd(fd, tid) {
             return Err(io::Error::other("file descriptor number too large"));
         }
         // SAFETY: ioctl on our own perf fd.
@@ -134,9 +134,11 @@ fn open_counter(tid: u32, period_ns: u64, include_kernel: bool) -> io::Result<i3
 }
 
 fn close_counter(fd: i32) {
+    // Forget the fd before closing it, so its number cannot be reused while
+    // still registered as ours.
+    origin::remove_perf_fd(fd);
     // SAFETY: closing our own fd stops the counter and its signals.
     unsafe { libc::close(fd) };
-    origin::remove_perf_fd(fd);
 }
 
 impl CpuEngine for PerfEngine {

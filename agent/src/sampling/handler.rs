@@ -42,11 +42,14 @@ pub extern "C" fn on_sigprof(signo: c_int, info: *mut libc::siginfo_t, ucontext:
     // SAFETY: the kernel passes a valid siginfo_t; RawSiginfo has its layout.
     let view = unsafe { &*info.cast::<RawSiginfo>() };
     match classify_sigprof(view) {
-        Origin::Ours { weight } => {
+        Origin::Ours { weight, tid } => {
             let start = monotonic_ns();
             let request = SampleRequest { ucontext, weight, state: ThreadState::Runnable };
-            with_active(|sampler| sampler.record(request, start, current_tid()));
-            counters::add(Counter::HandlerNanos, monotonic_ns().saturating_sub(start));
+            let tid = tid.unwrap_or_else(current_tid);
+            with_active(|sampler| sampler.record(request, start, tid));
+            let elapsed = monotonic_ns().saturating_sub(start);
+            counters::add(Counter::HandlerNanos, elapsed);
+            crate::latency::HANDLER.record(elapsed);
         }
         Origin::Foreign => {
             counters::increment(Counter::ForeignSignals);

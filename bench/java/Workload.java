@@ -1,0 +1,90 @@
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * A CPU-bound workload for overhead measurements: N threads mix arithmetic
+ * with sorting small arrays (no allocation in the loop, so garbage collection
+ * does not add noise) for a fixed time and count the operations they complete. Prints the total, the CPU time the threads used
+ * and the process's peak resident memory.
+ */
+public class Workload {
+    static final class Worker extends Thread {
+        final long deadline;
+        long ops;
+        long cpuNanos;
+
+        Worker(String name, long deadline) {
+            super(name);
+            this.deadline = deadline;
+        }
+
+        static long mix(long x) {
+            x ^= x >>> 33;
+            x *= 0xff51afd7ed558ccdL;
+            x ^= x >>> 33;
+            return x;
+        }
+
+        /** Fills and sorts a small array: calls into the JDK, no allocation. */
+        static int sortChunk(int[] data, long seed) {
+            for (int i = 0; i < data.length; i++) {
+                seed = mix(seed + i);
+                data[i] = (int) seed;
+            }
+            java.util.Arrays.sort(data);
+            return data[data.length / 2];
+        }
+
+        @Override
+        public void run() {
+            long x = getId();
+            int h = 0;
+            int[] data = new int[48];
+            while (System.nanoTime() < deadline) {
+                for (int i = 0; i < 200; i++) {
+                    x = mix(x + i);
+                }
+                h += sortChunk(data, x);
+                ops++;
+            }
+            cpuNanos = java.lang.management.ManagementFactory.getThreadMXBean().getCurrentThreadCpuTime();
+            if (x == h) {
+                System.out.print("");
+            }
+        }
+    }
+
+    static long peakRssKb() throws Exception {
+        for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
+            if (line.startsWith("VmHWM:")) {
+                return Long.parseLong(line.replaceAll("[^0-9]", ""));
+            }
+        }
+        return -1;
+    }
+
+    public static void main(String[] args) throws Exception {
+        int threads = Integer.parseInt(args[0]);
+        double seconds = Double.parseDouble(args[1]);
+        long warmupEnd = System.nanoTime() + 1_000_000_000L;
+        Worker warm = new Worker("warmup", warmupEnd);
+        warm.start();
+        warm.join();
+        long deadline = System.nanoTime() + (long) (seconds * 1e9);
+        Worker[] workers = new Worker[threads];
+        for (int i = 0; i < threads; i++) {
+            workers[i] = new Worker("worker-" + i, deadline);
+            workers[i].start();
+        }
+        long ops = 0;
+        long cpu = 0;
+        for (Worker w : workers) {
+            w.join();
+            ops += w.ops;
+            cpu += w.cpuNanos;
+        }
+        System.out.println("ops " + ops);
+        System.out.println("cpu_ns " + cpu);
+        System.out.println("peak_rss_kb " + peakRssKb());
+    }
+}
