@@ -55,6 +55,26 @@ pub fn scratch_dir(test: &str) -> PathBuf {
     dir
 }
 
+/// `jcmd <pid> args...`.
+pub fn jcmd(pid: u32, args: &[&str]) -> Output {
+    Command::new(jdk_tool("jcmd")).arg(pid.to_string()).args(args).output().expect("run jcmd")
+}
+
+/// Polls until the JVM answers jcmd (its attach mechanism is up): a
+/// readiness check, not a timed wait.
+pub fn wait_attachable(pid: u32) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !jcmd(pid, &["VM.version"]).status.success() {
+        assert!(Instant::now() < deadline, "JVM {pid} never became attachable");
+    }
+}
+
+/// Loads the agent into a running JVM with `options`.
+pub fn attach_agent(pid: u32, options: &str) -> Output {
+    let agent = agent_library();
+    jcmd(pid, &["JVMTI.agent_load", agent.to_str().unwrap(), &format!("\"{options}\"")])
+}
+
 /// A child process that is killed if the test ends before it does.
 pub struct ChildGuard(Option<Child>);
 

@@ -2,20 +2,7 @@
 //! session file written at VM death.
 
 use integration_tests::*;
-use std::process::Command;
-use std::time::{Duration, Instant};
-
-fn jcmd(pid: u32, args: &[&str]) -> std::process::Output {
-    Command::new(jdk_tool("jcmd")).arg(pid.to_string()).args(args).output().expect("run jcmd")
-}
-
-/// Polls until the JVM answers jcmd (its attach mechanism is up).
-fn wait_attachable(pid: u32) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !jcmd(pid, &["VM.version"]).status.success() {
-        assert!(Instant::now() < deadline, "JVM {pid} never became attachable");
-    }
-}
+use std::time::Duration;
 
 #[test]
 fn dump_writes_a_complete_recording_while_sampling_continues() {
