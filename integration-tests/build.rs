@@ -13,6 +13,44 @@ fn java_sources(dir: &Path) -> Vec<PathBuf> {
     sources
 }
 
+/// `$JAVA_HOME`, or the JDK that `javac` on the PATH belongs to.
+fn java_home() -> PathBuf {
+    if let Ok(home) = std::env::var("JAVA_HOME") {
+        return PathBuf::from(home);
+    }
+    let out = Command::new("sh").args(["-c", "readlink -f \"$(command -v javac)\""]).output().expect("find javac");
+    let javac = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
+    javac.parent().and_then(|bin| bin.parent()).expect("JDK home from javac").to_path_buf()
+}
+
+/// The JNI fixture library, built three ways. The SFrame build needs an
+/// assembler with `--gsframe` (binutils 2.40+); without one it is skipped.
+fn build_native_fixtures(out: &Path) {
+    let source = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap()).join("native/chain.c");
+    println!("cargo:rerun-if-changed=native/chain.c");
+    let include = java_home().join("include");
+    let variants: [(&str, &[&str], bool); 3] = [
+        ("libchain_fp.so", &["-fno-omit-frame-pointer"], true),
+        ("libchain_nofp.so", &["-fomit-frame-pointer"], true),
+        ("libchain_sframe.so", &["-fomit-frame-pointer", "-Wa,--gsframe"], false),
+    ];
+    for (name, flags, required) in variants {
+        let status = Command::new("cc")
+            .args(["-O2", "-g", "-shared", "-fPIC", "-Wl,--build-id"])
+            .args(flags)
+            .arg("-I")
+            .arg(&include)
+            .arg("-I")
+            .arg(include.join("linux"))
+            .arg("-o")
+            .arg(out.join(name))
+            .arg(&source)
+            .status()
+            .expect("run cc (install gcc)");
+        assert!(status.success() || !required, "cc failed for {name}");
+    }
+}
+
 fn main() {
     let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap()).join("java");
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("classes");
@@ -29,6 +67,10 @@ fn main() {
         });
         assert!(status.success(), "javac failed for java/{dir}");
     }
+    let native = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("native");
+    std::fs::create_dir_all(&native).unwrap();
+    build_native_fixtures(&native);
     println!("cargo:rerun-if-env-changed=JAVA_HOME");
     println!("cargo:rustc-env=FIXTURE_CLASSES={}", out.display());
+    println!("cargo:rustc-env=FIXTURE_NATIVE={}", native.display());
 }

@@ -14,6 +14,7 @@ pub mod entry;
 pub mod jni_env;
 pub mod jvmti;
 pub mod latency;
+pub mod libraries;
 pub mod log;
 pub mod profiler;
 pub mod recording;

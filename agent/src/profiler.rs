@@ -5,12 +5,15 @@ use crate::args::{self, Action, CStack, Options};
 use crate::counters;
 use crate::engine;
 use crate::jni_env::JniEnv;
+use crate::libraries::sections::Wanted;
+use crate::libraries::LibraryTable;
 use crate::log;
 use crate::recording::writer::Writer;
 use crate::recording::{DumpContext, Recording};
-use crate::sampling::{self, JavaWalker, Sampler};
+use crate::sampling::native::{NativeMode, NativeWalker};
+use crate::sampling::{self, safe_read, JavaWalker, Sampler};
 use crate::storage::call_traces::CallTraceTable;
-use crate::storage::samples::SampleStripes;
+use crate::storage::samples::{SampleStripes, STRIPES};
 use crate::threads;
 use crate::vm::{self, Vm};
 use std::path::PathBuf;
@@ -74,8 +77,8 @@ fn status() -> String {
 
 /// Features parsed now but delivered by later work.
 fn check_supported(options: &Options) -> Result<(), String> {
-    if !matches!(options.cstack, CStack::Default | CStack::No) {
-        return Err("cstack: native stack modes (fp, dwarf, sframe, vm, vmx) are not supported yet".into());
+    if matches!(options.cstack, CStack::Vm | CStack::Vmx) {
+        return Err("cstack: the HotSpot walker modes (vm, vmx) are not supported yet".into());
     }
     if options.remote_symbolication {
         return Err("remotesym: remote symbolication is not supported yet".into());
@@ -89,6 +92,25 @@ fn check_supported(options: &Options) -> Result<(), String> {
 fn output_path(template: &str) -> PathBuf {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     PathBuf::from(args::expand_path(template, std::process::id(), now))
+}
+
+/// The native unwinder `cstack=` asks for (frame pointers by default).
+fn native_mode(cstack: CStack) -> Option<NativeMode> {
+    match cstack {
+        CStack::Default | CStack::FramePointer => Some(NativeMode::FramePointer),
+        CStack::Dwarf => Some(NativeMode::Dwarf),
+        CStack::SFrame => Some(NativeMode::SFrame),
+        CStack::No | CStack::Vm | CStack::Vmx => None,
+    }
+}
+
+fn native_walker(mode: NativeMode) -> NativeWalker {
+    let wanted = match mode {
+        NativeMode::FramePointer => Wanted::Nothing,
+        NativeMode::Dwarf => Wanted::Dwarf,
+        NativeMode::SFrame => Wanted::SFrame,
+    };
+    NativeWalker::new(mode, Arc::new(LibraryTable::new(wanted)), STRIPES)
 }
 
 fn current_env() -> *mut jni::sys::JNIEnv {
@@ -126,12 +148,17 @@ fn start(options: &Options, env: Option<JniEnv>) -> Result<String, String> {
             .map_err(|e| format!("cannot reserve sample buffers: {e}"))?,
         max_depth: depth,
         walker: JavaWalker { asgct: vm.asgct(), current_env },
+        native: native_mode(options.cstack).map(native_walker),
     });
+    if sampler.native.is_some() {
+        safe_read::install_fault_handlers().map_err(|e| format!("cannot install the fault handler: {e}"))?;
+    }
     sampling::publish(&sampler);
     let engine = match engine::start(kind, interval, threads::process_threads) {
         Ok(name) => name,
         Err(e) => {
             sampling::retire();
+            safe_read::restore_fault_handlers();
             return Err(e);
         }
     };
@@ -142,6 +169,7 @@ fn start(options: &Options, env: Option<JniEnv>) -> Result<String, String> {
         Err(e) => {
             engine::stop();
             sampling::retire();
+            safe_read::restore_fault_handlers();
             return Err(format!("cannot start the writer thread: {e}"));
         }
     };
@@ -168,6 +196,7 @@ fn stop(file: Option<&str>, env: Option<JniEnv>) -> Result<String, String> {
     let session = session().take().ok_or("stop: profiling is not running")?;
     engine::stop();
     sampling::retire();
+    safe_read::restore_fault_handlers();
     session.writer.stop();
     let path = file.map(output_path);
     let mut recording = session.recording.lock().unwrap_or_else(|p| p.into_inner());

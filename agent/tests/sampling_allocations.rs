@@ -82,6 +82,7 @@ fn sampling_path_does_not_allocate() {
         stripes: SampleStripes::new(1 << 14, 64).unwrap(),
         max_depth: 64,
         walker: JavaWalker { asgct: Some(fake_walker), current_env: attached },
+        native: None,
     });
     sampling::publish(&sampler);
     let me = vec![profiler_agent::sampling::handler::current_tid()];

@@ -12,6 +12,13 @@ pub fn classes_dir() -> &'static Path {
     Path::new(env!("FIXTURE_CLASSES"))
 }
 
+/// A JNI fixture library built by the test build (`libchain_fp.so`, ...),
+/// if it could be built.
+pub fn native_fixture(name: &str) -> Option<PathBuf> {
+    let path = Path::new(env!("FIXTURE_NATIVE")).join(name);
+    path.exists().then_some(path)
+}
+
 fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }

@@ -71,3 +71,29 @@ impl Event for ProfilerCounter<'_> {
         out.put_varint_signed(self.count);
     }
 }
+
+/// `jdk.NativeLibrary`: one loaded library, with what remote symbolication
+/// needs to map its frames back to a debug file.
+#[derive(Clone, Copy, Debug)]
+pub struct NativeLibrary<'a> {
+    pub start_ticks: i64,
+    pub name: &'a str,
+    pub base_address: u64,
+    pub top_address: u64,
+    /// Hex build-id, or `None` for a library without one.
+    pub build_id: Option<&'a str>,
+    pub load_bias: u64,
+}
+
+impl Event for NativeLibrary<'_> {
+    const TYPE_ID: u64 = id::NATIVE_LIBRARY;
+
+    fn write_fields(&self, out: &mut ByteBuf) {
+        out.put_varint_signed(self.start_ticks);
+        out.put_string(self.name);
+        out.put_varint(self.base_address);
+        out.put_varint(self.top_address);
+        out.put_optional_string(self.build_id);
+        out.put_varint(self.load_bias);
+    }
+}

@@ -40,6 +40,7 @@ pub mod id {
     pub const EXECUTION_SAMPLE: u64 = 100;
     pub const ACTIVE_SETTING: u64 = 102;
     pub const PROFILER_COUNTER: u64 = 103;
+    pub const NATIVE_LIBRARY: u64 = 104;
 }
 
 const fn primitive(id: u64, name: &'static str) -> TypeDef {
@@ -178,6 +179,20 @@ pub const TYPES: &[TypeDef] = &[
             F::new("id", id::LONG, "Event Id"),
             F::new("name", id::STRING, "Setting Name"),
             F::new("value", id::STRING, "Setting Value"),
+        ],
+    ),
+    event(
+        id::NATIVE_LIBRARY,
+        "jdk.NativeLibrary",
+        "Native Library",
+        &["Java Virtual Machine", "Runtime"],
+        &[
+            START_TIME,
+            F::new("name", id::STRING, "Name"),
+            F::new("baseAddress", id::LONG, "Base Address").unit(Unit::Address),
+            F::new("topAddress", id::LONG, "Top Address").unit(Unit::Address),
+            F::new("buildId", id::STRING, "GNU Build ID"),
+            F::new("loadBias", id::LONG, "Load Bias").unit(Unit::Address),
         ],
     ),
     event(

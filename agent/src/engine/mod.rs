@@ -75,7 +75,7 @@ pub fn start(kind: CpuEngineKind, interval: Duration, threads: impl Fn() -> Vec<
         reasons.push(format!("{} unavailable: {reason}", engine.name()));
     }
     origin::set_cpu_source(CpuSource::Off);
-    let _ = signals::restore(libc::SIGPROF, on_sigprof, &PREVIOUS_SIGPROF);
+    let _ = signals::restore(libc::SIGPROF, on_sigprof, &PREVIOUS_SIGPROF, signals::Pending::Discard);
     Err(format!("no CPU engine could be started: {}", reasons.join("; ")))
 }
 
@@ -87,7 +87,7 @@ pub fn stop() {
     if let Some(mut engine) = active.take() {
         engine.stop();
         origin::set_cpu_source(CpuSource::Off);
-        if let Err(e) = signals::restore(libc::SIGPROF, on_sigprof, &PREVIOUS_SIGPROF) {
+        if let Err(e) = signals::restore(libc::SIGPROF, on_sigprof, &PREVIOUS_SIGPROF, signals::Pending::Discard) {
             log::warn!("cannot restore the SIGPROF handler: {e}");
         }
     }

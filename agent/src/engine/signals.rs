@@ -44,11 +44,20 @@ pub fn install(signo: c_int, handler: SigInfoHandler, previous: &PreviousAction)
     Ok(())
 }
 
-/// Puts the previous action back. Passing through SIG_IGN first discards
-/// any of our signals still pending in any thread (POSIX: ignoring a
-/// pending signal discards it), so a late sample signal cannot reach a
-/// default disposition that would terminate the process.
-pub fn restore(signo: c_int, handler: SigInfoHandler, previous: &PreviousAction) -> io::Result<()> {
+/// What to do with signals still pending when a handler is removed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pending {
+    /// Discard them: passing through SIG_IGN drops pending instances in
+    /// every thread (POSIX), so a late sampling signal cannot reach a
+    /// default disposition that would terminate the process.
+    Discard,
+    /// Keep them (for synchronous faults: ignoring SIGSEGV even for an
+    /// instant would turn the JVM's own faults fatal).
+    Keep,
+}
+
+/// Puts the previous action back.
+pub fn restore(signo: c_int, handler: SigInfoHandler, previous: &PreviousAction, pending: Pending) -> io::Result<()> {
     // SAFETY: a null action only queries.
     let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
     // SAFETY: valid out pointer.
@@ -58,7 +67,9 @@ pub fn restore(signo: c_int, handler: SigInfoHandler, previous: &PreviousAction)
     if current.sa_sigaction != handler as usize {
         return Ok(()); // someone replaced us; leave their handler alone
     }
-    sigaction(signo, &action_of(libc::SIG_IGN, 0))?;
+    if pending == Pending::Discard {
+        sigaction(signo, &action_of(libc::SIG_IGN, 0))?;
+    }
     let original = previous.get().unwrap_or_else(|| action_of(libc::SIG_DFL, 0));
     sigaction(signo, &original)?;
     Ok(())
@@ -93,7 +104,7 @@ mod tests {
                                                   // SAFETY: raising a signal with handlers installed.
         unsafe { libc::raise(signo) };
         assert_eq!((OURS.load(Ordering::SeqCst), THEIRS.load(Ordering::SeqCst)), (1, 1));
-        restore(signo, ours, &PREVIOUS).unwrap();
+        restore(signo, ours, &PREVIOUS, Pending::Discard).unwrap();
         // SAFETY: as above.
         unsafe { libc::raise(signo) };
         assert_eq!((OURS.load(Ordering::SeqCst), THEIRS.load(Ordering::SeqCst)), (1, 2));

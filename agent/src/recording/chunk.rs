@@ -3,6 +3,7 @@
 //! threads the chunk's events reference.
 
 use super::methods::{MethodInfo, MethodSource};
+use crate::libraries::LibraryTable;
 use crate::sampling::asgct::CallTraceError;
 use crate::storage::call_traces::{CallTraceTable, TraceId};
 use crate::storage::frame::{Frame, FrameKind, BCI_NATIVE_METHOD};
@@ -10,7 +11,7 @@ use crate::storage::samples::SampleRecord;
 use crate::threads::ThreadInfo;
 use jfr_writer::{
     schema, ActiveSetting, ChunkClock, ChunkEnd, ChunkWriter, ConstantPools, ExecutionSample, FrameDef, FrameType,
-    MethodDef, ProfilerCounter, ThreadDef, ThreadState,
+    MethodDef, NativeLibrary, ProfilerCounter, ThreadDef, ThreadState,
 };
 use std::collections::{HashMap, HashSet};
 
@@ -19,6 +20,7 @@ const TICKS_PER_SECOND: i64 = 1_000_000;
 const ACC_NATIVE: i32 = 0x100;
 /// Pool keys for frames that are not Java methods: above any jmethodID.
 const SYNTHETIC_METHOD_KEY: u64 = 1 << 63;
+const NATIVE_METHOD_KEY: u64 = 1 << 62;
 
 pub struct ChunkBuilder {
     writer: ChunkWriter,
@@ -31,6 +33,8 @@ pub struct ChunkBuilder {
 pub struct ChunkSources<'a> {
     pub traces: &'a CallTraceTable,
     pub methods: &'a mut dyn MethodSource,
+    /// Native libraries, for native frames and `jdk.NativeLibrary` events.
+    pub libraries: Option<&'a LibraryTable>,
     pub thread: &'a dyn Fn(u64) -> Option<ThreadInfo>,
     pub counters: &'a [(&'static str, u64)],
 }
@@ -82,9 +86,23 @@ impl ChunkBuilder {
         for &(name, count) in sources.counters {
             self.writer.write(&ProfilerCounter { start_ticks: end_ticks, name, count: count as i64 });
         }
+        if let Some(libraries) = sources.libraries {
+            for library in libraries.libraries() {
+                let build_id = library.build_id.as_ref().map(|b| b.to_hex());
+                self.writer.write(&NativeLibrary {
+                    start_ticks: end_ticks,
+                    name: &library.path,
+                    base_address: library.image.start,
+                    top_address: library.image.end,
+                    build_id: build_id.as_deref(),
+                    load_bias: library.bias,
+                });
+            }
+        }
         let mut pools = ConstantPools::new();
         self.write_threads(&mut pools, sources.thread);
-        self.write_traces(&mut pools, sources.traces, sources.methods);
+        let mut natives = NativeNames { libraries: sources.libraries, resolved: HashMap::new() };
+        self.write_traces(&mut pools, sources.traces, sources.methods, &mut natives);
         let duration_nanos = end_mono_ns.saturating_sub(self.start_mono_ns) as i64;
         self.writer.finish(&pools, ChunkEnd { duration_nanos, final_chunk })
     }
@@ -105,7 +123,13 @@ impl ChunkBuilder {
         }
     }
 
-    fn write_traces(&self, pools: &mut ConstantPools, table: &CallTraceTable, methods: &mut dyn MethodSource) {
+    fn write_traces(
+        &self,
+        pools: &mut ConstantPools,
+        table: &CallTraceTable,
+        methods: &mut dyn MethodSource,
+        natives: &mut NativeNames<'_>,
+    ) {
         let mut stored: HashMap<u32, (bool, Vec<Frame>)> = HashMap::new();
         table.for_each(|t| {
             if self.traces.contains(&t.id.0) {
@@ -117,7 +141,7 @@ impl ChunkBuilder {
             frames.clear();
             let truncated = match stored.get(&id) {
                 Some((truncated, stack)) => {
-                    frames.extend(stack.iter().map(|f| frame_def(pools, methods, f)));
+                    frames.extend(stack.iter().map(|f| frame_def(pools, methods, natives, f)));
                     *truncated
                 }
                 None => {
@@ -162,8 +186,50 @@ fn java_method(pools: &mut ConstantPools, id: u64, info: &MethodInfo) -> jfr_wri
     })
 }
 
-fn frame_def(pools: &mut ConstantPools, methods: &mut dyn MethodSource, frame: &Frame) -> FrameDef {
+/// Names of native frames, by attribution address, resolved once per chunk.
+struct NativeNames<'a> {
+    libraries: Option<&'a LibraryTable>,
+    resolved: HashMap<u64, (String, FrameType)>,
+}
+
+impl NativeNames<'_> {
+    fn resolve(&mut self, address: u64) -> &(String, FrameType) {
+        let libraries = self.libraries;
+        self.resolved.entry(address).or_insert_with(|| match libraries.and_then(|t| t.library_at(address)) {
+            Some(library) => {
+                let frame_type = if library.is_jvm { FrameType::Cpp } else { FrameType::Native };
+                (library.describe(address), frame_type)
+            }
+            None => (format!("[unknown+{address:#x}]"), FrameType::Native),
+        })
+    }
+}
+
+fn native_method(pools: &mut ConstantPools, name: &str) -> jfr_writer::MethodId {
+    pools.method(NATIVE_METHOD_KEY | name_hash64(name), |p| MethodDef {
+        class: p.class("", 0),
+        name: p.symbol(name),
+        descriptor: p.symbol("()L;"),
+        modifiers: ACC_NATIVE,
+        hidden: false,
+    })
+}
+
+fn name_hash64(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)) >> 2
+}
+
+fn frame_def(
+    pools: &mut ConstantPools,
+    methods: &mut dyn MethodSource,
+    natives: &mut NativeNames<'_>,
+    frame: &Frame,
+) -> FrameDef {
     match frame.kind {
+        FrameKind::Native => {
+            let (name, frame_type) = natives.resolve(frame.method).clone();
+            FrameDef { method: native_method(pools, &name), line: -1, bci: -1, frame_type }
+        }
         FrameKind::Java => match methods.method(frame.method) {
             Some(info) => {
                 let native = frame.bci == BCI_NATIVE_METHOD || info.modifiers & ACC_NATIVE != 0;

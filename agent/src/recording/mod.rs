@@ -113,6 +113,7 @@ impl Recording {
             ChunkSources {
                 traces: &ctx.sampler.traces,
                 methods: &mut methods,
+                libraries: ctx.sampler.native.as_ref().map(|n| &*n.libraries),
                 thread: &threads::info,
                 counters: &counter_values,
             },

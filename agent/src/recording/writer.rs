@@ -65,6 +65,9 @@ fn run(vm: &Vm, env: Option<JniEnv>, sampler: &Sampler, recording: &Mutex<Record
             break;
         }
         drop(stopped);
+        if let Some(native) = &sampler.native {
+            native.libraries.refresh_if_changed();
+        }
         if let Ok(mut recording) = recording.lock() {
             recording.drain(sampler);
             if let (true, Some(env)) = (recording.should_rotate(), env) {

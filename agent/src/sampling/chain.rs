@@ -41,10 +41,16 @@ impl PreviousAction {
     /// ignored disposition drops it: the default for SIGPROF and SIGVTALRM
     /// would terminate the JVM over a signal meant for a profiler.
     pub fn forward(&self, signo: c_int, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
-        let Some(action) = self.get() else { return };
+        self.forward_or_default(signo, info, ucontext);
+    }
+
+    /// Signal-safe: calls the previous handler if there was one (true), or
+    /// returns false when the previous disposition was default or ignore.
+    pub fn forward_or_default(&self, signo: c_int, info: *mut libc::siginfo_t, ucontext: *mut c_void) -> bool {
+        let Some(action) = self.get() else { return false };
         let handler = action.sa_sigaction;
         if handler == libc::SIG_DFL || handler == libc::SIG_IGN {
-            return;
+            return false;
         }
         if action.sa_flags & libc::SA_SIGINFO != 0 {
             // SAFETY: an SA_SIGINFO handler has this signature.
@@ -55,6 +61,7 @@ impl PreviousAction {
             let f: extern "C" fn(c_int) = unsafe { std::mem::transmute(handler) };
             f(signo);
         }
+        true
     }
 }
 

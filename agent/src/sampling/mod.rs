@@ -8,13 +8,15 @@
 pub mod asgct;
 pub mod chain;
 pub mod handler;
+pub mod native;
 pub mod origin;
+pub mod safe_read;
 pub mod siginfo;
 
 use crate::counters::{self, Counter};
 use crate::storage::call_traces::{CallTraceTable, TraceId};
 use crate::storage::frame::Frame;
-use crate::storage::samples::{SampleRecord, SampleStripes, Scratch};
+use crate::storage::samples::{SampleRecord, SampleStripes};
 use asgct::{AsgctFn, AsgctFrame, AsgctTrace, CallTraceError};
 use jni::sys::JNIEnv;
 use std::ffi::c_void;
@@ -29,12 +31,17 @@ pub struct JavaWalker {
     pub current_env: fn() -> *mut JNIEnv,
 }
 
+/// At most this many native frames precede the Java frames of a sample.
+const MAX_NATIVE_FRAMES: usize = 512;
+
 /// What the handler needs, allocated before sampling starts.
 pub struct Sampler {
     pub traces: CallTraceTable,
     pub stripes: SampleStripes,
     pub max_depth: usize,
     pub walker: JavaWalker,
+    /// Native stack walking (`cstack=`), if enabled.
+    pub native: Option<native::NativeWalker>,
 }
 
 /// One sample's inputs, from the handler.
@@ -85,12 +92,16 @@ impl Sampler {
             counters::increment(Counter::SamplesDroppedBusy);
             return;
         };
+        let index = stripe.index();
         let trace = {
             let scratch = stripe.scratch();
-            let (len, truncated) = self.walk_java(scratch, request.ucontext);
-            // SAFETY: `walk_java` initialised `len` frames of scratch space.
-            let frames = unsafe { std::slice::from_raw_parts(scratch.frames.as_ptr(), len) };
-            self.traces.put(frames, truncated)
+            let capacity = self.max_depth.min(scratch.frames.len()).min(scratch.words.len() / 2);
+            // SAFETY: the stripe's scratch mapping holds at least `capacity`
+            // frames, and the stripe lock makes it ours alone.
+            let frames = unsafe { std::slice::from_raw_parts_mut(scratch.frames.as_ptr(), capacity) };
+            let raw = scratch.words.as_ptr().cast::<AsgctFrame>();
+            let (len, truncated) = self.walk(index, frames, raw, request.ucontext);
+            self.traces.put(frames.get(..len).unwrap_or_default(), truncated)
         };
         let record = SampleRecord { time_ns, tid, trace: trace.0, weight: request.weight, state: request.state as u8 };
         if stripe.push(record) {
@@ -103,45 +114,80 @@ impl Sampler {
         }
     }
 
-    /// Fills scratch frames with the Java stack (innermost first); returns
-    /// the frame count and whether the depth limit cut the stack.
-    fn walk_java(&self, scratch: &mut Scratch, ucontext: *mut c_void) -> (usize, bool) {
-        let capacity = self.max_depth.min(scratch.frames.len()).min(scratch.words.len() / 2);
-        let error = |e: CallTraceError| {
-            // SAFETY: the frames mapping has at least one element.
-            unsafe { scratch.frames.as_ptr().write(Frame::error(e.code() as u64)) };
-            counters::increment(Counter::StackWalkFailed);
-            (1, false)
+    /// Fills `frames` with the mixed stack, innermost first: native frames
+    /// down to the JVM boundary, then the Java frames. Returns the frame
+    /// count and whether the depth limit cut the stack.
+    fn walk(&self, stripe: usize, frames: &mut [Frame], raw: *mut AsgctFrame, ucontext: *mut c_void) -> (usize, bool) {
+        let native_budget = frames.len().min(MAX_NATIVE_FRAMES);
+        let native = match (&self.native, frames.get_mut(..native_budget)) {
+            (Some(walker), Some(out)) => walker.walk(stripe, ucontext, out),
+            _ => 0,
         };
+        let Some(rest) = frames.get_mut(native..) else { return (native, true) };
+        let (java, truncated) = self.walk_java(rest, raw, ucontext, native > 0);
+        (native + java, truncated)
+    }
+
+    /// Writes the Java stack into `out`; returns the frame count and
+    /// whether the depth limit cut it. A stack that cannot be walked gets a
+    /// marker frame saying why, unless native frames already describe a
+    /// thread that runs no Java code.
+    fn walk_java(
+        &self,
+        out: &mut [Frame],
+        raw: *mut AsgctFrame,
+        ucontext: *mut c_void,
+        after_native: bool,
+    ) -> (usize, bool) {
+        let error = |out: &mut [Frame], e: CallTraceError| marker_frame(out, e, after_native);
         let Some(asgct) = self.walker.asgct else {
-            return error(CallTraceError::NoWalker);
+            return error(out, CallTraceError::NoWalker);
         };
         let env = (self.walker.current_env)();
         if env.is_null() {
-            return error(CallTraceError::NotJavaThread);
+            return error(out, CallTraceError::NotJavaThread);
         }
-        let raw = scratch.words.as_ptr().cast::<AsgctFrame>();
+        if out.is_empty() {
+            return (0, true);
+        }
         let mut trace = AsgctTrace { env, num_frames: 0, frames: raw };
-        // SAFETY: `raw` has room for `capacity` frames (two words each);
-        // ucontext is the interrupted context given to the handler.
-        unsafe { asgct(&mut trace, capacity as i32, ucontext) };
+        // SAFETY: `raw` has room for as many frames as `out` (two words
+        // each); ucontext is the interrupted context given to the handler.
+        unsafe { asgct(&mut trace, out.len() as i32, ucontext) };
         if trace.num_frames <= 0 {
-            return error(CallTraceError::from_code(i64::from(trace.num_frames)));
+            return error(out, CallTraceError::from_code(i64::from(trace.num_frames)));
         }
-        let len = (trace.num_frames as usize).min(capacity);
-        for i in 0..len {
-            // SAFETY: AsyncGetCallTrace wrote `len` frames to `raw`; frame
-            // `i` of the output is in bounds of the frames mapping.
-            unsafe {
-                let f = *raw.add(i);
-                scratch.frames.as_ptr().add(i).write(Frame::java(f.method as u64, f.bci));
-            }
+        let len = (trace.num_frames as usize).min(out.len());
+        for (i, slot) in out.iter_mut().take(len).enumerate() {
+            // SAFETY: AsyncGetCallTrace wrote `len` frames to `raw`.
+            let f = unsafe { *raw.add(i) };
+            *slot = Frame::java(f.method as u64, f.bci);
         }
-        let truncated = len == capacity;
+        let truncated = len == out.len();
         if truncated {
             counters::increment(Counter::StackTruncated);
         }
         (len, truncated)
+    }
+}
+
+/// Writes a frame saying why the Java stack could not be walked (unless
+/// native frames already describe a thread that runs no Java code).
+fn marker_frame(out: &mut [Frame], error: CallTraceError, after_native: bool) -> (usize, bool) {
+    counters::increment(Counter::StackWalkFailed);
+    let not_java = matches!(
+        error,
+        CallTraceError::NotJavaThread
+            | CallTraceError::NoJavaFrame
+            | CallTraceError::UnknownNotJava
+            | CallTraceError::NotWalkableNotJava
+    );
+    match out.first_mut() {
+        Some(slot) if !(after_native && not_java) => {
+            *slot = Frame::error(error.code() as u64);
+            (1, false)
+        }
+        _ => (0, false),
     }
 }
 

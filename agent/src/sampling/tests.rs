@@ -32,6 +32,7 @@ fn sampler(max_depth: usize, current_env: fn() -> *mut JNIEnv) -> Sampler {
         stripes: SampleStripes::new(1024, 64).unwrap(),
         max_depth,
         walker: JavaWalker { asgct: Some(fake_asgct), current_env },
+        native: None,
     }
 }
 

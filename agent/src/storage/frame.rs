@@ -12,6 +12,9 @@ pub enum FrameKind {
     /// A marker for a sample whose stack could not be walked: `method` is
     /// an [`crate::sampling::asgct::CallTraceError`] code.
     Error = 1,
+    /// A native frame: `method` is its attribution address (the pc of the
+    /// interrupted frame, return address minus one for the others).
+    Native = 2,
 }
 
 /// AsyncGetCallTrace's bci for frames of `native` Java methods.
@@ -32,6 +35,10 @@ impl Frame {
 
     pub const fn error(code: u64) -> Self {
         Self { method: code, bci: 0, kind: FrameKind::Error }
+    }
+
+    pub const fn native(address: u64) -> Self {
+        Self { method: address, bci: 0, kind: FrameKind::Native }
     }
 }
 

@@ -60,9 +60,15 @@ unsafe impl Sync for SampleStripes {}
 /// Exclusive access to one stripe until dropped.
 pub struct StripeGuard<'a> {
     stripe: &'a Stripe,
+    index: usize,
 }
 
 impl StripeGuard<'_> {
+    /// Which stripe this is (per-stripe state elsewhere is indexed by it).
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
     fn data(&mut self) -> &mut StripeData {
         // SAFETY: the guard holds the stripe's lock, so access is exclusive.
         unsafe { &mut *self.stripe.data.get() }
@@ -115,12 +121,13 @@ impl SampleStripes {
     /// Signal-safe.
     pub fn try_acquire(&self, tid: u32) -> Option<StripeGuard<'_>> {
         (0..STRIPES_TRIED).find_map(|i| {
-            let stripe = &self.stripes[(tid as usize + i) % STRIPES];
+            let index = (tid as usize + i) % STRIPES;
+            let stripe = &self.stripes[index];
             stripe
                 .locked
                 .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
                 .ok()
-                .map(|_| StripeGuard { stripe })
+                .map(|_| StripeGuard { stripe, index })
         })
     }
 
@@ -135,7 +142,7 @@ impl SampleStripes {
             while stripe.locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
                 std::thread::yield_now();
             }
-            let guard = StripeGuard { stripe };
+            let guard = StripeGuard { stripe, index: 0 };
             // SAFETY: we hold the lock through `guard`.
             let data = unsafe { &mut *stripe.data.get() };
             std::mem::swap(&mut data.samples, &mut buffer);

@@ -17,6 +17,7 @@ import jdk.jfr.consumer.RecordingFile;
  * FRAME  frameType  class  method  descriptor  line  bci   (innermost first)
  * COUNTER  name  value
  * SETTING  name  value
+ * EVENT  jdk.NativeLibrary  startEpochNanos  path  0  buildId-or-dash  loadBias  false
  * </pre>
  */
 public class JfrDump {
@@ -30,6 +31,12 @@ public class JfrDump {
                     continue;
                 case "jdk.ActiveSetting":
                     out.append("SETTING\t").append(e.getString("name")).append('\t').append(e.getString("value")).append('\n');
+                    continue;
+                case "jdk.NativeLibrary":
+                    String id = e.getString("buildId");
+                    out.append("EVENT\tjdk.NativeLibrary\t0\t").append(e.getString("name"))
+                       .append("\t0\t").append(id == null ? "-" : id)
+                       .append('\t').append(e.getLong("loadBias")).append("\tfalse\n");
                     continue;
                 default:
                     break;

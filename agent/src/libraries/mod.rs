@@ -1,0 +1,282 @@
+//! The library table: every executable object of the process, with a
+//! stable index for the life of a profiling session, its symbols, build-id
+//! and unwind sections.
+//!
+//! Signal handlers see the table through an immutable [`Snapshot`] behind
+//! an atomic pointer. A refresh (new libraries loaded) builds a new
+//! snapshot and swaps it in; old snapshots are kept until the table is
+//! dropped, which happens only after the sampler has been retired, so a
+//! handler can never hold a freed snapshot. ELF parsing happens only in
+//! control-plane threads.
+
+pub mod marks;
+pub mod scan;
+pub mod sections;
+pub mod symbols;
+
+use buildid::BuildId;
+use marks::Mark;
+use scan::LoadedObject;
+use sections::{UnwindSections, Wanted};
+use std::ops::Range;
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::{Arc, Mutex};
+use symbols::SymbolTable;
+use unwind::dwarf::{DwarfModule, DwarfUnwinder, SectionData};
+use unwind::sframe::{SFrameModule, SFrameSection, SFrameUnwinder};
+
+pub struct Library {
+    pub index: u32,
+    pub path: String,
+    /// Runtime address minus link-time address.
+    pub bias: u64,
+    /// Executable segments at runtime.
+    pub text: Vec<Range<u64>>,
+    /// Lowest to highest runtime address of the loaded image.
+    pub image: Range<u64>,
+    pub build_id: Option<BuildId>,
+    /// libjvm: frames here are JVM C++ code and may carry marks.
+    pub is_jvm: bool,
+    pub symbols: SymbolTable,
+    sections: UnwindSections,
+}
+
+impl Library {
+    fn load(index: u32, object: &LoadedObject, wanted: Wanted) -> Library {
+        let data = if object.in_memory {
+            let mut image = vec![0u8; (object.image.end - object.image.start) as usize];
+            scan::read_own_memory(object.image.start, &mut image).then_some(image)
+        } else {
+            std::fs::read(&object.path).ok()
+        };
+        let (symbols, sections) = match &data {
+            Some(bytes) => (SymbolTable::from_elf(bytes), sections::read(bytes, wanted)),
+            None => (SymbolTable::default(), UnwindSections::default()),
+        };
+        let build_id =
+            object.build_id.clone().or_else(|| data.as_deref().and_then(|d| buildid::from_file_bytes(d).ok()));
+        Library {
+            index,
+            path: object.path.clone(),
+            bias: object.bias,
+            text: object.text.clone(),
+            image: object.image.clone(),
+            build_id,
+            is_jvm: object.path.ends_with("/libjvm.so"),
+            symbols,
+            sections,
+        }
+    }
+
+    /// The file name (`libz.so.1`).
+    pub fn name(&self) -> &str {
+        self.path.rsplit('/').next().unwrap_or(&self.path)
+    }
+
+    pub fn contains(&self, address: u64) -> bool {
+        self.text.iter().any(|t| t.contains(&address))
+    }
+
+    /// The mark of the function at runtime `address`. Signal-safe.
+    pub fn mark_at(&self, address: u64) -> Mark {
+        if self.is_jvm {
+            self.symbols.mark_at(address.wrapping_sub(self.bias))
+        } else {
+            Mark::None
+        }
+    }
+
+    /// A display name for runtime `address`: the demangled function, or
+    /// `[library+0xoffset]` with the link-time offset.
+    pub fn describe(&self, address: u64) -> String {
+        let link_time = address.wrapping_sub(self.bias);
+        match self.symbols.find(link_time) {
+            Some(hit) => symbols::demangle(hit.mangled),
+            None => format!("[{}+{link_time:#x}]", self.name()),
+        }
+    }
+
+    fn dwarf_module(&self) -> DwarfModule {
+        let start = self.text.iter().map(|t| t.start).min().unwrap_or(0);
+        let end = self.text.iter().map(|t| t.end).max().unwrap_or(0);
+        DwarfModule {
+            name: self.path.clone(),
+            avma: start..end,
+            bias: self.bias,
+            text_svma: self.sections.text.clone(),
+            eh_frame: self.sections.eh_frame.clone(),
+            eh_frame_hdr: self.sections.eh_frame_hdr.clone(),
+            debug_frame: self.sections.debug_frame.clone(),
+            got_svma: self.sections.got.clone(),
+        }
+    }
+
+    fn sframe_modules(&self) -> Vec<SFrameModule<SectionData>> {
+        let Some((svma, data)) = &self.sections.sframe else { return Vec::new() };
+        let Ok(section) = SFrameSection::parse(data.clone(), svma.wrapping_add(self.bias)) else { return Vec::new() };
+        self.text.iter().map(|t| SFrameModule { text: t.clone(), section: section.clone() }).collect()
+    }
+}
+
+/// What handlers see: loaded libraries by address, and the unwinders
+/// built for them.
+pub struct Snapshot {
+    ranges: Vec<(Range<u64>, Arc<Library>)>,
+    pub dwarf: Option<DwarfUnwinder>,
+    pub sframe: Option<SFrameUnwinder<SectionData>>,
+}
+
+impl Snapshot {
+    /// The loaded library whose code contains `address`. Signal-safe.
+    pub fn library_at(&self, address: u64) -> Option<&Library> {
+        let index = self.ranges.partition_point(|(r, _)| r.start <= address).checked_sub(1)?;
+        let (range, library) = self.ranges.get(index)?;
+        range.contains(&address).then_some(&**library)
+    }
+}
+
+struct TableState {
+    libraries: Vec<Arc<Library>>,
+    loaded: Vec<u32>,
+    counters: (u64, u64),
+    /// Boxed: handlers may hold pointers to these, so they must not move.
+    #[allow(clippy::vec_box)]
+    retired: Vec<Box<Snapshot>>,
+}
+
+pub struct LibraryTable {
+    wanted: Wanted,
+    state: Mutex<TableState>,
+    current: AtomicPtr<Snapshot>,
+}
+
+impl LibraryTable {
+    /// Scans the process. Not signal-safe.
+    pub fn new(wanted: Wanted) -> LibraryTable {
+        let table = LibraryTable {
+            wanted,
+            state: Mutex::new(TableState {
+                libraries: Vec::new(),
+                loaded: Vec::new(),
+                counters: (0, 0),
+                retired: Vec::new(),
+            }),
+            current: AtomicPtr::new(std::ptr::null_mut()),
+        };
+        table.refresh();
+        table
+    }
+
+    /// Picks up libraries loaded or unloaded since the last scan; true if
+    /// anything changed. Cheap when nothing did (two loader counters).
+    pub fn refresh_if_changed(&self) -> bool {
+        let counters = scan::load_counters();
+        let unchanged = self.state.lock().map(|s| s.counters == counters).unwrap_or(true);
+        if unchanged {
+            return false;
+        }
+        self.refresh();
+        true
+    }
+
+    fn refresh(&self) {
+        let (mut objects, counters) = scan::loaded_objects();
+        let unlisted = scan::unlisted_mappings(&objects);
+        objects.extend(unlisted);
+        let Ok(mut state) = self.state.lock() else { return };
+        state.counters = counters;
+        let mut loaded = Vec::with_capacity(objects.len());
+        for object in &objects {
+            let existing = state
+                .libraries
+                .iter()
+                .find(|l| l.path == object.path && l.bias == object.bias && l.text == object.text);
+            let index = match existing {
+                Some(library) => library.index,
+                None => {
+                    let index = state.libraries.len() as u32;
+                    state.libraries.push(Arc::new(Library::load(index, object, self.wanted)));
+                    index
+                }
+            };
+            loaded.push(index);
+        }
+        state.loaded = loaded;
+        let snapshot = Box::new(self.build_snapshot(&state));
+        let previous = self.current.swap(Box::into_raw(snapshot), Ordering::AcqRel);
+        if !previous.is_null() {
+            // SAFETY: `previous` came from Box::into_raw; handlers may still
+            // read it, so it is kept alive until the table is dropped.
+            state.retired.push(unsafe { Box::from_raw(previous) });
+        }
+    }
+
+    fn build_snapshot(&self, state: &TableState) -> Snapshot {
+        let loaded: Vec<&Arc<Library>> = state.loaded.iter().map(|&i| &state.libraries[i as usize]).collect();
+        let mut ranges: Vec<(Range<u64>, Arc<Library>)> =
+            loaded.iter().flat_map(|l| l.text.iter().map(move |t| (t.clone(), Arc::clone(l)))).collect();
+        ranges.sort_by_key(|(r, _)| r.start);
+        let dwarf = (self.wanted == Wanted::Dwarf).then(|| {
+            let mut unwinder = DwarfUnwinder::new();
+            for library in &loaded {
+                unwinder.add_module(&library.dwarf_module());
+            }
+            unwinder
+        });
+        let sframe = (self.wanted == Wanted::SFrame)
+            .then(|| SFrameUnwinder::new(loaded.iter().flat_map(|l| l.sframe_modules()).collect()));
+        Snapshot { ranges, dwarf, sframe }
+    }
+
+    /// The current snapshot. Signal-safe; valid while the table lives.
+    pub fn current(&self) -> Option<&Snapshot> {
+        // SAFETY: snapshots are only freed when the table is dropped.
+        unsafe { self.current.load(Ordering::Acquire).as_ref() }
+    }
+
+    /// Every library seen in this session, loaded or since unloaded.
+    pub fn libraries(&self) -> Vec<Arc<Library>> {
+        self.state.lock().map(|s| s.libraries.clone()).unwrap_or_default()
+    }
+
+    /// The library (loaded now, or seen earlier) containing `address`.
+    pub fn library_at(&self, address: u64) -> Option<Arc<Library>> {
+        let state = self.state.lock().ok()?;
+        let loaded = state.loaded.iter().map(|&i| &state.libraries[i as usize]);
+        let library = loaded
+            .clone()
+            .find(|l| l.contains(address))
+            .or_else(|| state.libraries.iter().find(|l| l.contains(address)));
+        library.cloned()
+    }
+}
+
+impl Drop for LibraryTable {
+    fn drop(&mut self) {
+        let current = *self.current.get_mut();
+        if !current.is_null() {
+            // SAFETY: from Box::into_raw; no handler can use it any more.
+            drop(unsafe { Box::from_raw(current) });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_finds_libc_and_symbolizes_its_functions() {
+        let table = LibraryTable::new(Wanted::Dwarf);
+        let snapshot = table.current().unwrap();
+        let getpid = libc::getpid as unsafe extern "C" fn() -> libc::pid_t as usize as u64;
+        let library = snapshot.library_at(getpid).expect("libc contains getpid");
+        assert!(library.name().starts_with("libc.so"), "{}", library.path);
+        assert!(library.build_id.is_some());
+        assert!(library.describe(getpid).contains("getpid"), "{}", library.describe(getpid));
+        assert!(snapshot.dwarf.is_some());
+        assert!(snapshot.library_at(0).is_none());
+        assert!(!table.refresh_if_changed(), "nothing was loaded meanwhile");
+        assert_eq!(table.library_at(getpid).unwrap().index, library.index);
+    }
+}

@@ -1,0 +1,137 @@
+//! A library's function symbols (`.symtab` and `.dynsym`), sorted by
+//! link-time address for binary search, with their marks. Names are kept
+//! mangled in one string arena and demangled when written out.
+//!
+//! Lookups are signal-safe once built (immutable data, no allocation).
+
+use super::marks::{mark_of, Mark};
+use object::{Object, ObjectSymbol, SymbolKind};
+
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    start: u64,
+    end: u64,
+    name_offset: u32,
+    name_len: u32,
+    mark: Mark,
+}
+
+/// Symbols without a size extend to the next symbol, at most this far.
+const MAX_UNSIZED_SPAN: u64 = 64 * 1024;
+
+#[derive(Default, Debug)]
+pub struct SymbolTable {
+    entries: Vec<Entry>,
+    names: String,
+}
+
+/// A symbol found for an address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SymbolHit<'a> {
+    pub mangled: &'a str,
+    /// Link-time start address.
+    pub start: u64,
+    pub mark: Mark,
+}
+
+impl SymbolTable {
+    /// Function symbols of an ELF image (any parse problem gives an empty table).
+    pub fn from_elf(data: &[u8]) -> SymbolTable {
+        let Ok(file) = object::File::parse(data) else { return SymbolTable::default() };
+        let mut raw: Vec<(u64, u64, &str)> = file
+            .symbols()
+            .chain(file.dynamic_symbols())
+            .filter(|s| s.kind() == SymbolKind::Text && s.address() != 0)
+            .filter_map(|s| Some((s.address(), s.size(), s.name().ok().filter(|n| !n.is_empty())?)))
+            .collect();
+        raw.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        raw.dedup_by_key(|s| s.0);
+        let mut table = SymbolTable { entries: Vec::with_capacity(raw.len()), names: String::new() };
+        for (i, &(start, size, name)) in raw.iter().enumerate() {
+            let next = raw.get(i + 1).map_or(u64::MAX, |n| n.0);
+            let end = if size > 0 { start + size } else { next.min(start + MAX_UNSIZED_SPAN) };
+            let name_offset = table.names.len() as u32;
+            table.names.push_str(name);
+            table.entries.push(Entry { start, end, name_offset, name_len: name.len() as u32, mark: mark_of(name) });
+        }
+        table.entries.shrink_to_fit();
+        table.names.shrink_to_fit();
+        table
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    fn entry(&self, address: u64) -> Option<&Entry> {
+        let index = self.entries.partition_point(|e| e.start <= address).checked_sub(1)?;
+        self.entries.get(index).filter(|e| address < e.end)
+    }
+
+    /// The symbol containing link-time `address`.
+    pub fn find(&self, address: u64) -> Option<SymbolHit<'_>> {
+        let e = self.entry(address)?;
+        let name = self.names.get(e.name_offset as usize..(e.name_offset + e.name_len) as usize)?;
+        Some(SymbolHit { mangled: name, start: e.start, mark: e.mark })
+    }
+
+    /// The mark at link-time `address`. Signal-safe.
+    pub fn mark_at(&self, address: u64) -> Mark {
+        self.entry(address).map_or(Mark::None, |e| e.mark)
+    }
+
+    /// Whether any symbol is marked (so walkers can skip lookups elsewhere).
+    pub fn has_marks(&self) -> bool {
+        self.entries.iter().any(|e| e.mark != Mark::None)
+    }
+}
+
+/// A readable name: Rust and C++ symbols demangled (C++ without parameter
+/// lists, as profilers show them), anything else as is.
+pub fn demangle(mangled: &str) -> String {
+    if let Ok(rust) = rustc_demangle::try_demangle(mangled) {
+        return format!("{rust:#}");
+    }
+    if mangled.starts_with("_Z") {
+        if let Ok(symbol) = cpp_demangle::Symbol::new(mangled) {
+            let options = cpp_demangle::DemangleOptions::new().no_params().no_return_type();
+            if let Ok(text) = symbol.demangle_with_options(&options) {
+                return text;
+            }
+        }
+    }
+    mangled.to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn demangles_cpp_and_rust() {
+        assert_eq!(
+            demangle("_ZN9JavaCalls11call_helperEP9JavaValueRK12methodHandleP17JavaCallArgumentsP10JavaThread"),
+            "JavaCalls::call_helper"
+        );
+        assert_eq!(demangle("_ZN3std2rt10lang_start17h0123456789abcdefE"), "std::rt::lang_start");
+        assert_eq!(demangle("memcpy"), "memcpy");
+        assert_eq!(demangle("_Zgarbage"), "_Zgarbage");
+    }
+
+    #[test]
+    fn finds_symbols_of_this_test_binary() {
+        let data = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+        let table = SymbolTable::from_elf(&data);
+        assert!(table.len() > 100);
+        let probe = table.entries[table.len() / 2];
+        let hit = table.find(probe.start).unwrap();
+        assert_eq!(hit.start, probe.start);
+        assert!(table.find(probe.end.max(probe.start + 1) - 1).is_some());
+        assert!(table.find(0).is_none());
+        assert!(SymbolTable::from_elf(b"not elf").is_empty());
+    }
+}

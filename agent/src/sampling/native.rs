@@ -1,0 +1,134 @@
+//! The native part of a mixed stack: frames from the interrupted context
+//! outwards, through native libraries, until the walk reaches code outside
+//! every library (JIT-compiled or interpreter code, where the Java walker
+//! takes over), a marked JVM function, the end of the stack or a frame it
+//! cannot unwind (counted by reason).
+
+use super::safe_read::safe_load;
+use crate::counters::{self, Counter};
+use crate::libraries::marks::Mark;
+use crate::libraries::LibraryTable;
+use crate::storage::frame::Frame;
+use std::cell::UnsafeCell;
+use std::ffi::c_void;
+use std::sync::Arc;
+use unwind::dwarf::{new_cache, DwarfCache};
+use unwind::fp::FramePointerUnwinder;
+use unwind::{PcKind, Registers, StackReader, StepError, Unwinder, MAX_STACK_SPAN};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NativeMode {
+    FramePointer,
+    Dwarf,
+    SFrame,
+}
+
+pub struct NativeWalker {
+    mode: NativeMode,
+    pub libraries: Arc<LibraryTable>,
+    /// One DWARF rule cache per sample stripe, used under the stripe lock.
+    caches: Box<[UnsafeCell<Box<DwarfCache>>]>,
+}
+
+// SAFETY: cache `i` is only touched by the holder of stripe `i`'s lock.
+unsafe impl Sync for NativeWalker {}
+
+/// Reads the interrupted thread's stack: only addresses from its stack
+/// pointer up to [`MAX_STACK_SPAN`] above it, aligned, through a read that
+/// recovers from faults.
+struct ThreadStack {
+    sp: u64,
+}
+
+impl StackReader for ThreadStack {
+    fn read_u64(&mut self, address: u64) -> Option<u64> {
+        if address < self.sp || address - self.sp > MAX_STACK_SPAN {
+            return None;
+        }
+        safe_load(address)
+    }
+}
+
+/// The registers of an interrupted context.
+pub fn registers(ucontext: *mut c_void) -> Option<Registers> {
+    if ucontext.is_null() {
+        return None;
+    }
+    // SAFETY: the kernel's ucontext for the signal being handled.
+    let context = unsafe { &*ucontext.cast::<libc::ucontext_t>() };
+    #[cfg(target_arch = "x86_64")]
+    {
+        let g = &context.uc_mcontext.gregs;
+        Some(Registers {
+            pc: g[libc::REG_RIP as usize] as u64,
+            sp: g[libc::REG_RSP as usize] as u64,
+            fp: g[libc::REG_RBP as usize] as u64,
+            lr: 0,
+        })
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        let m = &context.uc_mcontext;
+        Some(Registers { pc: m.pc, sp: m.sp, fp: m.regs[29], lr: m.regs[30] })
+    }
+}
+
+fn count(error: StepError) {
+    counters::increment(match error {
+        StepError::NoUnwindInfo | StepError::BadUnwindInfo => Counter::NativeNoUnwindInfo,
+        StepError::ReadRefused => Counter::NativeReadRefused,
+        StepError::BadFramePointer | StepError::NoProgress => Counter::NativeBadFrame,
+    });
+}
+
+impl NativeWalker {
+    /// Not signal-safe: allocates the per-stripe caches.
+    pub fn new(mode: NativeMode, libraries: Arc<LibraryTable>, stripes: usize) -> Self {
+        let caches = (0..stripes).map(|_| UnsafeCell::new(new_cache())).collect();
+        Self { mode, libraries, caches }
+    }
+
+    /// Writes the native frames of the interrupted thread into `out`
+    /// (innermost first) and returns how many. Signal-safe; `stripe` must
+    /// be the index of a stripe the caller holds.
+    pub fn walk(&self, stripe: usize, ucontext: *mut c_void, out: &mut [Frame]) -> usize {
+        let (Some(snapshot), Some(mut regs)) = (self.libraries.current(), registers(ucontext)) else { return 0 };
+        let mut stack = ThreadStack { sp: regs.sp };
+        let mut kind = PcKind::Interrupted;
+        let mut n = 0;
+        loop {
+            let address = kind.attribution(regs.pc);
+            let Some(library) = snapshot.library_at(address) else { break };
+            let Some(slot) = out.get_mut(n) else {
+                counters::increment(Counter::NativeDepthCut);
+                break;
+            };
+            *slot = Frame::native(address);
+            n += 1;
+            if library.mark_at(address) != Mark::None {
+                break;
+            }
+            let step = match self.mode {
+                NativeMode::FramePointer => FramePointerUnwinder.step(kind, &mut regs, &mut (), &mut stack),
+                NativeMode::Dwarf => match (&snapshot.dwarf, self.caches.get(stripe)) {
+                    // SAFETY: the caller holds stripe `stripe`, so its cache is ours alone.
+                    (Some(dwarf), Some(cache)) => dwarf.step(kind, &mut regs, unsafe { &mut *cache.get() }, &mut stack),
+                    _ => Err(StepError::NoUnwindInfo),
+                },
+                NativeMode::SFrame => match &snapshot.sframe {
+                    Some(sframe) => sframe.step(kind, &mut regs, &mut (), &mut stack),
+                    None => FramePointerUnwinder.step(kind, &mut regs, &mut (), &mut stack),
+                },
+            };
+            match step {
+                Ok(true) => kind = PcKind::ReturnAddress,
+                Ok(false) => break,
+                Err(error) => {
+                    count(error);
+                    break;
+                }
+            }
+        }
+        n
+    }
+}

@@ -1,0 +1,162 @@
+//! Reading memory that may not be mapped, from a signal handler.
+//!
+//! `safe_load` is a two-instruction assembly routine whose load is the only
+//! instruction that can fault. Our SIGSEGV/SIGBUS handler ([`on_fault`])
+//! recognises a fault at exactly that address and resumes at a second entry
+//! that reports failure; every other fault goes to the previous handler
+//! (the JVM's, which relies on SIGSEGV for implicit null checks and more).
+//! The handler is installed while native unwinding is active, after the JVM
+//! has installed its own (HotSpot refuses to start over a foreign handler).
+
+use super::chain::PreviousAction;
+use std::ffi::{c_int, c_void};
+
+#[cfg(target_arch = "x86_64")]
+std::arch::global_asm!(
+    ".text",
+    ".globl profiler_safe_load",
+    ".hidden profiler_safe_load",
+    ".type profiler_safe_load, @function",
+    "profiler_safe_load:",
+    ".globl profiler_safe_load_fault_site",
+    ".hidden profiler_safe_load_fault_site",
+    "profiler_safe_load_fault_site:",
+    "    mov rax, qword ptr [rdi]",
+    "    mov qword ptr [rsi], rax",
+    "    mov eax, 1",
+    "    ret",
+    ".globl profiler_safe_load_resume",
+    ".hidden profiler_safe_load_resume",
+    "profiler_safe_load_resume:",
+    "    xor eax, eax",
+    "    ret",
+    ".size profiler_safe_load, . - profiler_safe_load",
+);
+
+#[cfg(target_arch = "aarch64")]
+std::arch::global_asm!(
+    ".text",
+    ".globl profiler_safe_load",
+    ".hidden profiler_safe_load",
+    ".type profiler_safe_load, %function",
+    "profiler_safe_load:",
+    ".globl profiler_safe_load_fault_site",
+    ".hidden profiler_safe_load_fault_site",
+    "profiler_safe_load_fault_site:",
+    "    ldr x2, [x0]",
+    "    str x2, [x1]",
+    "    mov w0, #1",
+    "    ret",
+    ".globl profiler_safe_load_resume",
+    ".hidden profiler_safe_load_resume",
+    "profiler_safe_load_resume:",
+    "    mov w0, #0",
+    "    ret",
+    ".size profiler_safe_load, . - profiler_safe_load",
+);
+
+extern "C" {
+    fn profiler_safe_load(address: u64, out: *mut u64) -> u32;
+    static profiler_safe_load_fault_site: u8;
+    static profiler_safe_load_resume: u8;
+}
+
+/// Addresses of code labels (taken, never read).
+fn fault_site() -> usize {
+    std::ptr::addr_of!(profiler_safe_load_fault_site) as usize
+}
+
+fn resume_site() -> usize {
+    std::ptr::addr_of!(profiler_safe_load_resume) as usize
+}
+
+/// The 8 bytes at `address`, or `None` if reading them faulted. Requires
+/// [`on_fault`] to be installed for SIGSEGV and SIGBUS, or `address` to be
+/// known-readable. Signal-safe.
+#[inline]
+pub fn safe_load(address: u64) -> Option<u64> {
+    if address < 4096 || !address.is_multiple_of(8) {
+        return None;
+    }
+    let mut value = 0u64;
+    // SAFETY: the routine only reads `address` (a fault is recovered by
+    // `on_fault`) and writes `value`.
+    (unsafe { profiler_safe_load(address, &mut value) } == 1).then_some(value)
+}
+
+pub static PREVIOUS_SIGSEGV: PreviousAction = PreviousAction::new();
+pub static PREVIOUS_SIGBUS: PreviousAction = PreviousAction::new();
+
+/// Moves a context stopped at the fault site to the resume site.
+fn redirect(ucontext: *mut c_void) -> bool {
+    if ucontext.is_null() {
+        return false;
+    }
+    // SAFETY: the kernel passes a valid ucontext_t to SA_SIGINFO handlers.
+    let context = unsafe { &mut *ucontext.cast::<libc::ucontext_t>() };
+    #[cfg(target_arch = "x86_64")]
+    let pc = &mut context.uc_mcontext.gregs[libc::REG_RIP as usize];
+    #[cfg(target_arch = "aarch64")]
+    let pc = &mut context.uc_mcontext.pc;
+    if *pc as usize != fault_site() {
+        return false;
+    }
+    *pc = resume_site() as _;
+    true
+}
+
+/// Installed for SIGSEGV and SIGBUS while native unwinding is active.
+pub extern "C" fn on_fault(signo: c_int, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
+    if redirect(ucontext) {
+        return;
+    }
+    let previous = if signo == libc::SIGBUS { &PREVIOUS_SIGBUS } else { &PREVIOUS_SIGSEGV };
+    if !previous.forward_or_default(signo, info, ucontext) {
+        // No handler before us: restore the default action and return, so
+        // the faulting instruction runs again and the fault is fatal as it
+        // would have been without the profiler.
+        // SAFETY: resetting a disposition is async-signal-safe.
+        unsafe { libc::signal(signo, libc::SIG_DFL) };
+    }
+}
+
+/// Control plane: installs [`on_fault`] for SIGSEGV and SIGBUS (after the
+/// JVM's own handlers, which it chains to).
+pub fn install_fault_handlers() -> std::io::Result<()> {
+    use crate::engine::signals::install;
+    install(libc::SIGSEGV, on_fault, &PREVIOUS_SIGSEGV)?;
+    install(libc::SIGBUS, on_fault, &PREVIOUS_SIGBUS)
+}
+
+/// Control plane: puts the previous SIGSEGV and SIGBUS handlers back.
+/// Call only once no sampling handler can run.
+pub fn restore_fault_handlers() {
+    use crate::engine::signals::{restore, Pending};
+    let _ = restore(libc::SIGSEGV, on_fault, &PREVIOUS_SIGSEGV, Pending::Keep);
+    let _ = restore(libc::SIGBUS, on_fault, &PREVIOUS_SIGBUS, Pending::Keep);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_mapped_memory_and_survives_unmapped_memory() {
+        install_fault_handlers().unwrap();
+        let value = 0x1122_3344_5566_7788u64;
+        assert_eq!(safe_load(&value as *const u64 as u64), Some(value));
+        // A page we mapped and then unmapped: guaranteed to fault.
+        // SAFETY: plain anonymous mmap/munmap of our own page.
+        let page = unsafe {
+            let p =
+                libc::mmap(std::ptr::null_mut(), 4096, libc::PROT_READ, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0);
+            libc::munmap(p, 4096);
+            p as u64
+        };
+        assert_eq!(safe_load(page), None);
+        assert_eq!(safe_load(page + 8), None);
+        assert_eq!(safe_load(0), None);
+        assert_eq!(safe_load(&value as *const u64 as u64 + 1), None, "misaligned");
+        restore_fault_handlers();
+    }
+}

@@ -1,0 +1,159 @@
+//! Throughput, sample counts, file size and memory: the workload
+//! unprofiled, under our agent and under the JDK's Flight Recorder.
+
+use crate::support::{counter, javac, median, root, sample_counts, tool, value};
+use crate::Options;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+struct Config {
+    name: &'static str,
+    kind: Kind,
+    period_ms: u32,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Baseline,
+    Agent,
+    Jfr,
+}
+
+const CONFIGS: &[Config] = &[
+    Config { name: "unprofiled", kind: Kind::Baseline, period_ms: 0 },
+    Config { name: "agent cpu=10ms", kind: Kind::Agent, period_ms: 10 },
+    Config { name: "JFR 10ms", kind: Kind::Jfr, period_ms: 10 },
+    Config { name: "agent cpu=1ms", kind: Kind::Agent, period_ms: 1 },
+    Config { name: "JFR 1ms", kind: Kind::Jfr, period_ms: 1 },
+];
+
+#[derive(Default, Clone)]
+struct Run {
+    ops: f64,
+    cpu_ns: f64,
+    peak_rss_kb: f64,
+    samples: f64,
+    worker_samples: f64,
+    file_bytes: f64,
+    handler_ns: f64,
+}
+
+fn jfc(dir: &Path, period_ms: u32) -> PathBuf {
+    let path = dir.join(format!("cpu-{period_ms}ms.jfc"));
+    let text = format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<configuration version="2.0" label="cpu sampling only">
+  <event name="jdk.ExecutionSample"><setting name="enabled">true</setting><setting name="period">{period_ms} ms</setting></event>
+  <event name="jdk.NativeMethodSample"><setting name="enabled">false</setting></event>
+</configuration>
+"#
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn run_once(config: &Config, options: &Options, classes: &Path, scratch: &Path, agent: &Path) -> Run {
+    let file = scratch.join("bench.jfr");
+    let _ = std::fs::remove_file(&file);
+    let mut command = Command::new(tool("java"));
+    match config.kind {
+        Kind::Baseline => {}
+        Kind::Agent => {
+            command.arg(format!(
+                "-agentpath:{}=start,cpu={}ms,file={}",
+                agent.display(),
+                config.period_ms,
+                file.display()
+            ));
+        }
+        Kind::Jfr => {
+            command.arg(format!(
+                "-XX:StartFlightRecording=settings={},filename={}",
+                jfc(scratch, config.period_ms).display(),
+                file.display()
+            ));
+        }
+    }
+    // A fixed, pre-touched heap keeps the JVM's own resident memory constant,
+    // so differences in peak RSS are the profiler's.
+    let output = command
+        .args(["-Xms128m", "-Xmx128m", "-XX:+AlwaysPreTouch"])
+        .arg("-cp")
+        .arg(classes)
+        .arg("Workload")
+        .arg(options.threads.to_string())
+        .arg(options.seconds.to_string())
+        .output()
+        .expect("run java");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(output.status.success(), "{}: {}", config.name, String::from_utf8_lossy(&output.stderr));
+    let mut run = Run {
+        ops: value(&stdout, "ops "),
+        cpu_ns: value(&stdout, "cpu_ns "),
+        peak_rss_kb: value(&stdout, "peak_rss_kb "),
+        ..Run::default()
+    };
+    if config.kind != Kind::Baseline {
+        run.file_bytes = std::fs::metadata(&file).map(|m| m.len() as f64).unwrap_or(0.0);
+    }
+    let event = match config.kind {
+        Kind::Agent => "datadog.ExecutionSample",
+        Kind::Jfr => "jdk.ExecutionSample",
+        Kind::Baseline => return run,
+    };
+    (run.samples, run.worker_samples) = sample_counts(&file, event);
+    if config.kind == Kind::Agent {
+        run.handler_ns = counter(&file, "handler_ns_p50");
+    }
+    run
+}
+
+/// Runs every configuration round by round and prints the table.
+pub fn run(options: &Options, agent: &Path, scratch: &Path) {
+    let classes = scratch.join("classes");
+    javac(&classes, &[root().join("bench/java/Workload.java")]);
+    let mut runs: Vec<Vec<Run>> = vec![Vec::new(); CONFIGS.len()];
+    for round in 0..options.rounds {
+        for (i, config) in CONFIGS.iter().enumerate() {
+            let run = run_once(config, options, &classes, scratch, agent);
+            eprintln!("round {} {:>15}: {:.0} ops", round + 1, config.name, run.ops);
+            runs[i].push(run);
+        }
+    }
+
+    let base_ops = median(runs[0].iter().map(|r| r.ops).collect());
+    let base_rss = median(runs[0].iter().map(|r| r.peak_rss_kb).collect());
+    println!(
+        "\n{} threads, {} s per run, {} rounds (medians; throughput relative to unprofiled runs of the same rounds)\n",
+        options.threads, options.seconds, options.rounds
+    );
+    println!(
+        "| configuration | throughput | loss | samples / nominal | bytes / sample | extra peak RSS | handler time (median) |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for (config, runs) in CONFIGS.iter().zip(&runs) {
+        let throughput = median(runs.iter().map(|r| r.ops).collect()) / base_ops;
+        let rss = median(runs.iter().map(|r| r.peak_rss_kb).collect()) - base_rss;
+        if config.kind == Kind::Baseline {
+            println!("| {} | 1.000 | - | - | - | - | - |", config.name);
+            continue;
+        }
+        let nominal: Vec<f64> =
+            runs.iter().map(|r| r.worker_samples / (r.cpu_ns / (f64::from(config.period_ms) * 1e6))).collect();
+        let bytes = median(runs.iter().map(|r| r.file_bytes / r.samples.max(1.0)).collect());
+        let handler = match config.kind {
+            Kind::Agent => format!("{:.2} µs", median(runs.iter().map(|r| r.handler_ns).collect()) / 1000.0),
+            _ => "-".to_owned(),
+        };
+        println!(
+            "| {} | {:.3} | {:.1}% | {:.1}% | {:.1} | {:.1} MiB | {} |",
+            config.name,
+            throughput,
+            (1.0 - throughput) * 100.0,
+            median(nominal) * 100.0,
+            bytes,
+            rss / 1024.0,
+            handler
+        );
+    }
+}

@@ -1,0 +1,47 @@
+/*
+ * JNI fixture: NativeChain.run -> outer -> middle -> leaf (a CPU loop), and
+ * NativeChain.deep -> 30 recursive frames -> leaf, built three ways by the
+ * test build (frame pointers, no frame pointers, SFrame without frame
+ * pointers). The empty asm statements keep calls from becoming tail calls.
+ */
+#include <jni.h>
+
+__attribute__((noinline)) long leaf(long n) {
+    volatile long sum = 0;
+    for (long i = 0; i < n; i++) {
+        sum += i ^ (i >> 3);
+    }
+    return sum;
+}
+
+__attribute__((noinline)) long middle(long n) {
+    long r = leaf(n);
+    __asm__ volatile("" ::: "memory");
+    return r + 1;
+}
+
+__attribute__((noinline)) long outer(long n) {
+    long r = middle(n);
+    __asm__ volatile("" ::: "memory");
+    return r + 2;
+}
+
+__attribute__((noinline)) long recurse(int depth, long n) {
+    long r = depth == 0 ? leaf(n) : recurse(depth - 1, n);
+    __asm__ volatile("" ::: "memory");
+    return r + depth;
+}
+
+JNIEXPORT jlong JNICALL Java_NativeChain_run(JNIEnv *env, jclass cls, jlong n) {
+    (void)env; (void)cls;
+    long r = outer(n);
+    __asm__ volatile("" ::: "memory");
+    return r + 3;
+}
+
+JNIEXPORT jlong JNICALL Java_NativeChain_deep(JNIEnv *env, jclass cls, jint depth, jlong n) {
+    (void)env; (void)cls;
+    long r = recurse(depth, n);
+    __asm__ volatile("" ::: "memory");
+    return r;
+}

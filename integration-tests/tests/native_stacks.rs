@@ -1,0 +1,126 @@
+//! Mixed native + Java stacks with each native unwinder, JDK native code
+//! (zlib), libraries loaded after start, and build-ids.
+
+use integration_tests::*;
+use std::process::Command;
+use std::time::Duration;
+
+const CHAIN: [&str; 4] = ["leaf", "middle", "outer", "Java_NativeChain_run"];
+
+fn record(test: &str, options: &str, main: &str, args: &[&str]) -> Recording {
+    let dir = scratch_dir(test);
+    let file = dir.join("native.jfr");
+    let output = run_java(
+        Some(&format!("start,interval=1ms,{options},file={}", file.display())),
+        main,
+        args,
+        Duration::from_secs(90),
+    );
+    assert_success(&output);
+    read_recording(&file)
+}
+
+/// Share of samples taken in `leaf` whose stack is leaf, middle, outer,
+/// the JNI entry, then the Java caller frames in order.
+fn whole_chain_share(recording: &Recording) -> (usize, f64) {
+    let in_leaf: Vec<&Event> = recording
+        .samples()
+        .filter(|e| e.thread == "native-caller" && e.top().is_some_and(|f| f.method == "leaf"))
+        .collect();
+    let whole = in_leaf
+        .iter()
+        .filter(|e| {
+            let names: Vec<&str> = e.frames.iter().map(|f| f.method.as_str()).collect();
+            names.len() >= 7
+                && names[..4] == CHAIN
+                && names[4..7] == ["run", "callNative", "lambda$main$0"]
+                && e.frames[4].class == "NativeChain"
+                && e.frames[..4].iter().all(|f| f.frame_type == "Native" && f.class.is_empty())
+        })
+        .count();
+    (in_leaf.len(), whole as f64 / in_leaf.len().max(1) as f64)
+}
+
+fn check_chain(test: &str, cstack: &str, library: &str) {
+    let Some(library) = native_fixture(library) else {
+        eprintln!("skipping {test}: {library} could not be built here");
+        return;
+    };
+    let recording = record(test, &format!("cstack={cstack}"), "NativeChain", &[library.to_str().unwrap(), "3"]);
+    let (samples, share) = whole_chain_share(&recording);
+    assert!(samples >= 500, "{test}: only {samples} samples in leaf");
+    assert!(share >= 0.9, "{test}: {:.1}% of {samples} leaf samples show the whole chain", share * 100.0);
+}
+
+#[test]
+fn frame_pointers_walk_a_library_built_with_them() {
+    check_chain("native_fp", "fp", "libchain_fp.so");
+}
+
+#[test]
+fn dwarf_walks_a_library_without_frame_pointers() {
+    check_chain("native_dwarf", "dwarf", "libchain_nofp.so");
+}
+
+#[test]
+fn sframe_walks_a_library_with_sframe_and_no_frame_pointers() {
+    check_chain("native_sframe", "sframe", "libchain_sframe.so");
+}
+
+#[test]
+fn zlib_frames_appear_under_the_java_frames() {
+    let recording = record("zlib", "cstack=dwarf", "Compress", &["3"]);
+    let in_zip: Vec<&Event> = recording
+        .samples()
+        .filter(|e| e.thread == "compressor" && e.frames.iter().any(|f| f.method.starts_with("Java_java_util_zip_")))
+        .collect();
+    assert!(in_zip.len() >= 200, "only {} samples in libzip", in_zip.len());
+    let with_zlib = in_zip
+        .iter()
+        .filter(|e| {
+            let jni = e.frames.iter().position(|f| f.method.starts_with("Java_java_util_zip_")).unwrap();
+            let java = &e.frames[jni + 1];
+            let zlib_above = e.frames[..jni]
+                .iter()
+                .any(|f| f.method.contains("libz.so") || ["deflate", "crc32", "crc32_z"].contains(&f.method.as_str()));
+            zlib_above && java.class.starts_with("java.util.zip.") && java.frame_type == "Native"
+        })
+        .count();
+    assert!(
+        with_zlib as f64 >= 0.5 * in_zip.len() as f64,
+        "{with_zlib} of {} libzip samples show zlib below",
+        in_zip.len()
+    );
+}
+
+#[test]
+fn a_library_loaded_after_start_is_symbolized() {
+    let Some(library) = native_fixture("libchain_fp.so") else { return };
+    let recording = record("late_load", "cstack=fp", "NativeChain", &[library.to_str().unwrap(), "3", "5"]);
+    let (samples, share) = whole_chain_share(&recording);
+    assert!(samples >= 500, "only {samples} samples in leaf");
+    assert!(share >= 0.9, "{:.1}% of leaf samples symbolized", share * 100.0);
+}
+
+fn readelf_build_id(path: &str) -> Option<String> {
+    let out = Command::new("readelf").args(["-n", path]).output().ok()?;
+    String::from_utf8_lossy(&out.stdout).lines().find_map(|l| l.trim().strip_prefix("Build ID: ").map(str::to_owned))
+}
+
+#[test]
+fn build_ids_from_memory_match_the_files() {
+    let recording = record("build_ids", "cstack=fp", "CpuShares", &["1"]);
+    let libraries: Vec<&Event> = recording.events.iter().filter(|e| e.kind == "jdk.NativeLibrary").collect();
+    assert!(!libraries.is_empty());
+    let mut compared = 0;
+    for library in &libraries {
+        let path = &library.thread; // JfrDump puts the library name in this column
+        if !path.starts_with('/') {
+            continue; // the vDSO has no file
+        }
+        let expected = readelf_build_id(path);
+        assert_eq!(library.state.as_str(), expected.as_deref().unwrap_or("-"), "build-id of {path}");
+        compared += 1;
+    }
+    assert!(compared >= 5, "only {compared} libraries compared");
+}
