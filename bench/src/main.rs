@@ -9,7 +9,7 @@
 //! - `native`: handler time per sample of each native unwinder on a
 //!   30-deep native stack.
 //!
-//! Usage: `cargo run --release -p bench -- [--rounds N] [--seconds S] [--threads T]`
+//! Usage: `cargo run --release -p bench -- [--rounds N] [--seconds S] [--threads T] [--only overhead|floor|native]`
 //! (needs `cargo build --release` first, for the agent).
 
 mod floor;
@@ -21,10 +21,18 @@ struct Options {
     rounds: usize,
     seconds: f64,
     threads: usize,
+    /// Run only this benchmark (`overhead`, `floor` or `native`).
+    only: Option<String>,
+}
+
+impl Options {
+    fn wants(&self, name: &str) -> bool {
+        self.only.as_deref().is_none_or(|only| only == name)
+    }
 }
 
 fn parse_options() -> Options {
-    let mut options = Options { rounds: 5, seconds: 8.0, threads: 2 };
+    let mut options = Options { rounds: 5, seconds: 8.0, threads: 2, only: None };
     let args: Vec<String> = std::env::args().skip(1).collect();
     for pair in args.chunks(2) {
         let value = pair.get(1).unwrap_or_else(|| panic!("{} needs a value", pair[0]));
@@ -32,7 +40,8 @@ fn parse_options() -> Options {
             "--rounds" => options.rounds = value.parse().expect("--rounds N"),
             "--seconds" => options.seconds = value.parse().expect("--seconds S"),
             "--threads" => options.threads = value.parse().expect("--threads T"),
-            other => panic!("unknown argument {other} (accepted: --rounds, --seconds, --threads)"),
+            "--only" => options.only = Some(value.clone()),
+            other => panic!("unknown argument {other} (accepted: --rounds, --seconds, --threads, --only)"),
         }
     }
     options
@@ -42,7 +51,13 @@ fn main() {
     let options = parse_options();
     let agent = support::agent();
     let scratch = support::root().join("target/bench");
-    overhead::run(&options, &agent, &scratch);
-    floor::run(&scratch, &options);
-    native::run(&scratch, &options, &agent);
+    if options.wants("overhead") {
+        overhead::run(&options, &agent, &scratch);
+    }
+    if options.wants("floor") {
+        floor::run(&scratch, &options);
+    }
+    if options.wants("native") {
+        native::run(&scratch, &options, &agent);
+    }
 }
