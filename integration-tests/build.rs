@@ -51,6 +51,47 @@ fn build_native_fixtures(out: &Path) {
     }
 }
 
+fn run(command: &mut Command) {
+    let status = command.status().unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"));
+    assert!(status.success(), "{command:?} failed");
+}
+
+/// The remote-symbolication fixture: built with a build-id and hidden
+/// helpers, its debug information split out with objcopy into a
+/// `.build-id` tree, then stripped of all symbols. Twice: linked at 0, and
+/// linked at a nonzero address.
+fn build_remote_fixtures(out: &Path) {
+    let source = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap()).join("native/remote.c");
+    println!("cargo:rerun-if-changed=native/remote.c");
+    let include = java_home().join("include");
+    let debug_tree = out.join("debug");
+    for (name, extra) in [("libremote.so", None), ("libremote_offset.so", Some("-Wl,-Ttext-segment=0x40000000"))] {
+        let library = out.join(name);
+        let mut cc = Command::new("cc");
+        cc.args(["-O2", "-g", "-shared", "-fPIC", "-fvisibility=hidden", "-fno-omit-frame-pointer"])
+            .args(["-fno-optimize-sibling-calls", "-fno-reorder-functions", "-falign-functions=1", "-Wl,--build-id"])
+            .args(extra)
+            .arg("-I")
+            .arg(&include)
+            .arg("-I")
+            .arg(include.join("linux"))
+            .arg("-o")
+            .arg(&library)
+            .arg(&source);
+        run(&mut cc);
+        let debug = out.join(format!("{name}.debug"));
+        run(Command::new("objcopy").arg("--only-keep-debug").arg(&library).arg(&debug));
+        run(Command::new("strip").arg("--strip-all").arg(&library));
+        let notes = Command::new("readelf").arg("-n").arg(&debug).output().expect("run readelf");
+        let text = String::from_utf8_lossy(&notes.stdout);
+        let id =
+            text.lines().find_map(|l| l.trim().strip_prefix("Build ID: ")).expect("fixture has a build-id").to_owned();
+        let dir = debug_tree.join(".build-id").join(&id[..2]);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(&debug, dir.join(format!("{}.debug", &id[2..]))).unwrap();
+    }
+}
+
 fn main() {
     let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap()).join("java");
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("classes");
@@ -70,6 +111,7 @@ fn main() {
     let native = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("native");
     std::fs::create_dir_all(&native).unwrap();
     build_native_fixtures(&native);
+    build_remote_fixtures(&native);
     println!("cargo:rerun-if-env-changed=JAVA_HOME");
     println!("cargo:rustc-env=FIXTURE_CLASSES={}", out.display());
     println!("cargo:rustc-env=FIXTURE_NATIVE={}", native.display());

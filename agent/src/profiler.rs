@@ -80,8 +80,8 @@ fn check_supported(options: &Options) -> Result<(), String> {
     if matches!(options.cstack, CStack::Vm | CStack::Vmx) {
         return Err("cstack: the HotSpot walker modes (vm, vmx) are not supported yet".into());
     }
-    if options.remote_symbolication {
-        return Err("remotesym: remote symbolication is not supported yet".into());
+    if options.remote_symbolication && native_mode(options.cstack).is_none() {
+        return Err("remotesym: remote symbolication needs native stacks (cstack=fp, dwarf or sframe)".into());
     }
     if options.wall.is_some() {
         return Err("wall: wall-clock sampling is not supported yet".into());
@@ -104,13 +104,13 @@ fn native_mode(cstack: CStack) -> Option<NativeMode> {
     }
 }
 
-fn native_walker(mode: NativeMode) -> NativeWalker {
+fn native_walker(mode: NativeMode, remote: bool) -> NativeWalker {
     let wanted = match mode {
         NativeMode::FramePointer => Wanted::Nothing,
         NativeMode::Dwarf => Wanted::Dwarf,
         NativeMode::SFrame => Wanted::SFrame,
     };
-    NativeWalker::new(mode, Arc::new(LibraryTable::new(wanted)), STRIPES)
+    NativeWalker::new(mode, remote, Arc::new(LibraryTable::new(wanted)), STRIPES)
 }
 
 fn current_env() -> *mut jni::sys::JNIEnv {
@@ -124,6 +124,7 @@ fn settings(options: &Options, engine: &str, interval: Duration) -> Vec<(String,
         ("interval".into(), format!("{} ns", interval.as_nanos())),
         ("cstack".into(), format!("{:?}", options.cstack).to_lowercase()),
         ("jstackdepth".into(), options.jstackdepth.to_string()),
+        ("remotesym".into(), options.remote_symbolication.to_string()),
         ("version".into(), version()),
     ]
 }
@@ -148,7 +149,7 @@ fn start(options: &Options, env: Option<JniEnv>) -> Result<String, String> {
             .map_err(|e| format!("cannot reserve sample buffers: {e}"))?,
         max_depth: depth,
         walker: JavaWalker { asgct: vm.asgct(), current_env },
-        native: native_mode(options.cstack).map(native_walker),
+        native: native_mode(options.cstack).map(|mode| native_walker(mode, options.remote_symbolication)),
     });
     if sampler.native.is_some() {
         safe_read::install_fault_handlers().map_err(|e| format!("cannot install the fault handler: {e}"))?;

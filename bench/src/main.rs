@@ -8,20 +8,23 @@
 //! - `floor`: what signal delivery alone costs on this machine.
 //! - `native`: handler time per sample of each native unwinder on a
 //!   30-deep native stack.
+//! - `symbolizer`: resolving 100k distinct addresses, cold and cached,
+//!   against binutils' addr2line on the same file.
 //!
-//! Usage: `cargo run --release -p bench -- [--rounds N] [--seconds S] [--threads T] [--only overhead|floor|native]`
+//! Usage: `cargo run --release -p bench -- [--rounds N] [--seconds S] [--threads T] [--only overhead|floor|native|symbolizer]`
 //! (needs `cargo build --release` first, for the agent).
 
 mod floor;
 mod native;
 mod overhead;
 mod support;
+mod symbolization;
 
 struct Options {
     rounds: usize,
     seconds: f64,
     threads: usize,
-    /// Run only this benchmark (`overhead`, `floor` or `native`).
+    /// Run only this benchmark (`overhead`, `floor`, `native` or `symbolizer`).
     only: Option<String>,
 }
 
@@ -59,5 +62,8 @@ fn main() {
     }
     if options.wants("native") {
         native::run(&scratch, &options, &agent);
+    }
+    if options.wants("symbolizer") {
+        symbolization::run(&agent);
     }
 }

@@ -1,7 +1,8 @@
 //! A self-contained interactive HTML flame graph (zoom, search, tooltips),
 //! with the call tree embedded as flat arrays (no nesting limit on depth).
 
-use crate::profile::{FrameKind, Profile};
+use crate::profile::Profile;
+use crate::recording::FrameKind;
 use std::collections::HashMap;
 use std::fmt::Write;
 

@@ -1,7 +1,14 @@
-//! Offline processing of recordings: reading our JFR files and turning
-//! them into collapsed stacks and flame graphs.
+//! Offline processing of recordings: reading our JFR files, resolving
+//! remote native frames from debug files found by build-id, and writing
+//! collapsed stacks, flame graphs, pprof profiles and JFR copies.
 
 pub mod collapsed;
+pub mod debuginfo;
+pub mod debuginfod;
 pub mod flamegraph;
-pub mod jfr;
+pub mod jfr_out;
+pub mod pprof;
 pub mod profile;
+pub mod recording;
+pub mod report;
+pub mod resolve;

@@ -1,52 +1,26 @@
-//! A recording reduced to what stack-based outputs need: samples with a
-//! weight, a thread and a stack of interned frames.
+//! A recording reduced to stacks of display frames, with remote frames
+//! resolved (and expanded into their inline chains) where possible.
 
+use crate::recording::{Frame, FrameKind, Recording};
+use crate::report::Report;
+use crate::resolve::{Resolution, Resolver, Unresolved};
 use std::collections::HashMap;
 
-/// How a frame executes, from the JFR frame type.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum FrameKind {
-    Interpreted,
-    Jit,
-    Inlined,
-    C1,
-    Native,
-    Cpp,
-    Kernel,
-    RemoteNative,
-    Other,
-}
-
-impl FrameKind {
-    pub fn from_description(description: &str) -> Self {
-        match description {
-            "Interpreted" => Self::Interpreted,
-            "JIT compiled" => Self::Jit,
-            "Inlined" => Self::Inlined,
-            "C1 compiled" => Self::C1,
-            "Native" => Self::Native,
-            "C++" => Self::Cpp,
-            "Kernel" => Self::Kernel,
-            "Remote native" => Self::RemoteNative,
-            _ => Self::Other,
-        }
-    }
-
-    pub fn is_java(self) -> bool {
-        matches!(self, Self::Interpreted | Self::Jit | Self::Inlined | Self::C1)
-    }
-}
-
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Frame {
-    /// `com.example.Foo.bar` for Java, the symbol for native frames.
+pub struct StackFrame {
+    /// `com.example.Foo.bar` for Java, the function for native frames.
     pub name: String,
     pub kind: FrameKind,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    /// For frames that came from a remote frame: its build-id and offset.
+    pub remote: Option<(String, u64)>,
+    /// Inlined into the next (outer) frame: both come from one address.
+    pub inlined: bool,
 }
 
 #[derive(Clone, Debug)]
-pub struct Sample {
-    pub event: String,
+pub struct ProfileSample {
     pub thread: String,
     pub weight: u64,
     /// Indexes into [`Profile::frames`], innermost first.
@@ -55,13 +29,13 @@ pub struct Sample {
 
 #[derive(Default, Debug)]
 pub struct Profile {
-    pub frames: Vec<Frame>,
-    index: HashMap<Frame, u32>,
-    pub samples: Vec<Sample>,
+    pub frames: Vec<StackFrame>,
+    index: HashMap<StackFrame, u32>,
+    pub samples: Vec<ProfileSample>,
 }
 
 impl Profile {
-    pub fn intern(&mut self, frame: Frame) -> u32 {
+    pub fn intern(&mut self, frame: StackFrame) -> u32 {
         if let Some(&i) = self.index.get(&frame) {
             return i;
         }
@@ -74,4 +48,111 @@ impl Profile {
     pub fn total_weight(&self) -> u64 {
         self.samples.iter().map(|s| s.weight).sum()
     }
+}
+
+/// Library file names by build-id, from the recording's `jdk.NativeLibrary` events.
+fn library_names(recording: &Recording) -> HashMap<String, String> {
+    recording
+        .libraries()
+        .filter_map(|l| {
+            let name = l.name.rsplit('/').next().unwrap_or(&l.name).to_owned();
+            Some((l.build_id.clone()?, name))
+        })
+        .collect()
+}
+
+/// Turns one recorded frame into display frames (several for a remote
+/// frame whose address lies in inlined code), innermost first.
+fn expand(
+    frame: &Frame,
+    resolver: &mut Option<&mut Resolver>,
+    libraries: &HashMap<String, String>,
+    problems: &mut Vec<Unresolved>,
+) -> Vec<StackFrame> {
+    let plain = |name: String, kind, file: Option<String>, line| StackFrame {
+        name,
+        kind,
+        file,
+        line,
+        remote: None,
+        inlined: false,
+    };
+    let Some((build_id, offset)) = frame.remote() else {
+        if frame.kind == FrameKind::Native && frame.method.starts_with("[unknown+") {
+            problems.push(Unresolved::NoFileMapping);
+        }
+        let line = u32::try_from(frame.line).ok().filter(|&l| l > 0);
+        return vec![plain(frame.display_name(), frame.kind, None, line)];
+    };
+    let remote = Some((build_id.to_owned(), offset));
+    let resolution = match resolver {
+        Some(r) => r.resolve(build_id, offset),
+        None => Resolution::Unresolved(Unresolved::DebugFileMissing),
+    };
+    if let Some(problem) = resolution.problem() {
+        problems.push(problem);
+    }
+    match resolution {
+        Resolution::Frames(frames) => {
+            let last = frames.len() - 1;
+            frames
+                .into_iter()
+                .enumerate()
+                .map(|(i, f)| StackFrame {
+                    name: f.function,
+                    kind: FrameKind::Native,
+                    file: f.file,
+                    line: f.line,
+                    remote: remote.clone(),
+                    inlined: i < last,
+                })
+                .collect()
+        }
+        Resolution::NameOnly(name) => {
+            vec![StackFrame { name, kind: FrameKind::Native, file: None, line: None, remote, inlined: false }]
+        }
+        Resolution::Unresolved(_) => {
+            let library = libraries.get(build_id).cloned().unwrap_or_else(|| build_id.chars().take(12).collect());
+            let name = format!("[{library}+{offset:#x}]");
+            vec![StackFrame { name, kind: FrameKind::RemoteNative, file: None, line: None, remote, inlined: false }]
+        }
+    }
+}
+
+/// Builds the profile, resolving remote frames with `resolver` (when
+/// given), and reports what stayed unresolved.
+pub fn build(recording: &Recording, mut resolver: Option<&mut Resolver>) -> (Profile, Report) {
+    let libraries = library_names(recording);
+    let remote_ids: Vec<String> = {
+        let mut ids: Vec<String> = recording
+            .samples()
+            .flat_map(|s| s.frames.iter().filter_map(|f| f.remote().map(|(id, _)| id.to_owned())))
+            .collect();
+        ids.sort();
+        ids.dedup();
+        ids
+    };
+    if let Some(r) = resolver.as_deref_mut() {
+        r.prefetch(&remote_ids);
+    }
+    let mut profile = Profile::default();
+    let mut report = Report::default();
+    for sample in recording.samples() {
+        let mut problems = Vec::new();
+        let mut stack = Vec::with_capacity(sample.frames.len());
+        for frame in &sample.frames {
+            if frame.remote().is_some() {
+                report.remote_frames += sample.weight;
+            }
+            for expanded in expand(frame, &mut resolver, &libraries, &mut problems) {
+                stack.push(profile.intern(expanded));
+            }
+        }
+        report.add_sample(sample.weight, &problems);
+        profile.samples.push(ProfileSample { thread: sample.thread.name().to_owned(), weight: sample.weight, stack });
+    }
+    if let Some(r) = resolver {
+        report.problems = r.problems().to_vec();
+    }
+    (profile, report)
 }

@@ -1,9 +1,9 @@
 //! Reading recordings written by `jfr-writer` and converting them.
 
 use jfr_writer::*;
-use symbolizer::{collapsed, flamegraph, jfr};
+use symbolizer::{collapsed, flamegraph, profile, recording};
 
-fn recording() -> Vec<u8> {
+fn sample_recording() -> Vec<u8> {
     let clock = ChunkClock { start_nanos: 0, start_ticks: 0, ticks_per_second: 1_000_000 };
     let mut chunk = ChunkWriter::new(clock);
     let mut pools = ConstantPools::new();
@@ -47,25 +47,28 @@ fn write_temp(name: &str, bytes: &[u8]) -> std::path::PathBuf {
 
 #[test]
 fn collapsed_stacks_sum_weights_per_stack() {
-    let path = write_temp("c.jfr", &recording());
-    let outcome = jfr::read(&path).unwrap();
+    let path = write_temp("c.jfr", &sample_recording());
+    let outcome = recording::read(&path).unwrap();
     assert!(outcome.error.is_none());
-    assert_eq!(outcome.profile.total_weight(), 4);
+    let (profile, report) = profile::build(&outcome.recording, None);
+    assert_eq!(profile.total_weight(), 4);
+    assert!(report.categories.is_empty());
     assert_eq!(
-        collapsed::collapse(&outcome.profile, false),
+        collapsed::collapse(&profile, false),
         "app.Main.main;app.Main.work 3\napp.Main.main;app.Main.work;memcpy 1\n"
     );
     assert_eq!(
-        collapsed::collapse(&outcome.profile, true),
+        collapsed::collapse(&profile, true),
         "main;app.Main.main;app.Main.work 3\nmain;app.Main.main;app.Main.work;memcpy 1\n"
     );
 }
 
 #[test]
 fn flamegraph_embeds_frames_and_weights() {
-    let path = write_temp("f.jfr", &recording());
-    let outcome = jfr::read(&path).unwrap();
-    let html = flamegraph::render(&outcome.profile, "t<1>", false);
+    let path = write_temp("f.jfr", &sample_recording());
+    let outcome = recording::read(&path).unwrap();
+    let (profile, _) = profile::build(&outcome.recording, None);
+    let html = flamegraph::render(&profile, "t<1>", false);
     assert!(html.contains("\"app.Main.work\"") && html.contains("\"memcpy\""));
     assert!(html.contains("<title>t&lt;1&gt;</title>"));
     assert!(html.contains("const NODE_TOTAL = [4,4,4,1];"), "root, main, work, memcpy");
@@ -74,16 +77,16 @@ fn flamegraph_embeds_frames_and_weights() {
 
 #[test]
 fn truncated_recording_is_reported_not_fatal() {
-    let mut bytes = recording();
-    bytes.extend_from_slice(&recording()[..200]);
+    let mut bytes = sample_recording();
+    bytes.extend_from_slice(&sample_recording()[..200]);
     let path = write_temp("t.jfr", &bytes);
-    let outcome = jfr::read(&path).unwrap();
-    assert_eq!(outcome.profile.total_weight(), 4, "the complete first chunk is kept");
+    let outcome = recording::read(&path).unwrap();
+    assert_eq!(outcome.recording.samples().map(|s| s.weight).sum::<u64>(), 4, "the complete first chunk is kept");
     assert!(outcome.error.is_some(), "the broken second chunk is reported");
 }
 
 #[test]
 fn missing_file_is_a_clear_error() {
-    let error = jfr::read(std::path::Path::new("/nonexistent/x.jfr")).err().unwrap();
+    let error = recording::read(std::path::Path::new("/nonexistent/x.jfr")).err().unwrap();
     assert!(error.to_string().contains("cannot open /nonexistent/x.jfr"));
 }

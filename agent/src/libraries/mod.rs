@@ -14,10 +14,12 @@ pub mod scan;
 pub mod sections;
 pub mod symbols;
 
+use crate::counters::{self, Counter};
 use buildid::BuildId;
 use marks::Mark;
 use scan::LoadedObject;
 use sections::{UnwindSections, Wanted};
+use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Arc, Mutex};
@@ -135,8 +137,14 @@ impl Snapshot {
     }
 }
 
+/// Identity of a loaded object: path, load bias and first text address.
+type ObjectKey = (String, u64, u64);
+
 struct TableState {
     libraries: Vec<Arc<Library>>,
+    /// Objects already parsed (build-id, symbols): seen again, they are
+    /// reused in O(1) and counted as cache hits.
+    processed: HashMap<ObjectKey, u32>,
     loaded: Vec<u32>,
     counters: (u64, u64),
     /// Boxed: handlers may hold pointers to these, so they must not move.
@@ -157,6 +165,7 @@ impl LibraryTable {
             wanted,
             state: Mutex::new(TableState {
                 libraries: Vec::new(),
+                processed: HashMap::new(),
                 loaded: Vec::new(),
                 counters: (0, 0),
                 retired: Vec::new(),
@@ -187,15 +196,20 @@ impl LibraryTable {
         state.counters = counters;
         let mut loaded = Vec::with_capacity(objects.len());
         for object in &objects {
-            let existing = state
-                .libraries
-                .iter()
-                .find(|l| l.path == object.path && l.bias == object.bias && l.text == object.text);
-            let index = match existing {
-                Some(library) => library.index,
+            let key = (object.path.clone(), object.bias, object.text.first().map_or(0, |t| t.start));
+            let index = match state.processed.get(&key) {
+                Some(&index) => {
+                    counters::increment(Counter::RemoteBuildIdCacheHits);
+                    index
+                }
                 None => {
                     let index = state.libraries.len() as u32;
-                    state.libraries.push(Arc::new(Library::load(index, object, self.wanted)));
+                    let library = Library::load(index, object, self.wanted);
+                    if library.build_id.is_some() {
+                        counters::increment(Counter::RemoteLibsWithBuildId);
+                    }
+                    state.libraries.push(Arc::new(library));
+                    state.processed.insert(key, index);
                     index
                 }
             };
@@ -237,6 +251,11 @@ impl LibraryTable {
     /// Every library seen in this session, loaded or since unloaded.
     pub fn libraries(&self) -> Vec<Arc<Library>> {
         self.state.lock().map(|s| s.libraries.clone()).unwrap_or_default()
+    }
+
+    /// The library with session index `index`.
+    pub fn by_index(&self, index: u32) -> Option<Arc<Library>> {
+        self.state.lock().ok()?.libraries.get(index as usize).cloned()
     }
 
     /// The library (loaded now, or seen earlier) containing `address`.

@@ -3,8 +3,10 @@
 //! threads the chunk's events reference.
 
 use super::methods::{MethodInfo, MethodSource};
+use crate::libraries::marks::Mark;
 use crate::libraries::LibraryTable;
 use crate::sampling::asgct::CallTraceError;
+use crate::sampling::remote::RemoteFrame;
 use crate::storage::call_traces::{CallTraceTable, TraceId};
 use crate::storage::frame::{Frame, FrameKind, BCI_NATIVE_METHOD};
 use crate::storage::samples::SampleRecord;
@@ -21,6 +23,8 @@ const ACC_NATIVE: i32 = 0x100;
 /// Pool keys for frames that are not Java methods: above any jmethodID.
 const SYNTHETIC_METHOD_KEY: u64 = 1 << 63;
 const NATIVE_METHOD_KEY: u64 = 1 << 62;
+/// Packed remote frames have their two top bits clear.
+const REMOTE_METHOD_KEY: u64 = 3 << 62;
 
 pub struct ChunkBuilder {
     writer: ChunkWriter,
@@ -215,6 +219,19 @@ fn native_method(pools: &mut ConstantPools, name: &str) -> jfr_writer::MethodId 
     })
 }
 
+/// A remote frame: class = the library's build-id, name = `<remote>`,
+/// descriptor = the pc offset in hex (the remote-symbolication contract).
+fn remote_method(pools: &mut ConstantPools, build_id: &str, remote: RemoteFrame) -> jfr_writer::MethodId {
+    let identity = RemoteFrame { mark: Mark::None, ..remote }.pack().unwrap_or(0);
+    pools.method(REMOTE_METHOD_KEY | identity, |p| MethodDef {
+        class: p.class(build_id, 0),
+        name: p.symbol("<remote>"),
+        descriptor: p.symbol(&format!("{:#x}", remote.offset)),
+        modifiers: ACC_NATIVE,
+        hidden: false,
+    })
+}
+
 fn name_hash64(name: &str) -> u64 {
     name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)) >> 2
 }
@@ -229,6 +246,16 @@ fn frame_def(
         FrameKind::Native => {
             let (name, frame_type) = natives.resolve(frame.method).clone();
             FrameDef { method: native_method(pools, &name), line: -1, bci: -1, frame_type }
+        }
+        FrameKind::RemoteNative => {
+            let remote = RemoteFrame::unpack(frame.method);
+            let build_id =
+                natives.libraries.and_then(|t| t.by_index(remote.lib_index)).and_then(|l| l.build_id.clone());
+            let method = match build_id {
+                Some(build_id) => remote_method(pools, &build_id.to_hex(), remote),
+                None => synthetic(pools, "[unknown_library]"),
+            };
+            FrameDef { method, line: -1, bci: -1, frame_type: FrameType::RemoteNative }
         }
         FrameKind::Java => match methods.method(frame.method) {
             Some(info) => {

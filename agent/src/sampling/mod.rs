@@ -10,6 +10,7 @@ pub mod chain;
 pub mod handler;
 pub mod native;
 pub mod origin;
+pub mod remote;
 pub mod safe_read;
 pub mod siginfo;
 

@@ -7,7 +7,8 @@
 use super::safe_read::safe_load;
 use crate::counters::{self, Counter};
 use crate::libraries::marks::Mark;
-use crate::libraries::LibraryTable;
+use crate::libraries::{Library, LibraryTable};
+use crate::sampling::remote::RemoteFrame;
 use crate::storage::frame::Frame;
 use std::cell::UnsafeCell;
 use std::ffi::c_void;
@@ -25,6 +26,8 @@ pub enum NativeMode {
 
 pub struct NativeWalker {
     mode: NativeMode,
+    /// Record frames of libraries with a build-id for remote symbolication.
+    remote: bool,
     pub libraries: Arc<LibraryTable>,
     /// One DWARF rule cache per sample stripe, used under the stripe lock.
     caches: Box<[UnsafeCell<Box<DwarfCache>>]>,
@@ -83,9 +86,30 @@ fn count(error: StepError) {
 
 impl NativeWalker {
     /// Not signal-safe: allocates the per-stripe caches.
-    pub fn new(mode: NativeMode, libraries: Arc<LibraryTable>, stripes: usize) -> Self {
+    pub fn new(mode: NativeMode, remote: bool, libraries: Arc<LibraryTable>, stripes: usize) -> Self {
         let caches = (0..stripes).map(|_| UnsafeCell::new(new_cache())).collect();
-        Self { mode, libraries, caches }
+        Self { mode, remote, libraries, caches }
+    }
+
+    /// The frame to store for `address` in `library`: packed for remote
+    /// symbolication when enabled and possible, else the raw address.
+    fn frame(&self, library: &Library, address: u64, mark: Mark) -> Frame {
+        if !self.remote {
+            return Frame::native(address);
+        }
+        let packed = library.build_id.as_ref().and_then(|_| {
+            RemoteFrame { offset: address.wrapping_sub(library.bias), mark, lib_index: library.index }.pack()
+        });
+        match packed {
+            Some(packed) => {
+                counters::increment(Counter::RemoteFrames);
+                Frame::remote(packed)
+            }
+            None => {
+                counters::increment(Counter::RemoteFallbacks);
+                Frame::native(address)
+            }
+        }
     }
 
     /// Writes the native frames of the interrupted thread into `out`
@@ -103,9 +127,10 @@ impl NativeWalker {
                 counters::increment(Counter::NativeDepthCut);
                 break;
             };
-            *slot = Frame::native(address);
+            let mark = library.mark_at(address);
+            *slot = self.frame(library, address, mark);
             n += 1;
-            if library.mark_at(address) != Mark::None {
+            if mark != Mark::None {
                 break;
             }
             let step = match self.mode {

@@ -15,6 +15,9 @@ pub enum FrameKind {
     /// A native frame: `method` is its attribution address (the pc of the
     /// interrupted frame, return address minus one for the others).
     Native = 2,
+    /// A native frame for remote symbolication: `method` is a packed
+    /// [`crate::sampling::remote::RemoteFrame`], `bci` the remote marker.
+    RemoteNative = 3,
 }
 
 /// AsyncGetCallTrace's bci for frames of `native` Java methods.
@@ -39,6 +42,10 @@ impl Frame {
 
     pub const fn native(address: u64) -> Self {
         Self { method: address, bci: 0, kind: FrameKind::Native }
+    }
+
+    pub const fn remote(packed: u64) -> Self {
+        Self { method: packed, bci: crate::sampling::remote::BCI_NATIVE_FRAME_REMOTE, kind: FrameKind::RemoteNative }
     }
 }
 

@@ -1,0 +1,129 @@
+//! Finding a debug file by build-id: `.build-id` directory trees given on
+//! the command line, `/usr/lib/debug/.build-id`, the debuginfod cache,
+//! binaries given by path (themselves, or the file their `.gnu_debuglink`
+//! names), and finally debuginfod servers.
+
+use crate::debuginfod::{Debuginfod, Fetched};
+use memmap2::Mmap;
+use object::{Object, ObjectSection};
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+/// Why no debug file is available for a build-id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Missing {
+    /// No source knows the build-id (never published).
+    UnknownBuildId,
+    /// The build-id is known but its debug file cannot be had (server
+    /// unreachable, dangling link, unreadable or corrupt file).
+    DebugFileMissing(String),
+}
+
+pub struct Locator {
+    build_id_dirs: Vec<PathBuf>,
+    binaries: HashMap<String, PathBuf>,
+    debuginfod: Option<Debuginfod>,
+    fetched: HashMap<String, Fetched>,
+}
+
+fn mmap(path: &Path) -> std::io::Result<Mmap> {
+    let file = File::open(path)?;
+    // SAFETY: read-only mapping; a file changing under us yields wrong data
+    // at worst, which the parsers treat as malformed input.
+    unsafe { Mmap::map(&file) }
+}
+
+/// The hex build-id of an ELF file, if it has one.
+pub fn file_build_id(path: &Path) -> Option<String> {
+    let data = mmap(path).ok()?;
+    buildid::from_file_bytes(&data).ok().map(|b| b.to_hex())
+}
+
+/// `<root>/.build-id/ab/cdef….debug`, or `<root>/ab/cdef….debug` when
+/// `root` is the `.build-id` directory itself.
+fn in_build_id_tree(root: &Path, build_id: &str) -> Option<PathBuf> {
+    if build_id.len() < 3 {
+        return None;
+    }
+    let (head, tail) = build_id.split_at(2);
+    let name = format!("{tail}.debug");
+    [root.join(".build-id").join(head).join(&name), root.join(head).join(&name)].into_iter().find(|p| p.exists())
+}
+
+/// The debug file a binary's `.gnu_debuglink` names, searched where GDB
+/// looks: next to the binary, in its `.debug/`, and under `/usr/lib/debug`.
+fn via_debuglink(binary: &Path) -> Option<PathBuf> {
+    let data = mmap(binary).ok()?;
+    let file = object::File::parse(&*data).ok()?;
+    if file.section_by_name(".debug_info").is_some_and(|s| s.size() > 0) {
+        return Some(binary.to_path_buf());
+    }
+    let link = file.section_by_name(".gnu_debuglink")?.data().ok()?;
+    let name = std::str::from_utf8(&link[..link.iter().position(|&b| b == 0)?]).ok()?;
+    let dir = binary.parent()?;
+    let system = Path::new("/usr/lib/debug").join(dir.strip_prefix("/").unwrap_or(dir));
+    [dir.join(name), dir.join(".debug").join(name), system.join(name)].into_iter().find(|p| p.is_file())
+}
+
+impl Locator {
+    /// `debug_dirs` are searched first, then `/usr/lib/debug`; `binaries`
+    /// are indexed by their build-id.
+    pub fn new(debug_dirs: &[PathBuf], binaries: &[PathBuf], debuginfod: Option<Debuginfod>) -> (Self, Vec<String>) {
+        let mut problems = Vec::new();
+        let mut by_id = HashMap::new();
+        for binary in binaries {
+            match file_build_id(binary) {
+                Some(id) => {
+                    by_id.insert(id, binary.clone());
+                }
+                None => problems.push(format!("{}: not an ELF file with a build-id; ignored", binary.display())),
+            }
+        }
+        let mut dirs = debug_dirs.to_vec();
+        dirs.push(PathBuf::from("/usr/lib/debug"));
+        (Self { build_id_dirs: dirs, binaries: by_id, debuginfod, fetched: HashMap::new() }, problems)
+    }
+
+    fn local(&self, build_id: &str) -> Option<Result<PathBuf, Missing>> {
+        for dir in &self.build_id_dirs {
+            if let Some(path) = in_build_id_tree(dir, build_id) {
+                return Some(if path.is_file() {
+                    Ok(path)
+                } else {
+                    Err(Missing::DebugFileMissing(format!("{} is a dangling link", path.display())))
+                });
+            }
+        }
+        if let Some(path) = self.debuginfod.as_ref().and_then(|d| d.cached(build_id)) {
+            return Some(Ok(path));
+        }
+        let binary = self.binaries.get(build_id)?;
+        Some(via_debuglink(binary).ok_or_else(|| {
+            Missing::DebugFileMissing(format!(
+                "{} has no debug information and its debug link leads nowhere",
+                binary.display()
+            ))
+        }))
+    }
+
+    /// Fetches, concurrently, every build-id not available locally.
+    pub fn prefetch(&mut self, build_ids: &[String]) {
+        let Some(client) = self.debuginfod.as_ref().filter(|d| d.has_servers()) else { return };
+        let wanted: Vec<String> = build_ids.iter().filter(|id| self.local(id).is_none()).cloned().collect();
+        if !wanted.is_empty() {
+            self.fetched.extend(client.fetch_all(&wanted));
+        }
+    }
+
+    pub fn locate(&self, build_id: &str) -> Result<PathBuf, Missing> {
+        if let Some(found) = self.local(build_id) {
+            return found;
+        }
+        match self.fetched.get(build_id) {
+            Some(Fetched::File(path)) => Ok(path.clone()),
+            Some(Fetched::Unreachable(why)) => Err(Missing::DebugFileMissing(format!("debuginfod: {why}"))),
+            Some(Fetched::NotFound) | None => Err(Missing::UnknownBuildId),
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! A copy of a recording in which remote frames are replaced by named
+//! native frames (their inline chains expanded), so JDK Mission Control
+//! and other JFR tools show function names. Everything else is carried
+//! over chunk by chunk with the original clocks (CPU samples, settings,
+//! libraries, counters); remote frames that could not be resolved stay as
+//! they were.
+
+use crate::recording::{Chunk, Frame, FrameKind, Recording, Sample, Thread};
+use crate::resolve::{Resolution, Resolver};
+use jfr_writer::{
+    schema, ActiveSetting, ChunkClock, ChunkEnd, ChunkWriter, ConstantPools, ExecutionSample, FrameDef, FrameType,
+    MethodDef, NativeLibrary, ProfilerCounter, ThreadDef, ThreadState,
+};
+use std::collections::HashMap;
+
+const ACC_NATIVE: i32 = 0x100;
+
+fn frame_type(kind: FrameKind) -> FrameType {
+    match kind {
+        FrameKind::Interpreted => FrameType::Interpreted,
+        FrameKind::Jit | FrameKind::Other => FrameType::JitCompiled,
+        FrameKind::Inlined => FrameType::Inlined,
+        FrameKind::C1 => FrameType::C1Compiled,
+        FrameKind::Native => FrameType::Native,
+        FrameKind::Cpp => FrameType::Cpp,
+        FrameKind::Kernel => FrameType::Kernel,
+        FrameKind::RemoteNative => FrameType::RemoteNative,
+    }
+}
+
+fn thread_state(name: &str) -> ThreadState {
+    ThreadState::ALL.into_iter().find(|s| s.name() == name).unwrap_or(ThreadState::Unknown)
+}
+
+/// A stack trace's identity: truncation, then (method, line, bci, type) per frame.
+type TraceKey = (bool, Vec<(jfr_writer::MethodId, i32, i32, u8)>);
+
+struct ChunkBuilder<'r> {
+    pools: ConstantPools,
+    methods: HashMap<(String, String, String, i32), jfr_writer::MethodId>,
+    threads: HashMap<Thread, u64>,
+    traces: HashMap<TraceKey, u64>,
+    resolver: Option<&'r mut Resolver>,
+}
+
+impl ChunkBuilder<'_> {
+    fn method(&mut self, class: &str, name: &str, descriptor: &str, modifiers: i32) -> jfr_writer::MethodId {
+        let key = (class.to_owned(), name.to_owned(), descriptor.to_owned(), modifiers);
+        if let Some(&id) = self.methods.get(&key) {
+            return id;
+        }
+        let next = self.methods.len() as u64 + 1;
+        let id = self.pools.method(next, |p| MethodDef {
+            class: p.class(class, 0),
+            name: p.symbol(name),
+            descriptor: p.symbol(descriptor),
+            modifiers,
+            hidden: false,
+        });
+        self.methods.insert(key, id);
+        id
+    }
+
+    fn frames(&mut self, frame: &Frame, out: &mut Vec<FrameDef>) {
+        let resolution = match (frame.remote(), self.resolver.as_deref_mut()) {
+            (Some((build_id, offset)), Some(resolver)) => Some(resolver.resolve(build_id, offset)),
+            _ => None,
+        };
+        match resolution {
+            Some(Resolution::Frames(chain)) => {
+                let last = chain.len() - 1;
+                for (i, f) in chain.iter().enumerate() {
+                    let method = self.method("", &f.function, "()L;", ACC_NATIVE);
+                    let frame_type = if i < last { FrameType::Inlined } else { FrameType::Native };
+                    out.push(FrameDef { method, line: f.line.map_or(-1, |l| l as i32), bci: -1, frame_type });
+                }
+            }
+            Some(Resolution::NameOnly(name)) => {
+                let method = self.method("", &name, "()L;", ACC_NATIVE);
+                out.push(FrameDef { method, line: -1, bci: -1, frame_type: FrameType::Native });
+            }
+            Some(Resolution::Unresolved(_)) | None => {
+                let method = self.method(&frame.class, &frame.method, &frame.descriptor, frame.modifiers);
+                out.push(FrameDef { method, line: frame.line, bci: frame.bci, frame_type: frame_type(frame.kind) });
+            }
+        }
+    }
+
+    fn thread(&mut self, thread: &Thread) -> u64 {
+        if let Some(&key) = self.threads.get(thread) {
+            return key;
+        }
+        let key = self.threads.len() as u64 + 1;
+        self.pools.thread(
+            key,
+            &ThreadDef {
+                os_name: &thread.os_name,
+                os_thread_id: thread.os_id,
+                java_name: thread.java_name.as_deref(),
+                java_thread_id: thread.java_id,
+            },
+        );
+        self.threads.insert(thread.clone(), key);
+        key
+    }
+
+    fn trace(&mut self, sample: &Sample) -> u64 {
+        let mut frames = Vec::with_capacity(sample.frames.len());
+        for frame in &sample.frames {
+            self.frames(frame, &mut frames);
+        }
+        let key = (
+            sample.truncated,
+            frames.iter().map(|f| (f.method, f.line, f.bci, f.frame_type as u8)).collect::<Vec<_>>(),
+        );
+        if let Some(&id) = self.traces.get(&key) {
+            return id;
+        }
+        let id = self.traces.len() as u64 + 1;
+        self.pools.stack_trace(id, sample.truncated, &frames);
+        self.traces.insert(key, id);
+        id
+    }
+}
+
+fn write_chunk(chunk: &Chunk, resolver: Option<&mut Resolver>, final_chunk: bool) -> Vec<u8> {
+    let clock = ChunkClock {
+        start_nanos: chunk.clock.start_nanos,
+        start_ticks: chunk.clock.start_ticks,
+        ticks_per_second: chunk.clock.ticks_per_second,
+    };
+    let start = chunk.clock.start_ticks;
+    let mut writer = ChunkWriter::new(clock);
+    let mut builder = ChunkBuilder {
+        pools: ConstantPools::new(),
+        methods: HashMap::new(),
+        threads: HashMap::new(),
+        traces: HashMap::new(),
+        resolver,
+    };
+    for (name, value) in &chunk.settings {
+        writer.write(&ActiveSetting { start_ticks: start, event_type: schema::id::EXECUTION_SAMPLE, name, value });
+    }
+    for sample in chunk.samples.iter().filter(|s| s.event == "datadog.ExecutionSample") {
+        let event = ExecutionSample {
+            start_ticks: sample.start_ticks,
+            thread: builder.thread(&sample.thread),
+            stack_trace: builder.trace(sample),
+            state: thread_state(&sample.state),
+            weight: sample.weight,
+        };
+        writer.write(&event);
+    }
+    for library in &chunk.libraries {
+        writer.write(&NativeLibrary {
+            start_ticks: start,
+            name: &library.name,
+            base_address: library.base_address,
+            top_address: library.top_address,
+            build_id: library.build_id.as_deref(),
+            load_bias: library.load_bias,
+        });
+    }
+    for (name, count) in &chunk.counters {
+        writer.write(&ProfilerCounter { start_ticks: start, name, count: *count });
+    }
+    writer.finish(&builder.pools, ChunkEnd { duration_nanos: chunk.clock.duration_nanos, final_chunk })
+}
+
+/// The rewritten recording, all chunks concatenated.
+pub fn rewrite(recording: &Recording, mut resolver: Option<&mut Resolver>) -> Vec<u8> {
+    let mut out = Vec::new();
+    let last = recording.chunks.len().saturating_sub(1);
+    for (i, chunk) in recording.chunks.iter().enumerate() {
+        out.extend(write_chunk(chunk, resolver.as_deref_mut(), i == last));
+    }
+    out
+}

@@ -1,0 +1,297 @@
+//! Reading our recordings with the `jfrs` parser into plain data: per
+//! chunk, its clock, its sample events with full stacks, its settings and
+//! counters, and the native libraries it lists. A chunk that cannot be
+//! parsed ends the read with what came before it and an error describing
+//! the rest.
+
+use jfrs::reader::event::Accessor;
+use jfrs::reader::value_descriptor::{Primitive, ValueDescriptor};
+use jfrs::reader::JfrReader;
+use std::fs::File;
+use std::path::Path;
+
+/// Event types that carry a stack and a weight.
+pub const SAMPLE_EVENTS: &[&str] = &["datadog.ExecutionSample", "datadog.MethodSample", "jdk.ExecutionSample"];
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("cannot open {path}: {source}")]
+    Open { path: String, source: std::io::Error },
+    #[error("{path} is not a readable JFR recording (chunk {chunk}): {message}")]
+    Format { path: String, chunk: usize, message: String },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FrameKind {
+    Interpreted,
+    Jit,
+    Inlined,
+    C1,
+    Native,
+    Cpp,
+    Kernel,
+    RemoteNative,
+    Other,
+}
+
+impl FrameKind {
+    pub fn from_description(description: &str) -> Self {
+        match description {
+            "Interpreted" => Self::Interpreted,
+            "JIT compiled" => Self::Jit,
+            "Inlined" => Self::Inlined,
+            "C1 compiled" => Self::C1,
+            "Native" => Self::Native,
+            "C++" => Self::Cpp,
+            "Kernel" => Self::Kernel,
+            "Remote native" => Self::RemoteNative,
+            _ => Self::Other,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Frame {
+    /// Internal class name (`java/lang/String`); empty for native frames;
+    /// the build-id for remote frames.
+    pub class: String,
+    pub method: String,
+    pub descriptor: String,
+    pub modifiers: i32,
+    pub line: i32,
+    pub bci: i32,
+    pub kind: FrameKind,
+}
+
+impl Frame {
+    /// A remote-symbolication frame's build-id and pc offset.
+    pub fn remote(&self) -> Option<(&str, u64)> {
+        if self.method != "<remote>" {
+            return None;
+        }
+        let offset = u64::from_str_radix(self.descriptor.strip_prefix("0x")?, 16).ok()?;
+        Some((&self.class, offset))
+    }
+
+    /// `com.example.Foo.bar` for Java frames, the symbol for native ones.
+    pub fn display_name(&self) -> String {
+        if self.class.is_empty() {
+            self.method.clone()
+        } else {
+            format!("{}.{}", self.class.replace('/', "."), self.method)
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Thread {
+    pub os_name: String,
+    pub os_id: i64,
+    pub java_name: Option<String>,
+    pub java_id: i64,
+}
+
+impl Thread {
+    pub fn name(&self) -> &str {
+        self.java_name.as_deref().unwrap_or(&self.os_name)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Sample {
+    pub event: String,
+    pub start_ticks: i64,
+    pub thread: Thread,
+    pub state: String,
+    pub weight: u64,
+    pub truncated: bool,
+    /// Innermost first.
+    pub frames: Vec<Frame>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NativeLibrary {
+    pub name: String,
+    pub base_address: u64,
+    pub top_address: u64,
+    pub build_id: Option<String>,
+    pub load_bias: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Clock {
+    pub start_nanos: i64,
+    pub start_ticks: i64,
+    pub ticks_per_second: i64,
+    pub duration_nanos: i64,
+}
+
+#[derive(Clone, Debug)]
+pub struct Chunk {
+    pub clock: Clock,
+    pub samples: Vec<Sample>,
+    pub settings: Vec<(String, String)>,
+    pub counters: Vec<(String, i64)>,
+    pub libraries: Vec<NativeLibrary>,
+}
+
+#[derive(Debug, Default)]
+pub struct Recording {
+    pub chunks: Vec<Chunk>,
+}
+
+impl Recording {
+    pub fn samples(&self) -> impl Iterator<Item = &Sample> {
+        self.chunks.iter().flat_map(|c| c.samples.iter())
+    }
+
+    pub fn libraries(&self) -> impl Iterator<Item = &NativeLibrary> {
+        self.chunks.iter().flat_map(|c| c.libraries.iter())
+    }
+}
+
+/// The result of reading: what could be read, and the error that stopped
+/// the read early, if any.
+pub struct ReadOutcome {
+    pub recording: Recording,
+    pub error: Option<ReadError>,
+}
+
+/// A string field, also when it is a pooled simple type wrapping one
+/// string (`jdk.types.Symbol`, `jdk.types.FrameType`, ...).
+fn string(accessor: Option<Accessor<'_>>) -> Option<String> {
+    let value = accessor?.resolve()?;
+    if let Ok(s) = <&str>::try_from(value.value) {
+        return Some(s.to_owned());
+    }
+    ["string", "description", "name"]
+        .iter()
+        .find_map(|field| value.get_field(field))
+        .and_then(|inner| string(Some(inner)))
+}
+
+fn long(accessor: Option<Accessor<'_>>) -> Option<i64> {
+    match accessor?.resolve()?.value {
+        ValueDescriptor::Primitive(Primitive::Long(v)) => Some(*v),
+        ValueDescriptor::Primitive(Primitive::Integer(v)) => Some(i64::from(*v)),
+        ValueDescriptor::Primitive(Primitive::Short(v)) => Some(i64::from(*v)),
+        ValueDescriptor::Primitive(Primitive::Byte(v)) => Some(i64::from(*v)),
+        _ => None,
+    }
+}
+
+fn boolean(accessor: Option<Accessor<'_>>) -> bool {
+    matches!(
+        accessor.and_then(Accessor::resolve).map(|a| a.value),
+        Some(ValueDescriptor::Primitive(Primitive::Boolean(true)))
+    )
+}
+
+fn frame(frame: Accessor<'_>) -> Frame {
+    let method = frame.get_field("method").and_then(Accessor::resolve);
+    let field = |name: &str| method.as_ref().and_then(|m| m.get_field(name));
+    let class = field("type").and_then(Accessor::resolve).and_then(|t| string(t.get_field("name"))).unwrap_or_default();
+    Frame {
+        class,
+        method: string(field("name")).unwrap_or_else(|| "[unknown]".to_owned()),
+        descriptor: string(field("descriptor")).unwrap_or_default(),
+        modifiers: long(field("modifiers")).unwrap_or(0) as i32,
+        line: long(frame.get_field("lineNumber")).unwrap_or(-1) as i32,
+        bci: long(frame.get_field("bytecodeIndex")).unwrap_or(-1) as i32,
+        kind: string(frame.get_field("type")).map_or(FrameKind::Other, |d| FrameKind::from_description(&d)),
+    }
+}
+
+fn thread(event: &Accessor<'_>) -> Thread {
+    let Some(t) =
+        event.get_field("eventThread").or_else(|| event.get_field("sampledThread")).and_then(Accessor::resolve)
+    else {
+        return Thread { os_name: "[unknown thread]".to_owned(), ..Thread::default() };
+    };
+    Thread {
+        os_name: string(t.get_field("osName")).unwrap_or_default(),
+        os_id: long(t.get_field("osThreadId")).unwrap_or(0),
+        java_name: string(t.get_field("javaName")),
+        java_id: long(t.get_field("javaThreadId")).unwrap_or(0),
+    }
+}
+
+fn sample(name: &str, event: Accessor<'_>) -> Sample {
+    let stack = event.get_field("stackTrace").and_then(Accessor::resolve);
+    Sample {
+        event: name.to_owned(),
+        start_ticks: long(event.get_field("startTime")).unwrap_or(0),
+        thread: thread(&event),
+        state: string(event.get_field("state")).unwrap_or_default(),
+        weight: long(event.get_field("weight")).unwrap_or(1).max(1) as u64,
+        truncated: boolean(stack.as_ref().and_then(|s| s.get_field("truncated"))),
+        frames: stack
+            .and_then(|s| s.get_field("frames"))
+            .and_then(Accessor::as_iter)
+            .map(|frames| frames.map(frame).collect())
+            .unwrap_or_default(),
+    }
+}
+
+pub fn read(path: &Path) -> Result<ReadOutcome, ReadError> {
+    let display = path.display().to_string();
+    let file = File::open(path).map_err(|source| ReadError::Open { path: display.clone(), source })?;
+    let mut reader = JfrReader::new(file);
+    let mut recording = Recording::default();
+    let format = |chunk: usize, e: &dyn std::fmt::Debug| ReadError::Format {
+        path: display.clone(),
+        chunk,
+        message: format!("{e:?}"),
+    };
+    for (index, chunk) in reader.chunks().enumerate() {
+        let (mut chunk_reader, chunk) = match chunk {
+            Ok(c) => c,
+            Err(e) => return Ok(ReadOutcome { recording, error: Some(format(index, &e)) }),
+        };
+        let header = &chunk.header;
+        let mut data = Chunk {
+            clock: Clock {
+                start_nanos: header.start_time_nanos,
+                start_ticks: header.start_ticks,
+                ticks_per_second: header.ticks_per_second,
+                duration_nanos: header.duration_nanos,
+            },
+            samples: Vec::new(),
+            settings: Vec::new(),
+            counters: Vec::new(),
+            libraries: Vec::new(),
+        };
+        for event in chunk_reader.events(&chunk) {
+            let event = match event {
+                Ok(e) => e,
+                Err(e) => {
+                    recording.chunks.push(data);
+                    return Ok(ReadOutcome { recording, error: Some(format(index, &e)) });
+                }
+            };
+            let name = event.class.name();
+            let value = event.value();
+            match name {
+                "jdk.ActiveSetting" => data.settings.push((
+                    string(value.get_field("name")).unwrap_or_default(),
+                    string(value.get_field("value")).unwrap_or_default(),
+                )),
+                "datadog.ProfilerCounter" => data.counters.push((
+                    string(value.get_field("name")).unwrap_or_default(),
+                    long(value.get_field("count")).unwrap_or(0),
+                )),
+                "jdk.NativeLibrary" => data.libraries.push(NativeLibrary {
+                    name: string(value.get_field("name")).unwrap_or_default(),
+                    base_address: long(value.get_field("baseAddress")).unwrap_or(0) as u64,
+                    top_address: long(value.get_field("topAddress")).unwrap_or(0) as u64,
+                    build_id: string(value.get_field("buildId")),
+                    load_bias: long(value.get_field("loadBias")).unwrap_or(0) as u64,
+                }),
+                _ if SAMPLE_EVENTS.contains(&name) => data.samples.push(sample(name, value)),
+                _ => {}
+            }
+        }
+        recording.chunks.push(data);
+    }
+    Ok(ReadOutcome { recording, error: None })
+}
