@@ -33,6 +33,8 @@ counters! {
     NativeReadRefused => "native_stack_read_refused",
     NativeBadFrame => "native_bad_frame",
     NativeDepthCut => "native_depth_cut",
+    DictionaryNoHazardSlot => "dictionary_no_hazard_slot",
+    DictionaryProtectionViolations => "dictionary_protection_violations",
     RemoteFrames => "remote_symbolication_frames",
     RemoteFallbacks => "remote_symbolication_local_fallbacks",
     RemoteLibsWithBuildId => "remote_symbolication_libs_with_build_id",

@@ -9,6 +9,7 @@
 pub mod args;
 pub mod clock;
 pub mod counters;
+pub mod dictionary;
 pub mod engine;
 pub mod entry;
 pub mod jni_env;

@@ -63,6 +63,15 @@ impl<T: Zeroable> MappedArray<T> {
         self.base.as_ptr()
     }
 
+    /// Zeroes every element and gives the pages back to the kernel (they
+    /// are committed again, zero-filled, when next touched). The caller
+    /// must ensure nobody else accesses the array meanwhile.
+    pub fn reset(&self) {
+        // SAFETY: the mapping is ours; MADV_DONTNEED on a private anonymous
+        // mapping makes the range read back as zeroes.
+        unsafe { libc::madvise(self.base.as_ptr().cast(), self.len * std::mem::size_of::<T>(), libc::MADV_DONTNEED) };
+    }
+
     /// The element at `index`. Panics if out of range (callers on the
     /// sampling path check bounds first, so this never fires there).
     pub fn get(&self, index: usize) -> &T {
@@ -91,6 +100,14 @@ mod tests {
         a.get(12345).store(7, Ordering::Relaxed);
         assert_eq!(a.get(12345).load(Ordering::Relaxed), 7);
         assert_eq!(a.len(), 1 << 20);
+    }
+
+    #[test]
+    fn reset_zeroes_and_releases() {
+        let a: MappedArray<AtomicU64> = MappedArray::new(1 << 16).unwrap();
+        a.get(100).store(5, Ordering::Relaxed);
+        a.reset();
+        assert_eq!(a.get(100).load(Ordering::Relaxed), 0);
     }
 
     #[test]
