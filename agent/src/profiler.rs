@@ -12,7 +12,7 @@ use crate::recording::writer::Writer;
 use crate::recording::{DumpContext, Recording};
 use crate::sampling::native::{NativeMode, NativeWalker};
 use crate::sampling::{self, safe_read, JavaWalker, Sampler};
-use crate::storage::call_traces::CallTraceTable;
+use crate::storage::trace_storage::CallTraceStorage;
 use crate::storage::samples::{SampleStripes, STRIPES};
 use crate::threads;
 use crate::vm::{self, Vm};
@@ -143,7 +143,7 @@ fn start(options: &Options, env: Option<JniEnv>) -> Result<String, String> {
     counters::reset();
     let depth = options.jstackdepth as usize;
     let sampler = Arc::new(Sampler {
-        traces: CallTraceTable::new(TRACE_SLOTS, ARENA_FRAMES)
+        traces: CallTraceStorage::new(TRACE_SLOTS, ARENA_FRAMES)
             .map_err(|e| format!("cannot reserve trace storage: {e}"))?,
         stripes: SampleStripes::new(STRIPE_CAPACITY, depth)
             .map_err(|e| format!("cannot reserve sample buffers: {e}"))?,

@@ -11,7 +11,7 @@ use profiler_agent::counters::{self, Counter};
 use profiler_agent::engine;
 use profiler_agent::sampling::asgct::{AsgctFrame, AsgctTrace};
 use profiler_agent::sampling::{self, JavaWalker, Sampler};
-use profiler_agent::storage::call_traces::CallTraceTable;
+use profiler_agent::storage::trace_storage::CallTraceStorage;
 use profiler_agent::storage::samples::SampleStripes;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::ffi::c_void;
@@ -78,7 +78,7 @@ fn attached() -> *mut jni::sys::JNIEnv {
 #[test]
 fn sampling_path_does_not_allocate() {
     let sampler = Arc::new(Sampler {
-        traces: CallTraceTable::new(1 << 12, 1 << 16).unwrap(),
+        traces: CallTraceStorage::new(1 << 12, 1 << 16).unwrap(),
         stripes: SampleStripes::new(1 << 14, 64).unwrap(),
         max_depth: 64,
         walker: JavaWalker { asgct: Some(fake_walker), current_env: attached },

@@ -7,7 +7,8 @@ use crate::libraries::marks::Mark;
 use crate::libraries::LibraryTable;
 use crate::sampling::asgct::CallTraceError;
 use crate::sampling::remote::RemoteFrame;
-use crate::storage::call_traces::{CallTraceTable, TraceId};
+use crate::storage::call_traces::TraceId;
+use crate::storage::trace_storage::CallTraceStorage;
 use crate::storage::frame::{Frame, FrameKind, BCI_NATIVE_METHOD};
 use crate::storage::samples::SampleRecord;
 use crate::threads::ThreadInfo;
@@ -35,7 +36,7 @@ pub struct ChunkBuilder {
 
 /// What a finished chunk needs from the rest of the agent.
 pub struct ChunkSources<'a> {
-    pub traces: &'a CallTraceTable,
+    pub traces: &'a CallTraceStorage,
     pub methods: &'a mut dyn MethodSource,
     /// Native libraries, for native frames and `jdk.NativeLibrary` events.
     pub libraries: Option<&'a LibraryTable>,
@@ -130,12 +131,12 @@ impl ChunkBuilder {
     fn write_traces(
         &self,
         pools: &mut ConstantPools,
-        table: &CallTraceTable,
+        table: &CallTraceStorage,
         methods: &mut dyn MethodSource,
         natives: &mut NativeNames<'_>,
     ) {
         let mut stored: HashMap<u32, (bool, Vec<Frame>)> = HashMap::new();
-        table.for_each(|t| {
+        table.for_each_live(|t| {
             if self.traces.contains(&t.id.0) {
                 stored.insert(t.id.0, (t.truncated, t.frames.to_vec()));
             }

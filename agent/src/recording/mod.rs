@@ -101,11 +101,14 @@ impl Recording {
     /// Finishes the current chunk, starts the next, and stores the
     /// finished one (session file, and the current interval).
     pub fn rotate(&mut self, ctx: &DumpContext<'_>, final_chunk: bool) -> io::Result<()> {
+        // New traces go to a fresh table from here on; the finished chunk's
+        // samples (drained next) refer to this table or the previous one.
+        counters::set(Counter::CallTraces, ctx.sampler.traces.len() as u64);
+        ctx.sampler.traces.rotate();
         self.drain(ctx.sampler);
         let now = clock::monotonic_ns();
         let next = ChunkBuilder::new(now, clock::epoch_ns(), &self.settings);
         let finished = std::mem::replace(&mut self.chunk, next);
-        counters::set(Counter::CallTraces, ctx.sampler.traces.len() as u64);
         counters::increment(Counter::ChunksWritten);
         let counter_values = counters::snapshot();
         let mut methods = self.methods.source(ctx.jvmti, ctx.env);

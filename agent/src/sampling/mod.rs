@@ -15,7 +15,8 @@ pub mod safe_read;
 pub mod siginfo;
 
 use crate::counters::{self, Counter};
-use crate::storage::call_traces::{CallTraceTable, TraceId};
+use crate::storage::call_traces::TraceId;
+use crate::storage::trace_storage::CallTraceStorage;
 use crate::storage::frame::Frame;
 use crate::storage::samples::{SampleRecord, SampleStripes};
 use asgct::{AsgctFn, AsgctFrame, AsgctTrace, CallTraceError};
@@ -37,7 +38,7 @@ const MAX_NATIVE_FRAMES: usize = 512;
 
 /// What the handler needs, allocated before sampling starts.
 pub struct Sampler {
-    pub traces: CallTraceTable,
+    pub traces: CallTraceStorage,
     pub stripes: SampleStripes,
     pub max_depth: usize,
     pub walker: JavaWalker,
@@ -102,7 +103,7 @@ impl Sampler {
             let frames = unsafe { std::slice::from_raw_parts_mut(scratch.frames.as_ptr(), capacity) };
             let raw = scratch.words.as_ptr().cast::<AsgctFrame>();
             let (len, truncated) = self.walk(index, frames, raw, request.ucontext);
-            self.traces.put(frames.get(..len).unwrap_or_default(), truncated)
+            self.traces.put(frames.get(..len).unwrap_or_default(), truncated, tid as usize)
         };
         let record = SampleRecord { time_ns, tid, trace: trace.0, weight: request.weight, state: request.state as u8 };
         if stripe.push(record) {

@@ -28,7 +28,7 @@ fn detached() -> *mut JNIEnv {
 
 fn sampler(max_depth: usize, current_env: fn() -> *mut JNIEnv) -> Sampler {
     Sampler {
-        traces: CallTraceTable::new(1024, 1 << 16).unwrap(),
+        traces: CallTraceStorage::new(1024, 1 << 16).unwrap(),
         stripes: SampleStripes::new(1024, 64).unwrap(),
         max_depth,
         walker: JavaWalker { asgct: Some(fake_asgct), current_env },
@@ -51,7 +51,7 @@ fn records_a_sample_with_its_trace() {
     assert_eq!(out.len(), 8);
     assert!(out.iter().all(|r| r.tid == 77 && r.weight == 1));
     assert_eq!(s.traces.len(), 4, "four distinct stacks");
-    s.traces.for_each(|t| {
+    s.traces.for_each_live(|t| {
         assert_eq!(t.frames.len(), 3);
         assert!(!t.truncated);
         assert!(t.frames.iter().all(|f| f.kind == FrameKind::Java));
@@ -62,7 +62,7 @@ fn records_a_sample_with_its_trace() {
 fn depth_limit_marks_the_trace_truncated() {
     let s = sampler(2, attached);
     s.record(request(), 1, 5);
-    s.traces.for_each(|t| {
+    s.traces.for_each_live(|t| {
         assert_eq!(t.frames.len(), 2);
         assert!(t.truncated);
     });
@@ -73,7 +73,7 @@ fn thread_without_jni_env_gets_a_marker_frame() {
     let s = sampler(64, detached);
     s.record(request(), 1, 5);
     let mut frames = Vec::new();
-    s.traces.for_each(|t| frames.extend_from_slice(t.frames));
+    s.traces.for_each_live(|t| frames.extend_from_slice(t.frames));
     assert_eq!(frames, vec![Frame::error(CallTraceError::NotJavaThread.code() as u64)]);
 }
 

@@ -22,18 +22,18 @@ use super::mapped::MappedArray;
 use crate::counters::{self, Counter};
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
-/// A stack trace's id within its table; also its JFR pool key.
+/// A stack trace's id, unique across the tables of a storage (ids come
+/// from one counter); also its JFR pool key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TraceId(pub u32);
 
 impl TraceId {
     /// Stands for every sample whose trace could not be stored.
     pub const DROPPED: TraceId = TraceId(1);
-    const FIRST: u32 = 2;
-    const MAX: u32 = (1 << 24) - 1;
+    pub const FIRST: u32 = 2;
 }
 
-const ID_SHIFT: u32 = 40;
+const ID_SHIFT: u32 = 32;
 const OFFSET_MASK: u64 = (1 << ID_SHIFT) - 1;
 /// A published value meaning "this key's trace could not be stored".
 const DROPPED_VALUE: u64 = (TraceId::DROPPED.0 as u64) << ID_SHIFT;
@@ -59,7 +59,6 @@ pub struct CallTraceTable {
     /// Insertions stop at this many traces (load factor 3/4).
     max_traces: u32,
     traces: AtomicU32,
-    next_id: AtomicU32,
     arena: MappedArray<Frame>,
     arena_used: AtomicUsize,
 }
@@ -80,17 +79,16 @@ impl CallTraceTable {
         Ok(Self {
             slots: MappedArray::new(capacity)?,
             mask: capacity - 1,
-            max_traces: (capacity / 4 * 3).min(TraceId::MAX as usize) as u32,
+            max_traces: (capacity / 4 * 3) as u32,
             traces: AtomicU32::new(0),
-            next_id: AtomicU32::new(TraceId::FIRST),
             arena: MappedArray::new(arena_frames)?,
             arena_used: AtomicUsize::new(0),
         })
     }
 
-    /// Stores `frames` (innermost first) and returns the trace's id.
-    /// Signal-safe: no allocation, no blocking.
-    pub fn put(&self, frames: &[Frame], truncated: bool) -> TraceId {
+    /// Stores `frames` (innermost first) and returns the trace's id, taking
+    /// new ids from `ids`. Signal-safe: no allocation, no blocking.
+    pub fn put(&self, frames: &[Frame], truncated: bool, ids: &AtomicU32) -> TraceId {
         let key = hash(frames, truncated);
         let mut index = key as usize & self.mask;
         for _ in 0..=self.mask {
@@ -107,7 +105,7 @@ impl CallTraceTable {
                 match slot.key.compare_exchange(0, key, Ordering::AcqRel, Ordering::Acquire) {
                     Ok(_) => {
                         self.traces.fetch_add(1, Ordering::Relaxed);
-                        return self.publish(slot, frames, truncated);
+                        return self.publish(slot, frames, truncated, ids);
                     }
                     Err(winner) if winner == key => return self.await_published(slot),
                     Err(_) => {} // another trace took the slot: keep probing
@@ -119,11 +117,11 @@ impl CallTraceTable {
         TraceId::DROPPED
     }
 
-    fn publish(&self, slot: &Slot, frames: &[Frame], truncated: bool) -> TraceId {
+    fn publish(&self, slot: &Slot, frames: &[Frame], truncated: bool, ids: &AtomicU32) -> TraceId {
         let needed = frames.len() + 1;
         let offset = self.arena_used.fetch_add(needed, Ordering::Relaxed);
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        if offset + needed > self.arena.len() || id > TraceId::MAX {
+        let id = ids.fetch_add(1, Ordering::Relaxed);
+        if offset + needed > self.arena.len() || offset > OFFSET_MASK as usize || id < TraceId::FIRST {
             counters::increment(Counter::TracesDroppedArenaFull);
             slot.value.store(DROPPED_VALUE, Ordering::Release);
             return TraceId::DROPPED;
@@ -159,6 +157,15 @@ impl CallTraceTable {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Empties the table and returns its memory. The caller guarantees no
+    /// sampler is inside (hazards drained).
+    pub fn clear(&self) {
+        self.slots.reset();
+        self.arena.reset();
+        self.traces.store(0, Ordering::Relaxed);
+        self.arena_used.store(0, Ordering::Relaxed);
     }
 
     /// Visits every published trace. Not signal-safe; meant for the dump,
@@ -206,26 +213,32 @@ mod tests {
     use std::collections::HashMap;
     use std::sync::Arc;
 
+    fn ids() -> AtomicU32 {
+        AtomicU32::new(TraceId::FIRST)
+    }
+
     fn trace(seed: u64, depth: usize) -> Vec<Frame> {
         (0..depth).map(|i| Frame::java(seed * 1000 + i as u64, i as i32)).collect()
     }
 
     #[test]
     fn equal_traces_share_an_id_and_ids_are_small_and_sequential() {
+        let ids = ids();
         let table = CallTraceTable::new(1024, 1 << 16).unwrap();
-        let a = table.put(&trace(1, 5), false);
-        let b = table.put(&trace(2, 5), false);
+        let a = table.put(&trace(1, 5), false, &ids);
+        let b = table.put(&trace(2, 5), false, &ids);
         assert_eq!((a, b), (TraceId(2), TraceId(3)));
-        assert_eq!(table.put(&trace(1, 5), false), a);
-        assert_ne!(table.put(&trace(1, 5), true), a, "truncation is part of the identity");
+        assert_eq!(table.put(&trace(1, 5), false, &ids), a);
+        assert_ne!(table.put(&trace(1, 5), true, &ids), a, "truncation is part of the identity");
         assert_eq!(table.len(), 3);
     }
 
     #[test]
     fn stored_frames_read_back_in_order() {
+        let ids = ids();
         let table = CallTraceTable::new(64, 1024).unwrap();
         let frames = trace(7, 9);
-        let id = table.put(&frames, true);
+        let id = table.put(&frames, true, &ids);
         let mut seen = 0;
         table.for_each(|t| {
             assert_eq!(t.id, id);
@@ -238,29 +251,32 @@ mod tests {
 
     #[test]
     fn full_table_returns_the_dropped_id() {
+        let counter = ids();
         let table = CallTraceTable::new(16, 1 << 12).unwrap();
-        let ids: Vec<_> = (0..20).map(|i| table.put(&trace(i, 3), false)).collect();
+        let ids: Vec<_> = (0..20).map(|i| table.put(&trace(i, 3), false, &counter)).collect();
         assert_eq!(ids.iter().filter(|&&id| id == TraceId::DROPPED).count(), 8, "12 of 16 slots usable");
         // Known traces are still found when the table is full.
-        assert_eq!(table.put(&trace(0, 3), false), ids[0]);
+        assert_eq!(table.put(&trace(0, 3), false, &counter), ids[0]);
     }
 
     #[test]
     fn full_arena_returns_the_dropped_id_consistently() {
+        let ids = ids();
         let table = CallTraceTable::new(64, 10).unwrap();
-        assert_ne!(table.put(&trace(1, 4), false), TraceId::DROPPED);
-        assert_eq!(table.put(&trace(2, 8), false), TraceId::DROPPED);
-        assert_eq!(table.put(&trace(2, 8), false), TraceId::DROPPED);
+        assert_ne!(table.put(&trace(1, 4), false, &ids), TraceId::DROPPED);
+        assert_eq!(table.put(&trace(2, 8), false, &ids), TraceId::DROPPED);
+        assert_eq!(table.put(&trace(2, 8), false, &ids), TraceId::DROPPED);
     }
 
     #[test]
     fn concurrent_inserts_agree_on_ids() {
+        let shared = Arc::new(ids());
         let table = Arc::new(CallTraceTable::new(1 << 14, 1 << 20).unwrap());
         let workers: Vec<_> = (0..4)
             .map(|_| {
-                let table = Arc::clone(&table);
+                let (table, ids) = (Arc::clone(&table), Arc::clone(&shared));
                 std::thread::spawn(move || {
-                    (0..2000).map(|i| (i, table.put(&trace(i % 500, 6), false))).collect::<Vec<_>>()
+                    (0..2000).map(|i| (i, table.put(&trace(i % 500, 6), false, &ids))).collect::<Vec<_>>()
                 })
             })
             .collect();

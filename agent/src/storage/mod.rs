@@ -5,3 +5,4 @@ pub mod call_traces;
 pub mod frame;
 pub mod mapped;
 pub mod samples;
+pub mod trace_storage;
