@@ -53,6 +53,8 @@ pub const DEFAULT_CPU_INTERVAL: Duration = Duration::from_millis(10);
 pub const DEFAULT_WALL_INTERVAL: Duration = Duration::from_millis(50);
 pub const DEFAULT_JSTACKDEPTH: u32 = 2048;
 pub const MAX_JSTACKDEPTH: u32 = 65_536;
+/// At most this many context attributes (`attributes=`).
+pub const MAX_ATTRIBUTES: usize = 8;
 
 /// A parsed option string.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -67,6 +69,10 @@ pub struct Options {
     pub cstack: CStack,
     pub jstackdepth: u32,
     pub remote_symbolication: bool,
+    /// Context attribute names (`attributes=a;b`), in slot order.
+    pub attributes: Vec<String>,
+    /// Sample only threads added to the filter (`filter`).
+    pub filter: bool,
     pub log_file: Option<String>,
     pub log_level: LogLevel,
 }
@@ -81,6 +87,8 @@ impl Default for Options {
             cstack: CStack::Default,
             jstackdepth: DEFAULT_JSTACKDEPTH,
             remote_symbolication: false,
+            attributes: Vec::new(),
+            filter: false,
             log_file: None,
             log_level: LogLevel::Warn,
         }
@@ -108,7 +116,7 @@ fn error(option: &str, message: impl Into<String>) -> OptionError {
 }
 
 const OPTION_NAMES: &str = "start, stop, dump, status, version, event, cpu, wall, interval, file, jfr, \
-     cstack, jstackdepth, remotesym, log, loglevel";
+     cstack, jstackdepth, remotesym, attributes, filter, log, loglevel";
 
 /// Parses a comma-separated option string. An empty string is valid (the
 /// agent is loaded and waits for commands).
@@ -197,6 +205,8 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
                 options.jstackdepth = depth;
             }
             "remotesym" => options.remote_symbolication = parse_bool(key, value)?,
+            "filter" => options.filter = parse_bool(key, value)?,
+            "attributes" => options.attributes = parse_attributes(key, required(key, value)?)?,
             "log" => options.log_file = Some(required(key, value)?.to_owned()),
             "loglevel" => options.log_level = parse_log_level(key, required(key, value)?)?,
             other => return Err(error(other, format!("unknown option (accepted: {OPTION_NAMES})"))),
@@ -283,6 +293,24 @@ pub fn parse_interval(key: &str, value: &str) -> Result<Duration, OptionError> {
         return Err(error(key, format!("'{value}' must be greater than zero ({accepted})")));
     }
     Ok(Duration::from_nanos(nanos))
+}
+
+/// `name1;name2`: distinct, non-empty names, at most [`MAX_ATTRIBUTES`].
+fn parse_attributes(key: &str, value: &str) -> Result<Vec<String>, OptionError> {
+    let names: Vec<String> = value.split(';').map(str::to_owned).collect();
+    if names.iter().any(String::is_empty) {
+        return Err(error(key, format!("'{value}' has an empty name (accepted: name1;name2;... up to {MAX_ATTRIBUTES})")));
+    }
+    if names.len() > MAX_ATTRIBUTES {
+        return Err(error(key, format!("{} names given (accepted: up to {MAX_ATTRIBUTES})", names.len())));
+    }
+    let mut sorted = names.clone();
+    sorted.sort();
+    sorted.dedup();
+    if sorted.len() != names.len() {
+        return Err(error(key, format!("'{value}' names an attribute twice")));
+    }
+    Ok(names)
 }
 
 fn parse_log_level(key: &str, value: &str) -> Result<LogLevel, OptionError> {
@@ -413,6 +441,14 @@ mod tests {
     }
 
     #[test]
+    fn attributes_and_filter() {
+        let o = parse("start,attributes=http.route;customer,filter").unwrap();
+        assert_eq!(o.attributes, vec!["http.route".to_owned(), "customer".to_owned()]);
+        assert!(o.filter);
+        assert!(!parse("filter=false").unwrap().filter);
+    }
+
+    #[test]
     fn cstack_modes() {
         for (text, mode) in [
             ("fp", CStack::FramePointer),
@@ -475,6 +511,10 @@ mod tests {
         assert_eq!(err("loglevel=loud").option, "loglevel");
         assert_eq!(err("start=now").option, "start");
         assert_eq!(err("start,stop").option, "stop");
+        assert_eq!(err("attributes=a;;b").option, "attributes");
+        assert_eq!(err("attributes=a;a").option, "attributes");
+        assert_eq!(err("attributes=a;b;c;d;e;f;g;h;i").option, "attributes");
+        assert_eq!(err("filter=sometimes").option, "filter");
     }
 
     #[test]

@@ -23,6 +23,8 @@ macro_rules! counters {
 counters! {
     Samples => "samples",
     SamplesDroppedBusy => "samples_dropped_busy",
+    SamplesFiltered => "samples_filtered_out",
+    ContextValuesExpired => "context_values_expired",
     SamplesDroppedBufferFull => "samples_dropped_buffer_full",
     TracesDroppedTableFull => "traces_dropped_table_full",
     TracesDroppedArenaFull => "traces_dropped_arena_full",

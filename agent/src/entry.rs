@@ -3,6 +3,7 @@
 
 use crate::args::{self, Action, Options};
 use crate::engine;
+use crate::java_api;
 use crate::jni_env::JniEnv;
 use crate::jvmti::events::EventCallbacks;
 use crate::jvmti::{jthread, ClassRef, ThreadRef};
@@ -18,7 +19,7 @@ use std::sync::Mutex;
 
 /// Runs `f`, turning a panic into `fallback` (and a log line) instead of
 /// unwinding into the JVM.
-fn ffi_boundary<R>(what: &str, fallback: R, f: impl FnOnce() -> R) -> R {
+pub(crate) fn ffi_boundary<R>(what: &str, fallback: R, f: impl FnOnce() -> R) -> R {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| {
         log::error!("internal error in {what}; the profiler keeps the JVM running");
         fallback
@@ -49,7 +50,7 @@ fn parse_or_report(text: &str) -> Option<Options> {
     }
 }
 
-fn report(result: Result<String, String>) -> jint {
+fn report(result: Result<String, profiler::CommandError>) -> jint {
     match result {
         Ok(message) => {
             if !message.is_empty() {
@@ -80,6 +81,7 @@ pub unsafe extern "C" fn Agent_OnLoad(vm: *mut JavaVM, options: *const c_char, _
             eprintln!("[profiler] ERROR: {e}");
             return JNI_ERR;
         }
+        remember_attributes(&options);
         match options.action {
             Some(Action::Start) => {
                 *PENDING_START.lock().unwrap_or_else(|p| p.into_inner()) = Some(options);
@@ -117,6 +119,10 @@ pub unsafe extern "C" fn Agent_OnAttach(vm: *mut JavaVM, options: *const c_char,
         };
         // SAFETY: the attach listener thread's own env.
         let env = unsafe { JniEnv::from_raw(vm.current_env()) };
+        if let Some(env) = env {
+            java_api::bind_loaded(vm.jvmti(), env);
+        }
+        remember_attributes(&options);
         report(profiler::execute(&options, env).map(print_to_stdout))
     })
 }
@@ -135,6 +141,13 @@ pub unsafe extern "C" fn JNI_OnLoad(vm: *mut JavaVM, _reserved: *mut c_void) -> 
             JNI_ERR
         }
     })
+}
+
+/// Context attributes of a `start` (for `JavaProfiler.setContextValue`).
+fn remember_attributes(options: &Options) {
+    if options.action == Some(Action::Start) {
+        crate::context::set_attribute_count(options.attributes.len());
+    }
 }
 
 fn print_to_stdout(message: String) -> String {
@@ -205,11 +218,15 @@ unsafe extern "C" fn on_thread_end(_jvmti: *mut c_void, _env: *mut JNIEnv, _thre
 unsafe extern "C" fn on_class_load(_jvmti: *mut c_void, _env: *mut JNIEnv, _thread: jthread, _class: jclass) {}
 
 /// Creates the class's jmethodIDs now, so samples can name its methods.
-unsafe extern "C" fn on_class_prepare(_jvmti: *mut c_void, _env: *mut JNIEnv, _thread: jthread, class: jclass) {
+unsafe extern "C" fn on_class_prepare(_jvmti: *mut c_void, env: *mut JNIEnv, _thread: jthread, class: jclass) {
     ffi_boundary("ClassPrepare", (), || {
         if let Some(vm) = vm::get() {
-            // SAFETY: the class reference this callback received.
-            let _ = vm.jvmti().class_methods(unsafe { ClassRef::from_raw(class) });
+            // SAFETY: the class reference and env this callback received.
+            let (class, env) = unsafe { (ClassRef::from_raw(class), JniEnv::from_raw(env)) };
+            let _ = vm.jvmti().class_methods(class);
+            if let Some(env) = env {
+                java_api::bind_if_api_class(vm.jvmti(), env, class);
+            }
         }
     })
 }

@@ -1,7 +1,8 @@
 //! The few raw JNI calls control-plane code makes (not used by handlers).
 
 use crate::jvmti::{ClassRef, ThreadRef};
-use jni::sys::{jint, jlong, JNIEnv, JNI_OK};
+use jni::sys::{jint, jlong, jstring, JNIEnv, JNINativeMethod, JNI_OK};
+use std::ffi::{c_void, CStr};
 use std::ptr;
 
 /// A JNIEnv of the calling thread.
@@ -49,6 +50,44 @@ impl JniEnv {
             unsafe { ((**self.0).v1_1.ExceptionClear)(self.0) };
         }
         pending
+    }
+
+    /// A Java string's contents (`None` for null), decoded from UTF-16.
+    pub fn string(&self, s: jstring) -> Option<String> {
+        if s.is_null() {
+            return None;
+        }
+        // SAFETY: `s` is a live java.lang.String reference of this thread.
+        let len = unsafe { ((**self.0).v1_1.GetStringLength)(self.0, s) }.max(0);
+        let mut units = vec![0u16; len as usize];
+        // SAFETY: the buffer holds `len` UTF-16 units.
+        unsafe { ((**self.0).v1_2.GetStringRegion)(self.0, s, 0, len, units.as_mut_ptr()) };
+        Some(String::from_utf16_lossy(&units))
+    }
+
+    /// A new Java string (a local reference), or null if out of memory.
+    pub fn new_string(&self, text: &str) -> jstring {
+        let units: Vec<u16> = text.encode_utf16().collect();
+        // SAFETY: valid env and UTF-16 buffer of the given length.
+        let s = unsafe { ((**self.0).v1_1.NewString)(self.0, units.as_ptr(), units.len() as jint) };
+        self.clear_exception();
+        s
+    }
+
+    /// Binds `methods` (name, JNI signature, function) as the natives of `class`.
+    pub fn register_natives(&self, class: ClassRef, methods: &[(&CStr, &CStr, *mut c_void)]) -> bool {
+        let table: Vec<JNINativeMethod> = methods
+            .iter()
+            .map(|(name, signature, f)| JNINativeMethod {
+                name: name.as_ptr().cast_mut(),
+                signature: signature.as_ptr().cast_mut(),
+                fnPtr: *f,
+            })
+            .collect();
+        // SAFETY: `class` is a live class reference; the table outlives the call.
+        let rc = unsafe { ((**self.0).v1_1.RegisterNatives)(self.0, class.as_raw(), table.as_ptr(), table.len() as jint) };
+        let failed = self.clear_exception();
+        rc == JNI_OK && !failed
     }
 
     /// `thread.getId()`.

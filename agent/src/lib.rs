@@ -8,10 +8,12 @@
 
 pub mod args;
 pub mod clock;
+pub mod context;
 pub mod counters;
 pub mod dictionary;
 pub mod engine;
 pub mod entry;
+pub mod java_api;
 pub mod jni_env;
 pub mod jvmti;
 pub mod latency;

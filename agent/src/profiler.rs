@@ -2,6 +2,7 @@
 //! options from any entry point. Control plane only; one session at a time.
 
 use crate::args::{self, Action, CStack, Options};
+use crate::context;
 use crate::counters;
 use crate::engine;
 use crate::jni_env::JniEnv;
@@ -37,6 +38,44 @@ struct Session {
 
 static SESSION: Mutex<Option<Session>> = Mutex::new(None);
 
+/// What kind of failure a command met (the Java API maps each to an
+/// exception type).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// A bad option or argument.
+    Argument,
+    /// The command does not fit the profiler's state (not running, ...).
+    State,
+    /// The system refused: a file, a signal, perf_events, memory.
+    Io,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommandError {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+impl std::fmt::Display for CommandError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+fn argument(message: impl Into<String>) -> CommandError {
+    CommandError { kind: ErrorKind::Argument, message: message.into() }
+}
+
+fn state(message: impl Into<String>) -> CommandError {
+    CommandError { kind: ErrorKind::State, message: message.into() }
+}
+
+fn io(message: impl Into<String>) -> CommandError {
+    CommandError { kind: ErrorKind::Io, message: message.into() }
+}
+
+pub type CommandResult<T> = Result<T, CommandError>;
+
 fn session() -> std::sync::MutexGuard<'static, Option<Session>> {
     SESSION.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -44,7 +83,7 @@ fn session() -> std::sync::MutexGuard<'static, Option<Session>> {
 /// Carries out the action of `options`. `env` is the calling thread's
 /// JNIEnv (needed to resolve methods when writing a recording). Returns a
 /// message for the caller (status, version, where a file was written).
-pub fn execute(options: &Options, env: Option<JniEnv>) -> Result<String, String> {
+pub fn execute(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
     match options.action {
         None => Ok(String::new()),
         Some(Action::Start) => start(options, env),
@@ -76,15 +115,15 @@ fn status() -> String {
 }
 
 /// Features parsed now but delivered by later work.
-fn check_supported(options: &Options) -> Result<(), String> {
+fn check_supported(options: &Options) -> CommandResult<()> {
     if matches!(options.cstack, CStack::Vm | CStack::Vmx) {
-        return Err("cstack: the HotSpot walker modes (vm, vmx) are not supported yet".into());
+        return Err(argument("cstack: the HotSpot walker modes (vm, vmx) are not supported yet"));
     }
     if options.remote_symbolication && native_mode(options.cstack).is_none() {
-        return Err("remotesym: remote symbolication needs native stacks (cstack=fp, dwarf or sframe)".into());
+        return Err(argument("remotesym: remote symbolication needs native stacks (cstack=fp, dwarf or sframe)"));
     }
     if options.wall.is_some() {
-        return Err("wall: wall-clock sampling is not supported yet".into());
+        return Err(argument("wall: wall-clock sampling is not supported yet"));
     }
     Ok(())
 }
@@ -125,18 +164,20 @@ fn settings(options: &Options, engine: &str, interval: Duration) -> Vec<(String,
         ("cstack".into(), format!("{:?}", options.cstack).to_lowercase()),
         ("jstackdepth".into(), options.jstackdepth.to_string()),
         ("remotesym".into(), options.remote_symbolication.to_string()),
+        ("attributes".into(), options.attributes.join(";")),
+        ("filter".into(), options.filter.to_string()),
         ("version".into(), version()),
     ]
 }
 
-fn start(options: &Options, env: Option<JniEnv>) -> Result<String, String> {
+fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
     check_supported(options)?;
-    let vm = vm::get().ok_or("the agent is not initialised")?;
+    let vm = vm::get().ok_or_else(|| state("the agent is not initialised"))?;
     let mut current = session();
     if current.is_some() {
-        return Err("start: profiling is already running (stop it first)".into());
+        return Err(state("start: profiling is already running (stop it first)"));
     }
-    let (kind, interval) = options.cpu.ok_or("start: no event selected")?;
+    let (kind, interval) = options.cpu.ok_or_else(|| argument("start: no event selected"))?;
     if let Some(env) = env {
         preload_methods(vm, env);
     }
@@ -144,15 +185,15 @@ fn start(options: &Options, env: Option<JniEnv>) -> Result<String, String> {
     let depth = options.jstackdepth as usize;
     let sampler = Arc::new(Sampler {
         traces: CallTraceStorage::new(TRACE_SLOTS, ARENA_FRAMES)
-            .map_err(|e| format!("cannot reserve trace storage: {e}"))?,
+            .map_err(|e| io(format!("cannot reserve trace storage: {e}")))?,
         stripes: SampleStripes::new(STRIPE_CAPACITY, depth)
-            .map_err(|e| format!("cannot reserve sample buffers: {e}"))?,
+            .map_err(|e| io(format!("cannot reserve sample buffers: {e}")))?,
         max_depth: depth,
         walker: JavaWalker { asgct: vm.asgct(), current_env },
         native: native_mode(options.cstack).map(|mode| native_walker(mode, options.remote_symbolication)),
     });
     if sampler.native.is_some() {
-        safe_read::install_fault_handlers().map_err(|e| format!("cannot install the fault handler: {e}"))?;
+        safe_read::install_fault_handlers().map_err(|e| io(format!("cannot install the fault handler: {e}")))?;
     }
     sampling::publish(&sampler);
     let engine = match engine::start(kind, interval, threads::process_threads) {
@@ -160,18 +201,20 @@ fn start(options: &Options, env: Option<JniEnv>) -> Result<String, String> {
         Err(e) => {
             sampling::retire();
             safe_read::restore_fault_handlers();
-            return Err(e);
+            return Err(io(e));
         }
     };
     let file = options.file.as_deref().map(output_path);
-    let recording = Arc::new(Mutex::new(Recording::new(settings(options, engine, interval), file)));
+    context::set_filter(options.filter);
+    let recording =
+        Arc::new(Mutex::new(Recording::new(settings(options, engine, interval), options.attributes.clone(), file)));
     let writer = match Writer::spawn(vm, Arc::clone(&sampler), Arc::clone(&recording)) {
         Ok(w) => w,
         Err(e) => {
             engine::stop();
             sampling::retire();
             safe_read::restore_fault_handlers();
-            return Err(format!("cannot start the writer thread: {e}"));
+            return Err(io(format!("cannot start the writer thread: {e}")));
         }
     };
     log::info!("profiling started: {engine}, interval {} ns", interval.as_nanos());
@@ -193,8 +236,8 @@ fn preload_methods(vm: &Vm, env: JniEnv) {
     }
 }
 
-fn stop(file: Option<&str>, env: Option<JniEnv>) -> Result<String, String> {
-    let session = session().take().ok_or("stop: profiling is not running")?;
+fn stop(file: Option<&str>, env: Option<JniEnv>) -> CommandResult<String> {
+    let session = session().take().ok_or_else(|| state("stop: profiling is not running"))?;
     engine::stop();
     sampling::retire();
     safe_read::restore_fault_handlers();
@@ -207,9 +250,19 @@ fn stop(file: Option<&str>, env: Option<JniEnv>) -> Result<String, String> {
     written.map(|p| format!("Profiling stopped; recording written to {}", p.display()))
 }
 
-fn dump(file: Option<&str>, env: Option<JniEnv>) -> Result<String, String> {
+/// Writes the data since the previous dump to `path` (the Java API's
+/// `dump(Path)`: a path taken as is, not as an option value).
+pub fn dump_to(path: &std::path::Path, env: Option<JniEnv>) -> CommandResult<String> {
     let current = session();
-    let session = current.as_ref().ok_or("dump: profiling is not running")?;
+    let session = current.as_ref().ok_or_else(|| state("dump: profiling is not running"))?;
+    let mut recording = session.recording.lock().unwrap_or_else(|p| p.into_inner());
+    let written = write_recording(&mut recording, &session.sampler, env, Some(path.to_path_buf()), false)?;
+    Ok(format!("Recording written to {}", written.display()))
+}
+
+fn dump(file: Option<&str>, env: Option<JniEnv>) -> CommandResult<String> {
+    let current = session();
+    let session = current.as_ref().ok_or_else(|| state("dump: profiling is not running"))?;
     let mut recording = session.recording.lock().unwrap_or_else(|p| p.into_inner());
     let path = write_recording(&mut recording, &session.sampler, env, file.map(output_path), false)?;
     Ok(format!("Recording written to {}", path.display()))
@@ -221,14 +274,14 @@ fn write_recording(
     env: Option<JniEnv>,
     path: Option<PathBuf>,
     final_chunk: bool,
-) -> Result<PathBuf, String> {
-    let vm = vm::get().ok_or("the agent is not initialised")?;
-    let env = env.ok_or("cannot write a recording from a thread not attached to the JVM")?;
+) -> CommandResult<PathBuf> {
+    let vm = vm::get().ok_or_else(|| state("the agent is not initialised"))?;
+    let env = env.ok_or_else(|| state("cannot write a recording from a thread not attached to the JVM"))?;
     let ctx = DumpContext { sampler, jvmti: vm.jvmti(), env };
     let target = path.clone().or_else(|| recording.session_path().map(PathBuf::from));
     recording.dump(&ctx, path.as_deref(), final_chunk).map_err(|e| match target {
-        Some(t) => format!("cannot write {}: {e}", t.display()),
-        None => format!("{e}"),
+        Some(t) => io(format!("cannot write {}: {e}", t.display())),
+        None => argument(e.to_string()),
     })
 }
 

@@ -72,9 +72,10 @@ impl ChunkWriter {
         self.events += 1;
     }
 
-    /// Appends the constant pools and metadata, fills in the header and
-    /// returns the complete chunk.
-    pub fn finish(mut self, pools: &ConstantPools, end: ChunkEnd) -> Vec<u8> {
+    /// Appends the constant pools and metadata (with the context
+    /// `attributes` as sample fields), fills in the header and returns the
+    /// complete chunk.
+    pub fn finish(mut self, pools: &ConstantPools, end: ChunkEnd, attributes: &[String]) -> Vec<u8> {
         let checkpoint_offset = self.out.len();
         let mut body = ByteBuf::new();
         body.put_varint(CHECKPOINT_EVENT);
@@ -91,7 +92,7 @@ impl ChunkWriter {
         body.put_varint_signed(self.clock.start_ticks);
         body.put_varint(0); // duration
         body.put_varint(1); // metadata id
-        body.put_bytes(&encode_metadata_body(schema::TYPES, &schema::ANNOTATIONS));
+        body.put_bytes(&encode_metadata_body(schema::TYPES, &schema::ANNOTATIONS, &schema::extensions(attributes)));
         put_sized(&mut self.out, body.as_slice());
 
         let chunk_size = self.out.len() as i64;

@@ -11,15 +11,20 @@ pub trait Event {
 
 /// `datadog.ExecutionSample`: one CPU sample.
 #[derive(Clone, Copy, Debug)]
-pub struct ExecutionSample {
+pub struct ExecutionSample<'a> {
     pub start_ticks: i64,
     pub thread: u64,
     pub stack_trace: u64,
     pub state: ThreadState,
     pub weight: u64,
+    pub span_id: u64,
+    pub local_root_span_id: u64,
+    /// Attribute value pool keys (0: none), one per `attributes=` name,
+    /// in order.
+    pub context: &'a [u64],
 }
 
-impl Event for ExecutionSample {
+impl Event for ExecutionSample<'_> {
     const TYPE_ID: u64 = id::EXECUTION_SAMPLE;
 
     fn write_fields(&self, out: &mut ByteBuf) {
@@ -28,6 +33,37 @@ impl Event for ExecutionSample {
         out.put_varint(self.stack_trace);
         out.put_varint(self.state.key());
         out.put_varint(self.weight);
+        out.put_varint(self.span_id);
+        out.put_varint(self.local_root_span_id);
+        for &value in self.context {
+            out.put_varint(value);
+        }
+    }
+}
+
+/// `datadog.Endpoint`: a trace root's endpoint and operation labels.
+#[derive(Clone, Copy, Debug)]
+pub struct Endpoint {
+    pub start_ticks: i64,
+    pub thread: u64,
+    /// String pool keys.
+    pub endpoint: u64,
+    pub operation: u64,
+    pub local_root_span_id: u64,
+}
+
+impl Event for Endpoint {
+    const TYPE_ID: u64 = id::ENDPOINT;
+
+    fn write_fields(&self, out: &mut ByteBuf) {
+        out.put_varint_signed(self.start_ticks);
+        out.put_varint(0); // duration
+        out.put_varint(self.thread);
+        out.put_varint(0); // stack trace: none
+        out.put_varint(self.endpoint);
+        out.put_varint(self.operation);
+        out.put_varint(self.local_root_span_id);
+        out.put_varint(0); // parent span id
     }
 }
 

@@ -152,7 +152,16 @@ fn unit_annotation(ids: &AnnotationIds, unit: Unit) -> Option<Element> {
     })
 }
 
-fn type_element(ids: &AnnotationIds, def: &TypeDef) -> Element {
+/// Fields appended at runtime to a type: context attributes named by the
+/// user, all constant-pool references of one type.
+#[derive(Clone, Copy, Debug)]
+pub struct Extension<'a> {
+    pub type_id: u64,
+    pub field_type: u64,
+    pub names: &'a [String],
+}
+
+fn type_element(ids: &AnnotationIds, def: &TypeDef, extensions: &[Extension<'_>]) -> Element {
     let mut element = Element::new("class").attr("name", def.name).attr("id", def.id.to_string());
     match def.kind {
         Kind::Event => element = element.attr("superType", "jdk.jfr.Event"),
@@ -186,6 +195,16 @@ fn type_element(ids: &AnnotationIds, def: &TypeDef) -> Element {
         }
         element = element.child(f);
     }
+    for extension in extensions.iter().filter(|e| e.type_id == def.id) {
+        for name in extension.names {
+            let field = Element::new("field")
+                .attr("name", name.as_str())
+                .attr("class", extension.field_type.to_string())
+                .attr("constantPool", "true")
+                .child(label_annotation(ids, name));
+            element = element.child(field);
+        }
+    }
     element
 }
 
@@ -210,10 +229,10 @@ fn write_element(out: &mut ByteBuf, strings: &mut StringTable, element: &Element
 
 /// Encodes the body of the metadata event (after its event header):
 /// the string table, then the element tree.
-pub fn encode_metadata_body(types: &[TypeDef], ids: &AnnotationIds) -> Vec<u8> {
+pub fn encode_metadata_body(types: &[TypeDef], ids: &AnnotationIds, extensions: &[Extension<'_>]) -> Vec<u8> {
     let mut metadata = Element::new("metadata");
     for def in types {
-        metadata = metadata.child(type_element(ids, def));
+        metadata = metadata.child(type_element(ids, def, extensions));
     }
     let region = Element::new("region").attr("locale", "en_US").attr("gmtOffset", "0");
     let root = Element::new("root").child(metadata).child(region);

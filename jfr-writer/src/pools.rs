@@ -91,6 +91,8 @@ pub struct ConstantPools {
     methods: Pool,
     stack_traces: Pool,
     threads: Pool,
+    strings: Pool,
+    attribute_values: Pool,
 }
 
 impl ConstantPools {
@@ -122,7 +124,15 @@ impl ConstantPools {
 
     /// A class by its internal name (`java/lang/String`); the package is
     /// derived from the name. Interned: the first `modifiers` given win.
+    /// Ids are numbered from 2^40, clear of the keys of [`Self::class_keyed`].
     pub fn class(&mut self, name: &str, modifiers: i32) -> ClassId {
+        let key = (1 << 40) + self.class_ids.len() as u64 + 1;
+        self.class_keyed(key, name, modifiers)
+    }
+
+    /// A class under the caller's key (for ids that stay the same across
+    /// chunks); a name already present keeps its first key.
+    pub fn class_keyed(&mut self, key: u64, name: &str, modifiers: i32) -> ClassId {
         if let Some(&id) = self.class_ids.get(name) {
             return id;
         }
@@ -131,7 +141,7 @@ impl ConstantPools {
             Some(end) => self.package(&name[..end]).0,
             None => 0,
         };
-        let id = ClassId(self.class_ids.len() as u64 + 1);
+        let id = ClassId(key);
         let out = self.classes.entry(id.0);
         out.put_varint(0); // class loader: null
         out.put_varint(symbol.0);
@@ -182,6 +192,16 @@ impl ConstantPools {
         out.put_varint_signed(def.java_thread_id);
     }
 
+    /// An entry of the `java.lang.String` pool, under the caller's key.
+    pub fn string(&mut self, key: u64, text: &str) {
+        self.strings.entry(key).put_string(text);
+    }
+
+    /// An entry of the attribute value pool, under the caller's key.
+    pub fn attribute_value(&mut self, key: u64, text: &str) {
+        self.attribute_values.entry(key).put_string(text);
+    }
+
     pub fn stack_trace_count(&self) -> u64 {
         self.stack_traces.count
     }
@@ -199,7 +219,7 @@ impl ConstantPools {
         for s in ThreadState::ALL {
             states.entry(s.key()).put_string(s.name());
         }
-        let pools: [(u64, &Pool); 8] = [
+        let pools: [(u64, &Pool); 10] = [
             (id::FRAME_TYPE, &frame_types),
             (id::THREAD_STATE, &states),
             (id::THREAD, &self.threads),
@@ -208,6 +228,8 @@ impl ConstantPools {
             (id::CLASS, &self.classes),
             (id::PACKAGE, &self.packages),
             (id::SYMBOL, &self.symbols),
+            (id::STRING, &self.strings),
+            (id::ATTRIBUTE_VALUE, &self.attribute_values),
         ];
         for (type_id, pool) in pools {
             written += u64::from(pool.write(type_id, &mut body));

@@ -41,6 +41,8 @@ pub mod id {
     pub const ACTIVE_SETTING: u64 = 102;
     pub const PROFILER_COUNTER: u64 = 103;
     pub const NATIVE_LIBRARY: u64 = 104;
+    pub const ENDPOINT: u64 = 105;
+    pub const ATTRIBUTE_VALUE: u64 = 31;
 }
 
 const fn primitive(id: u64, name: &'static str) -> TypeDef {
@@ -148,6 +150,7 @@ pub const TYPES: &[TypeDef] = &[
     ),
     value(id::PACKAGE, "jdk.types.Package", "Package", &[F::new("name", id::SYMBOL, "Name").pooled()]),
     simple(id::SYMBOL, "jdk.types.Symbol", "Symbol", &[F::new("string", id::STRING, "String")]),
+    simple(id::ATTRIBUTE_VALUE, "profiler.types.AttributeValue", "Value", &[F::new("value", id::STRING, "Value")]),
     annotation(id::LABEL, "jdk.jfr.Label", &[F::new("value", id::STRING, "")]),
     annotation(id::CATEGORY, "jdk.jfr.Category", &[F::new("value", id::STRING, "").array()]),
     annotation(id::TIMESTAMP, "jdk.jfr.Timestamp", &[F::new("value", id::STRING, "")]),
@@ -165,6 +168,24 @@ pub const TYPES: &[TypeDef] = &[
             STACK_TRACE,
             F::new("state", id::THREAD_STATE, "Thread State").pooled(),
             F::new("weight", id::LONG, "Sample weight"),
+            F::new("spanId", id::LONG, "Span ID"),
+            F::new("localRootSpanId", id::LONG, "Local Root Span ID"),
+        ],
+    ),
+    event(
+        id::ENDPOINT,
+        "datadog.Endpoint",
+        "Endpoint",
+        &["Datadog"],
+        &[
+            START_TIME,
+            F::new("duration", id::LONG, "Duration").unit(Unit::TimespanTicks),
+            EVENT_THREAD,
+            STACK_TRACE,
+            F::new("endpoint", id::STRING, "Endpoint").pooled(),
+            F::new("operation", id::STRING, "Operation").pooled(),
+            F::new("localRootSpanId", id::LONG, "Local Root Span ID"),
+            F::new("parentSpanId", id::LONG, "Parent Span ID"),
         ],
     ),
     event(
@@ -203,6 +224,12 @@ pub const TYPES: &[TypeDef] = &[
         &[START_TIME, F::new("name", id::STRING, "Name"), F::new("count", id::LONG, "Count")],
     ),
 ];
+
+/// Context attribute names (`attributes=`), appended as fields to the
+/// sample events: constant-pool references to attribute values.
+pub fn extensions(attributes: &[String]) -> [crate::metadata::Extension<'_>; 1] {
+    [crate::metadata::Extension { type_id: id::EXECUTION_SAMPLE, field_type: id::ATTRIBUTE_VALUE, names: attributes }]
+}
 
 pub const ANNOTATIONS: crate::metadata::AnnotationIds = crate::metadata::AnnotationIds {
     label: id::LABEL,

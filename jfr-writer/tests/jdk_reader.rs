@@ -39,6 +39,9 @@ fn sample_chunk() -> Vec<u8> {
         name: "interval",
         value: "10ms",
     });
+    pools.attribute_value(5, "GET /orders");
+    pools.string(1, "/api/orders");
+    pools.string(2, "servlet.request");
     for i in 0..3 {
         chunk.write(&ExecutionSample {
             start_ticks: 1000 * i,
@@ -46,10 +49,15 @@ fn sample_chunk() -> Vec<u8> {
             stack_trace: 7,
             state: ThreadState::Runnable,
             weight: 1,
+            span_id: 11,
+            local_root_span_id: 12,
+            context: &[5, 0],
         });
     }
+    chunk.write(&Endpoint { start_ticks: 4000, thread: 1, endpoint: 1, operation: 2, local_root_span_id: 12 });
     chunk.write(&ProfilerCounter { start_ticks: 5000, name: "samples", count: 3 });
-    chunk.finish(&pools, ChunkEnd { duration_nanos: 5_000_000, final_chunk: true })
+    let attributes = ["route".to_owned(), "customer".to_owned()];
+    chunk.finish(&pools, ChunkEnd { duration_nanos: 5_000_000, final_chunk: true }, &attributes)
 }
 
 fn jfr_tool() -> String {
@@ -76,6 +84,9 @@ fn jdk_jfr_tool_prints_our_events() {
     assert!(stdout.contains("STATE_RUNNABLE"), "{stdout}");
     assert!(stdout.contains("jdk.ActiveSetting"), "{stdout}");
     assert!(stdout.contains("datadog.ProfilerCounter"), "{stdout}");
+    assert!(stdout.contains("spanId = 11") && stdout.contains("localRootSpanId = 12"), "{stdout}");
+    assert!(stdout.contains("route = \"GET /orders\"") && stdout.contains("customer = N/A"), "{stdout}");
+    assert!(stdout.contains("endpoint = \"/api/orders\"") && stdout.contains("operation = \"servlet.request\""), "{stdout}");
 
     let summary = Command::new(jfr_tool()).arg("summary").arg(&path).output().unwrap();
     assert!(summary.status.success());

@@ -141,13 +141,31 @@ fn write_chunk(chunk: &Chunk, resolver: Option<&mut Resolver>, final_chunk: bool
     for (name, value) in &chunk.settings {
         writer.write(&ActiveSetting { start_ticks: start, event_type: schema::id::EXECUTION_SAMPLE, name, value });
     }
+    let mut values: HashMap<String, u64> = HashMap::new();
     for sample in chunk.samples.iter().filter(|s| s.event == "datadog.ExecutionSample") {
+        let context: Vec<u64> = sample
+            .attributes
+            .iter()
+            .map(|value| match value {
+                Some(text) => {
+                    let next = values.len() as u64 + 1;
+                    *values.entry(text.clone()).or_insert_with(|| {
+                        builder.pools.attribute_value(next, text);
+                        next
+                    })
+                }
+                None => 0,
+            })
+            .collect();
         let event = ExecutionSample {
             start_ticks: sample.start_ticks,
             thread: builder.thread(&sample.thread),
             stack_trace: builder.trace(sample),
             state: thread_state(&sample.state),
             weight: sample.weight,
+            span_id: sample.span_id,
+            local_root_span_id: sample.root_span_id,
+            context: &context,
         };
         writer.write(&event);
     }
@@ -164,7 +182,7 @@ fn write_chunk(chunk: &Chunk, resolver: Option<&mut Resolver>, final_chunk: bool
     for (name, count) in &chunk.counters {
         writer.write(&ProfilerCounter { start_ticks: start, name, count: *count });
     }
-    writer.finish(&builder.pools, ChunkEnd { duration_nanos: chunk.clock.duration_nanos, final_chunk })
+    writer.finish(&builder.pools, ChunkEnd { duration_nanos: chunk.clock.duration_nanos, final_chunk }, &chunk.attributes)
 }
 
 /// The rewritten recording, all chunks concatenated.

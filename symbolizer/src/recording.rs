@@ -104,6 +104,10 @@ pub struct Sample {
     pub thread: Thread,
     pub state: String,
     pub weight: u64,
+    pub span_id: u64,
+    pub root_span_id: u64,
+    /// Values of the chunk's context attributes, in order.
+    pub attributes: Vec<Option<String>>,
     pub truncated: bool,
     /// Innermost first.
     pub frames: Vec<Frame>,
@@ -129,6 +133,8 @@ pub struct Clock {
 #[derive(Clone, Debug)]
 pub struct Chunk {
     pub clock: Clock,
+    /// Context attribute names (the `attributes` setting).
+    pub attributes: Vec<String>,
     pub samples: Vec<Sample>,
     pub settings: Vec<(String, String)>,
     pub counters: Vec<(String, i64)>,
@@ -216,7 +222,7 @@ fn thread(event: &Accessor<'_>) -> Thread {
     }
 }
 
-fn sample(name: &str, event: Accessor<'_>) -> Sample {
+fn sample(name: &str, event: Accessor<'_>, attributes: &[String]) -> Sample {
     let stack = event.get_field("stackTrace").and_then(Accessor::resolve);
     Sample {
         event: name.to_owned(),
@@ -224,6 +230,9 @@ fn sample(name: &str, event: Accessor<'_>) -> Sample {
         thread: thread(&event),
         state: string(event.get_field("state")).unwrap_or_default(),
         weight: long(event.get_field("weight")).unwrap_or(1).max(1) as u64,
+        span_id: long(event.get_field("spanId")).unwrap_or(0) as u64,
+        root_span_id: long(event.get_field("localRootSpanId")).unwrap_or(0) as u64,
+        attributes: attributes.iter().map(|a| string(event.get_field(a))).collect(),
         truncated: boolean(stack.as_ref().and_then(|s| s.get_field("truncated"))),
         frames: stack
             .and_then(|s| s.get_field("frames"))
@@ -256,6 +265,7 @@ pub fn read(path: &Path) -> Result<ReadOutcome, ReadError> {
                 ticks_per_second: header.ticks_per_second,
                 duration_nanos: header.duration_nanos,
             },
+            attributes: Vec::new(),
             samples: Vec::new(),
             settings: Vec::new(),
             counters: Vec::new(),
@@ -272,10 +282,13 @@ pub fn read(path: &Path) -> Result<ReadOutcome, ReadError> {
             let name = event.class.name();
             let value = event.value();
             match name {
-                "jdk.ActiveSetting" => data.settings.push((
-                    string(value.get_field("name")).unwrap_or_default(),
-                    string(value.get_field("value")).unwrap_or_default(),
-                )),
+                "jdk.ActiveSetting" => {
+                    let (name, text) = (string(value.get_field("name")).unwrap_or_default(), string(value.get_field("value")).unwrap_or_default());
+                    if name == "attributes" && !text.is_empty() {
+                        data.attributes = text.split(';').map(str::to_owned).collect();
+                    }
+                    data.settings.push((name, text));
+                }
                 "datadog.ProfilerCounter" => data.counters.push((
                     string(value.get_field("name")).unwrap_or_default(),
                     long(value.get_field("count")).unwrap_or(0),
@@ -287,7 +300,7 @@ pub fn read(path: &Path) -> Result<ReadOutcome, ReadError> {
                     build_id: string(value.get_field("buildId")),
                     load_bias: long(value.get_field("loadBias")).unwrap_or(0) as u64,
                 }),
-                _ if SAMPLE_EVENTS.contains(&name) => data.samples.push(sample(name, value)),
+                _ if SAMPLE_EVENTS.contains(&name) => data.samples.push(sample(name, value, &data.attributes)),
                 _ => {}
             }
         }

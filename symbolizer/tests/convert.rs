@@ -34,9 +34,12 @@ fn sample_recording() -> Vec<u8> {
             stack_trace: trace,
             state: ThreadState::Runnable,
             weight,
+            span_id: 0,
+            local_root_span_id: 0,
+            context: &[],
         });
     }
-    chunk.finish(&pools, ChunkEnd { duration_nanos: 1, final_chunk: true })
+    chunk.finish(&pools, ChunkEnd { duration_nanos: 1, final_chunk: true }, &[])
 }
 
 fn write_temp(name: &str, bytes: &[u8]) -> std::path::PathBuf {

@@ -97,26 +97,25 @@ fn the_reviewed_copy_then_swap_order_loses_it() {
 #[test]
 fn concurrent_inserts_and_rotations_lose_no_class() {
     let d = Arc::new(TripleBufferedDictionary::new(16384, Carry::Everything).unwrap());
-    let stop = Arc::new(AtomicBool::new(false));
     let writers: Vec<_> = (0..3)
         .map(|w| {
-            let (d, stop) = (Arc::clone(&d), Arc::clone(&stop));
+            let d = Arc::clone(&d);
             std::thread::spawn(move || {
-                let mut seen = Vec::new();
-                let mut i = 0;
-                while !stop.load(Ordering::Relaxed) && i < 2000 {
-                    let key = format!("w{w}/C{i}");
-                    seen.push((key.clone(), d.lookup(&key, w).unwrap()));
-                    i += 1;
-                }
-                seen
+                (0..2000)
+                    .map(|i| {
+                        let key = format!("w{w}/C{i}");
+                        let id = d.lookup(&key, w).unwrap();
+                        (key, id)
+                    })
+                    .collect::<Vec<_>>()
             })
         })
         .collect();
-    for _ in 0..1000 {
+    let mut rotations = 0;
+    while writers.iter().any(|w| !w.is_finished()) || rotations < 50 {
         d.rotate();
+        rotations += 1;
     }
-    stop.store(true, Ordering::Relaxed);
     for writer in writers {
         for (key, id) in writer.join().unwrap() {
             assert_eq!(d.bounded_lookup(&key, 0, 0), Some(id), "{key}");

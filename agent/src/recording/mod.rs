@@ -9,6 +9,9 @@
 //! a self-contained recording of that interval.
 
 pub mod chunk;
+pub mod classes;
+pub mod endpoints;
+pub mod frames;
 pub mod methods;
 pub mod writer;
 
@@ -19,7 +22,9 @@ use crate::jvmti::Jvmti;
 use crate::sampling::Sampler;
 use crate::storage::samples::SampleRecord;
 use crate::threads;
+use crate::context;
 use chunk::{ChunkBuilder, ChunkSources};
+use endpoints::Batch;
 use methods::MethodCache;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -65,6 +70,8 @@ impl SessionFile {
 pub struct Recording {
     chunk: ChunkBuilder,
     settings: Vec<(String, String)>,
+    /// Context attribute names (`attributes=`).
+    attributes: Vec<String>,
     interval: Vec<StoredChunk>,
     session_file: Option<SessionFile>,
     methods: MethodCache,
@@ -72,10 +79,11 @@ pub struct Recording {
 }
 
 impl Recording {
-    pub fn new(settings: Vec<(String, String)>, session_file: Option<PathBuf>) -> Self {
+    pub fn new(settings: Vec<(String, String)>, attributes: Vec<String>, session_file: Option<PathBuf>) -> Self {
         Self {
-            chunk: ChunkBuilder::new(clock::monotonic_ns(), clock::epoch_ns(), &settings),
+            chunk: ChunkBuilder::new(clock::monotonic_ns(), clock::epoch_ns(), &settings, &attributes),
             settings,
+            attributes,
             interval: Vec::new(),
             session_file: session_file.map(|path| SessionFile { path, len: 0 }),
             methods: MethodCache::default(),
@@ -100,14 +108,24 @@ impl Recording {
 
     /// Finishes the current chunk, starts the next, and stores the
     /// finished one (session file, and the current interval).
+    ///
+    /// Order matters: stores rotate first, so everything recorded from now
+    /// on belongs to the next chunk, and what the finished chunk references
+    /// is in the dump buffers (or, for samples drained right after, in the
+    /// new active ones, which the pools also read).
     pub fn rotate(&mut self, ctx: &DumpContext<'_>, final_chunk: bool) -> io::Result<()> {
-        // New traces go to a fresh table from here on; the finished chunk's
-        // samples (drained next) refer to this table or the previous one.
         counters::set(Counter::CallTraces, ctx.sampler.traces.len() as u64);
         ctx.sampler.traces.rotate();
+        let endpoints = endpoints::endpoints().map(|e| e.rotate()).unwrap_or(Batch { events: Vec::new(), labels: Vec::new() });
+        context::rotate_values();
+        let classes = classes::classes().ok();
+        if let Some(classes) = classes {
+            classes.rotate();
+        }
         self.drain(ctx.sampler);
+        let context_values = context::state().map(|s| s.values.live_entries()).unwrap_or_default();
         let now = clock::monotonic_ns();
-        let next = ChunkBuilder::new(now, clock::epoch_ns(), &self.settings);
+        let next = ChunkBuilder::new(now, clock::epoch_ns(), &self.settings, &self.attributes);
         let finished = std::mem::replace(&mut self.chunk, next);
         counters::increment(Counter::ChunksWritten);
         let counter_values = counters::snapshot();
@@ -118,7 +136,11 @@ impl Recording {
                 methods: &mut methods,
                 libraries: ctx.sampler.native.as_ref().map(|n| &*n.libraries),
                 thread: &threads::info,
+                thread_key: &threads::key_for,
                 counters: &counter_values,
+                endpoints: &endpoints,
+                context_values: &context_values,
+                classes,
             },
             now,
             final_chunk,

@@ -90,6 +90,10 @@ pub fn with_active(f: impl FnOnce(&Sampler)) {
 impl Sampler {
     /// Records one sample of the calling thread. Signal-safe.
     pub fn record(&self, request: SampleRequest, time_ns: u64, tid: u32) {
+        if !crate::context::sampled(tid) {
+            counters::increment(Counter::SamplesFiltered);
+            return;
+        }
         let Some(mut stripe) = self.stripes.try_acquire(tid) else {
             counters::increment(Counter::SamplesDroppedBusy);
             return;
@@ -105,7 +109,14 @@ impl Sampler {
             let (len, truncated) = self.walk(index, frames, raw, request.ucontext);
             self.traces.put(frames.get(..len).unwrap_or_default(), truncated, tid as usize)
         };
-        let record = SampleRecord { time_ns, tid, trace: trace.0, weight: request.weight, state: request.state as u8 };
+        let record = SampleRecord {
+            time_ns,
+            tid,
+            trace: trace.0,
+            weight: request.weight,
+            state: request.state as u8,
+            context: crate::context::sample_context(tid),
+        };
         if stripe.push(record) {
             counters::increment(Counter::Samples);
         } else {

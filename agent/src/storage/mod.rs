@@ -5,4 +5,5 @@ pub mod call_traces;
 pub mod frame;
 pub mod mapped;
 pub mod samples;
+pub mod thread_slots;
 pub mod trace_storage;

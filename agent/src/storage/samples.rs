@@ -26,6 +26,8 @@ pub struct SampleRecord {
     pub weight: u32,
     /// A `jfr_writer::ThreadState` discriminant.
     pub state: u8,
+    /// The thread's trace context when sampled.
+    pub context: crate::storage::thread_slots::Context,
 }
 
 pub const STRIPES: usize = 16;
@@ -160,7 +162,7 @@ mod tests {
     use std::sync::Arc;
 
     fn record(tid: u32) -> SampleRecord {
-        SampleRecord { time_ns: 1, tid, trace: 2, weight: 1, state: 0 }
+        SampleRecord { time_ns: 1, tid, trace: 2, weight: 1, state: 0, context: Default::default() }
     }
 
     #[test]

@@ -1,0 +1,146 @@
+//! Trace context: span ids and context values per thread, set from Java
+//! through the API on the thread itself, read by the signal handler into
+//! each sample. Lives for the agent's lifetime (not per session), so
+//! context set before `start` is not lost.
+//!
+//! Context values are strings interned in a triple-buffered dictionary;
+//! the thread slots hold their ids. At every rotation the ids still set on
+//! some thread are carried into the new active buffer, so a value stays
+//! resolvable for as long as any thread carries it, and is purged two
+//! rotations after the last one let go.
+
+use crate::dictionary::{Carry, TripleBufferedDictionary};
+use crate::sampling::handler::current_tid;
+use crate::storage::thread_slots::{Context, ThreadSlot, ThreadSlots, MAX_CONTEXT_VALUES};
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+const VALUE_CAPACITY: usize = 1 << 16;
+
+/// The thread filter (`filter`): when on, only threads added through the
+/// API are sampled.
+static FILTER: AtomicBool = AtomicBool::new(false);
+/// Context attributes configured at the last start (`attributes=`).
+static ATTRIBUTES: AtomicUsize = AtomicUsize::new(0);
+
+pub fn set_attribute_count(count: usize) {
+    ATTRIBUTES.store(count.min(MAX_CONTEXT_VALUES), Ordering::SeqCst);
+}
+
+pub fn attribute_count() -> usize {
+    ATTRIBUTES.load(Ordering::SeqCst)
+}
+
+pub fn set_filter(enabled: bool) {
+    FILTER.store(enabled, Ordering::SeqCst);
+}
+
+/// Adds or removes the calling thread from the filter.
+pub fn filter_thread(add: bool) -> Result<(), String> {
+    own_slot()?.set_in_filter(add);
+    Ok(())
+}
+
+/// Whether thread `tid` is sampled. Signal-safe.
+pub fn sampled(tid: u32) -> bool {
+    !FILTER.load(Ordering::Relaxed) || state().and_then(|s| s.slots.find(tid)).is_some_and(ThreadSlot::in_filter)
+}
+
+pub struct ContextState {
+    pub slots: ThreadSlots,
+    pub values: TripleBufferedDictionary,
+}
+
+static STATE: OnceLock<ContextState> = OnceLock::new();
+
+/// The state, once initialised. Signal-safe (an atomic load).
+pub fn state() -> Option<&'static ContextState> {
+    STATE.get()
+}
+
+/// Allocates the state on first use. Not signal-safe.
+pub fn init() -> Result<&'static ContextState, String> {
+    if let Some(state) = STATE.get() {
+        return Ok(state);
+    }
+    let slots = ThreadSlots::new().map_err(|e| format!("cannot reserve thread slots: {e}"))?;
+    let values = TripleBufferedDictionary::new(VALUE_CAPACITY, Carry::Nothing)
+        .map_err(|e| format!("cannot reserve the context dictionary: {e}"))?;
+    Ok(STATE.get_or_init(|| ContextState { slots, values }))
+}
+
+fn own_slot() -> Result<&'static ThreadSlot, String> {
+    let state = init()?;
+    state.slots.register(current_tid()).ok_or_else(|| "too many threads carry context".to_owned())
+}
+
+/// Sets the calling thread's span ids.
+pub fn set_spans(span_id: u64, root_span_id: u64) -> Result<(), String> {
+    own_slot()?.set_spans(span_id, root_span_id);
+    Ok(())
+}
+
+/// Clears the calling thread's span ids and context values.
+pub fn clear() -> Result<(), String> {
+    own_slot()?.clear_context();
+    Ok(())
+}
+
+/// Sets context value `slot` (< `attributes`) of the calling thread;
+/// `None` clears it.
+pub fn set_value(slot: usize, value: Option<&str>, attributes: usize) -> Result<(), String> {
+    if slot >= attributes.min(MAX_CONTEXT_VALUES) {
+        return Err(format!(
+            "context slot {slot} is out of range: {attributes} attribute(s) configured at start (attributes=name1;name2;...)"
+        ));
+    }
+    let own = own_slot()?;
+    let id = match value {
+        Some(text) => init()?.values.lookup(text, current_tid() as usize).ok_or("the context value dictionary is full")?,
+        None => 0,
+    };
+    own.set_value(slot, id);
+    Ok(())
+}
+
+/// The context of thread `tid` for a sample. Signal-safe.
+pub fn sample_context(tid: u32) -> Context {
+    state().and_then(|s| s.slots.find(tid)).and_then(ThreadSlot::context).unwrap_or_default()
+}
+
+/// Ids of context values set on any thread right now.
+pub fn live_value_ids() -> HashSet<u32> {
+    let mut ids = HashSet::new();
+    if let Some(state) = state() {
+        state.slots.for_each(|slot| ids.extend(slot.value_ids()));
+    }
+    ids
+}
+
+/// Rotates the value dictionary, keeping every value some thread carries.
+pub fn rotate_values() {
+    if let Some(state) = state() {
+        state.values.rotate();
+        state.values.carry_ids(&live_value_ids());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_carried_by_a_thread_survive_rotations() {
+        set_value(1, Some("customer-42"), 2).unwrap();
+        let id = sample_context(current_tid()).values[1];
+        assert_ne!(id, 0);
+        for _ in 0..4 {
+            rotate_values();
+        }
+        assert_eq!(state().unwrap().values.live_entries().get(&id).map(String::as_str), Some("customer-42"));
+        set_value(1, None, 2).unwrap();
+        assert_eq!(sample_context(current_tid()).values[1], 0);
+        assert!(set_value(2, Some("x"), 2).unwrap_err().contains("out of range"));
+    }
+}

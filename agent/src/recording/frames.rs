@@ -1,0 +1,161 @@
+//! Turning stored frames into constant-pool frames: Java methods resolved
+//! through JVMTI (with class ids from the class map), native frames named
+//! from the library table, remote frames per the remote-symbolication
+//! contract, and markers for stacks that could not be walked.
+
+use super::methods::{MethodInfo, MethodSource};
+use crate::dictionary::TripleBufferedDictionary;
+use crate::libraries::marks::Mark;
+use crate::libraries::LibraryTable;
+use crate::sampling::asgct::CallTraceError;
+use crate::sampling::remote::RemoteFrame;
+use crate::storage::frame::{Frame, FrameKind, BCI_NATIVE_METHOD};
+use jfr_writer::{ConstantPools, FrameDef, FrameType, MethodDef, MethodId};
+use std::collections::HashMap;
+
+const ACC_NATIVE: i32 = 0x100;
+/// Pool keys for frames that are not Java methods: above any jmethodID.
+const SYNTHETIC_METHOD_KEY: u64 = 1 << 63;
+const NATIVE_METHOD_KEY: u64 = 1 << 62;
+/// Packed remote frames have their two top bits clear.
+const REMOTE_METHOD_KEY: u64 = 3 << 62;
+
+/// Resolves the frames of one chunk.
+pub struct FrameNames<'a> {
+    methods: &'a mut dyn MethodSource,
+    libraries: Option<&'a LibraryTable>,
+    classes: Option<&'a TripleBufferedDictionary>,
+    /// Native frame names by attribution address.
+    natives: HashMap<u64, (String, FrameType)>,
+}
+
+impl<'a> FrameNames<'a> {
+    pub fn new(
+        methods: &'a mut dyn MethodSource,
+        libraries: Option<&'a LibraryTable>,
+        classes: Option<&'a TripleBufferedDictionary>,
+    ) -> Self {
+        Self { methods, libraries, classes, natives: HashMap::new() }
+    }
+
+    /// A marker frame (`[storage_full]`, `[GC_active]`, ...).
+    pub fn marker(&mut self, pools: &mut ConstantPools, name: &str) -> FrameDef {
+        FrameDef { method: synthetic(pools, name), line: -1, bci: -1, frame_type: FrameType::Native }
+    }
+
+    pub fn frame(&mut self, pools: &mut ConstantPools, frame: &Frame) -> FrameDef {
+        match frame.kind {
+            FrameKind::Native => {
+                let (name, frame_type) = self.native_name(frame.method).clone();
+                FrameDef { method: native_method(pools, &name), line: -1, bci: -1, frame_type }
+            }
+            FrameKind::RemoteNative => {
+                let remote = RemoteFrame::unpack(frame.method);
+                let build_id = self.libraries.and_then(|t| t.by_index(remote.lib_index)).and_then(|l| l.build_id.clone());
+                let method = match build_id {
+                    Some(build_id) => remote_method(pools, &build_id.to_hex(), remote),
+                    None => synthetic(pools, "[unknown_library]"),
+                };
+                FrameDef { method, line: -1, bci: -1, frame_type: FrameType::RemoteNative }
+            }
+            FrameKind::Java => {
+                let classes = self.classes;
+                match self.methods.method(frame.method) {
+                    Some(info) => {
+                        let native = frame.bci == BCI_NATIVE_METHOD || info.modifiers & ACC_NATIVE != 0;
+                        FrameDef {
+                            method: java_method(pools, classes, frame.method, info),
+                            line: if native { -1 } else { info.line_of(frame.bci) },
+                            bci: if native { -1 } else { frame.bci },
+                            // AsyncGetCallTrace does not say whether a frame is
+                            // interpreted or compiled; like async-profiler we
+                            // call Java frames JIT compiled.
+                            frame_type: if native { FrameType::Native } else { FrameType::JitCompiled },
+                        }
+                    }
+                    None => FrameDef {
+                        method: synthetic(pools, "[unknown_Java_method]"),
+                        line: -1,
+                        bci: frame.bci,
+                        frame_type: FrameType::JitCompiled,
+                    },
+                }
+            }
+            FrameKind::Error => {
+                let error = CallTraceError::from_code(frame.method as i64);
+                self.marker(pools, error.frame_name())
+            }
+        }
+    }
+
+    fn native_name(&mut self, address: u64) -> &(String, FrameType) {
+        let libraries = self.libraries;
+        self.natives.entry(address).or_insert_with(|| match libraries.and_then(|t| t.library_at(address)) {
+            Some(library) => {
+                let frame_type = if library.is_jvm { FrameType::Cpp } else { FrameType::Native };
+                (library.describe(address), frame_type)
+            }
+            None => (format!("[unknown+{address:#x}]"), FrameType::Native),
+        })
+    }
+}
+
+/// A pseudo-method standing for a frame that is not a Java method.
+fn synthetic(pools: &mut ConstantPools, name: &str) -> MethodId {
+    pools.method(SYNTHETIC_METHOD_KEY | u64::from(name_hash(name)), |p| MethodDef {
+        class: p.class("", 0),
+        name: p.symbol(name),
+        descriptor: p.symbol("()L;"),
+        modifiers: 0,
+        hidden: false,
+    })
+}
+
+fn name_hash(name: &str) -> u32 {
+    name.bytes().fold(2_166_136_261u32, |h, b| (h ^ u32::from(b)).wrapping_mul(16_777_619))
+}
+
+fn java_method(
+    pools: &mut ConstantPools,
+    classes: Option<&TripleBufferedDictionary>,
+    id: u64,
+    info: &MethodInfo,
+) -> MethodId {
+    pools.method(id, |p| MethodDef {
+        class: match classes.and_then(|c| c.lookup(&info.class_name, 0)) {
+            Some(key) => p.class_keyed(u64::from(key), &info.class_name, info.class_modifiers),
+            None => p.class(&info.class_name, info.class_modifiers),
+        },
+        name: p.symbol(&info.name),
+        descriptor: p.symbol(&info.signature),
+        modifiers: info.modifiers,
+        hidden: false,
+    })
+}
+
+fn native_method(pools: &mut ConstantPools, name: &str) -> MethodId {
+    pools.method(NATIVE_METHOD_KEY | name_hash64(name), |p| MethodDef {
+        class: p.class("", 0),
+        name: p.symbol(name),
+        descriptor: p.symbol("()L;"),
+        modifiers: ACC_NATIVE,
+        hidden: false,
+    })
+}
+
+/// A remote frame: class = the library's build-id, name = `<remote>`,
+/// descriptor = the pc offset in hex (the remote-symbolication contract).
+fn remote_method(pools: &mut ConstantPools, build_id: &str, remote: RemoteFrame) -> MethodId {
+    let identity = RemoteFrame { mark: Mark::None, ..remote }.pack().unwrap_or(0);
+    pools.method(REMOTE_METHOD_KEY | identity, |p| MethodDef {
+        class: p.class(build_id, 0),
+        name: p.symbol("<remote>"),
+        descriptor: p.symbol(&format!("{:#x}", remote.offset)),
+        modifiers: ACC_NATIVE,
+        hidden: false,
+    })
+}
+
+fn name_hash64(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)) >> 2
+}
