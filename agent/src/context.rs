@@ -9,6 +9,7 @@
 //! resolvable for as long as any thread carries it, and is purged two
 //! rotations after the last one let go.
 
+use crate::counters::{self, Counter};
 use crate::dictionary::{Carry, TripleBufferedDictionary};
 use crate::sampling::handler::current_tid;
 use crate::storage::thread_slots::{Context, ThreadSlot, ThreadSlots, MAX_CONTEXT_VALUES};
@@ -88,7 +89,8 @@ pub fn clear() -> Result<(), String> {
 }
 
 /// Sets context value `slot` (< `attributes`) of the calling thread;
-/// `None` clears it.
+/// `None` clears it. A value that finds the dictionary full is counted and
+/// recorded as unset: context must never fail the application's request.
 pub fn set_value(slot: usize, value: Option<&str>, attributes: usize) -> Result<(), String> {
     if slot >= attributes.min(MAX_CONTEXT_VALUES) {
         return Err(format!(
@@ -96,11 +98,15 @@ pub fn set_value(slot: usize, value: Option<&str>, attributes: usize) -> Result<
         ));
     }
     let own = own_slot()?;
-    let id = match value {
-        Some(text) => init()?.values.lookup(text, current_tid() as usize).ok_or("the context value dictionary is full")?,
-        None => 0,
+    let Some(text) = value else {
+        own.set_value(slot, 0);
+        return Ok(());
     };
-    own.set_value(slot, id);
+    let published = init()?.values.lookup_and_publish(text, current_tid() as usize, |id| own.set_value(slot, id));
+    if published.is_none() {
+        counters::increment(Counter::ContextValuesDropped);
+        own.set_value(slot, 0);
+    }
     Ok(())
 }
 

@@ -25,6 +25,7 @@ counters! {
     SamplesDroppedBusy => "samples_dropped_busy",
     SamplesFiltered => "samples_filtered_out",
     ContextValuesExpired => "context_values_expired",
+    ContextValuesDropped => "context_values_dropped_dictionary_full",
     SamplesDroppedBufferFull => "samples_dropped_buffer_full",
     TracesDroppedTableFull => "traces_dropped_table_full",
     TracesDroppedArenaFull => "traces_dropped_arena_full",

@@ -11,7 +11,7 @@ use crate::log;
 use crate::profiler;
 use crate::sampling::handler::current_tid;
 use crate::threads;
-use crate::vm::{self, JNI_VERSION};
+use crate::vm::{self, Vm, JNI_VERSION};
 use jni::sys::{jclass, jint, jmethodID, JNIEnv, JavaVM, JNI_ERR, JNI_OK};
 use std::ffi::{c_char, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -81,7 +81,6 @@ pub unsafe extern "C" fn Agent_OnLoad(vm: *mut JavaVM, options: *const c_char, _
             eprintln!("[profiler] ERROR: {e}");
             return JNI_ERR;
         }
-        remember_attributes(&options);
         match options.action {
             Some(Action::Start) => {
                 *PENDING_START.lock().unwrap_or_else(|p| p.into_inner()) = Some(options);
@@ -122,7 +121,6 @@ pub unsafe extern "C" fn Agent_OnAttach(vm: *mut JavaVM, options: *const c_char,
         if let Some(env) = env {
             java_api::bind_loaded(vm.jvmti(), env);
         }
-        remember_attributes(&options);
         report(profiler::execute(&options, env).map(print_to_stdout))
     })
 }
@@ -143,13 +141,6 @@ pub unsafe extern "C" fn JNI_OnLoad(vm: *mut JavaVM, _reserved: *mut c_void) -> 
     })
 }
 
-/// Context attributes of a `start` (for `JavaProfiler.setContextValue`).
-fn remember_attributes(options: &Options) {
-    if options.action == Some(Action::Start) {
-        crate::context::set_attribute_count(options.attributes.len());
-    }
-}
-
 fn print_to_stdout(message: String) -> String {
     if !message.is_empty() {
         println!("{message}");
@@ -168,17 +159,40 @@ fn callbacks() -> EventCallbacks {
         .compiled_method_load(on_compiled_method_load)
 }
 
+/// Registers the calling Java thread under its Java name and id.
+fn name_calling_thread(vm: &Vm, env: Option<JniEnv>, thread: ThreadRef) -> u32 {
+    let name = vm.jvmti().thread_name(thread).ok();
+    let java_id = env.and_then(|e| e.java_thread_id(thread)).unwrap_or(0);
+    let tid = current_tid();
+    threads::java_thread_started(tid, name, java_id);
+    tid
+}
+
 /// # Safety
 /// `env` and `thread` are what a JVMTI thread callback received.
 unsafe fn register_java_thread(env: *mut JNIEnv, thread: jthread) {
     let Some(vm) = vm::get() else { return };
     // SAFETY: per the contract, both belong to the calling thread.
     let (env, thread) = unsafe { (JniEnv::from_raw(env), ThreadRef::from_raw(thread)) };
-    let name = vm.jvmti().thread_name(thread).ok();
-    let java_id = env.and_then(|e| e.java_thread_id(thread)).unwrap_or(0);
-    let tid = current_tid();
-    threads::java_thread_started(tid, name, java_id);
-    engine::thread_started(tid);
+    engine::thread_started(name_calling_thread(vm, env, thread));
+}
+
+thread_local! {
+    static ADOPTED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Names a Java thread that was running before the agent loaded (so no
+/// ThreadStart told us about it) when it first calls the Java API.
+pub(crate) fn adopt_calling_thread(env: JniEnv) {
+    if ADOPTED.replace(true) {
+        return;
+    }
+    let Some(vm) = vm::get() else { return };
+    env.with_local_frame(4, || {
+        if let Ok(thread) = vm.jvmti().current_thread() {
+            name_calling_thread(vm, Some(env), thread);
+        }
+    });
 }
 
 unsafe extern "C" fn on_vm_init(_jvmti: *mut c_void, env: *mut JNIEnv, thread: jthread) {

@@ -10,7 +10,7 @@
 use crate::args;
 use crate::context;
 use crate::counters;
-use crate::entry::ffi_boundary;
+use crate::entry::{adopt_calling_thread, ffi_boundary};
 use crate::jni_env::JniEnv;
 use crate::jvmti::{ClassRef, Jvmti};
 use crate::profiler::{self, CommandResult, ErrorKind};
@@ -21,11 +21,14 @@ use std::ffi::{c_void, CStr};
 
 pub const CLASS_SIGNATURE: &str = "Ldev/jvmprofiler/JavaProfiler;";
 
+/// The calling thread's env, naming the thread first if it predates the agent.
+///
 /// # Safety
 /// `env` is the JNIEnv a native method received.
 unsafe fn env(env: *mut JNIEnv) -> Option<JniEnv> {
     // SAFETY: per the contract.
-    unsafe { JniEnv::from_raw(env) }
+    let env = unsafe { JniEnv::from_raw(env) };
+    env.inspect(|e| adopt_calling_thread(*e))
 }
 
 fn encode(result: CommandResult<String>) -> String {
@@ -56,12 +59,7 @@ extern "system" fn execute(raw: *mut JNIEnv, _class: jclass, command: jstring) -
         let env = unsafe { env(raw) };
         let text = env.and_then(|e| e.string(command)).unwrap_or_default();
         let result = match args::parse(&text) {
-            Ok(options) => {
-                if options.action == Some(args::Action::Start) {
-                    context::set_attribute_count(options.attributes.len());
-                }
-                profiler::execute(&options, env)
-            }
+            Ok(options) => profiler::execute(&options, env),
             Err(e) => Err(profiler::CommandError { kind: ErrorKind::Argument, message: format!("invalid option {e}") }),
         };
         reply(env, &encode(result))
@@ -73,7 +71,7 @@ extern "system" fn dump(raw: *mut JNIEnv, _class: jclass, path: jstring) -> jstr
         // SAFETY: the arguments of this native method.
         let env = unsafe { env(raw) };
         let path = env.and_then(|e| e.string(path)).unwrap_or_default();
-        reply(env, &encode(profiler::dump_to(std::path::Path::new(&path), env)))
+        reply(env, &encode(profiler::dump_to(Some(path.into()), env)))
     })
 }
 
@@ -85,8 +83,10 @@ extern "system" fn counters(raw: *mut JNIEnv, _class: jclass) -> jstring {
     })
 }
 
-extern "system" fn set_context(_env: *mut JNIEnv, _class: jclass, span_id: jlong, root_span_id: jlong) {
+extern "system" fn set_context(raw: *mut JNIEnv, _class: jclass, span_id: jlong, root_span_id: jlong) {
     ffi_boundary("JavaProfiler.setContext", (), || {
+        // SAFETY: the env of this native method.
+        unsafe { env(raw) };
         let _ = context::set_spans(span_id as u64, root_span_id as u64);
     })
 }
@@ -133,8 +133,10 @@ extern "system" fn record_trace_root(
     })
 }
 
-extern "system" fn filter_thread(_env: *mut JNIEnv, _class: jclass, add: jboolean) {
+extern "system" fn filter_thread(raw: *mut JNIEnv, _class: jclass, add: jboolean) {
     ffi_boundary("JavaProfiler.addThread", (), || {
+        // SAFETY: the env of this native method.
+        unsafe { env(raw) };
         let _ = context::filter_thread(add);
     })
 }

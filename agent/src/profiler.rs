@@ -206,6 +206,7 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
     };
     let file = options.file.as_deref().map(output_path);
     context::set_filter(options.filter);
+    context::set_attribute_count(options.attributes.len());
     let recording =
         Arc::new(Mutex::new(Recording::new(settings(options, engine, interval), options.attributes.clone(), file)));
     let writer = match Writer::spawn(vm, Arc::clone(&sampler), Arc::clone(&recording)) {
@@ -244,28 +245,26 @@ fn stop(file: Option<&str>, env: Option<JniEnv>) -> CommandResult<String> {
     session.writer.stop();
     let path = file.map(output_path);
     let mut recording = session.recording.lock().unwrap_or_else(|p| p.into_inner());
-    let written = write_recording(&mut recording, &session.sampler, env, path, true);
     log::info!("profiling stopped after {} s", session.started.elapsed().as_secs());
-    drop(recording);
-    written.map(|p| format!("Profiling stopped; recording written to {}", p.display()))
+    if path.is_none() && recording.session_path().is_none() {
+        return Ok("Profiling stopped; no file was given, so the data since the last dump was discarded".to_owned());
+    }
+    let written = write_recording(&mut recording, &session.sampler, env, path, true)?;
+    Ok(format!("Profiling stopped; recording written to {}", written.display()))
 }
 
-/// Writes the data since the previous dump to `path` (the Java API's
-/// `dump(Path)`: a path taken as is, not as an option value).
-pub fn dump_to(path: &std::path::Path, env: Option<JniEnv>) -> CommandResult<String> {
+/// Writes the data since the previous dump to `path` (or the session
+/// file); sampling continues.
+pub fn dump_to(path: Option<PathBuf>, env: Option<JniEnv>) -> CommandResult<String> {
     let current = session();
     let session = current.as_ref().ok_or_else(|| state("dump: profiling is not running"))?;
     let mut recording = session.recording.lock().unwrap_or_else(|p| p.into_inner());
-    let written = write_recording(&mut recording, &session.sampler, env, Some(path.to_path_buf()), false)?;
+    let written = write_recording(&mut recording, &session.sampler, env, path, false)?;
     Ok(format!("Recording written to {}", written.display()))
 }
 
 fn dump(file: Option<&str>, env: Option<JniEnv>) -> CommandResult<String> {
-    let current = session();
-    let session = current.as_ref().ok_or_else(|| state("dump: profiling is not running"))?;
-    let mut recording = session.recording.lock().unwrap_or_else(|p| p.into_inner());
-    let path = write_recording(&mut recording, &session.sampler, env, file.map(output_path), false)?;
-    Ok(format!("Recording written to {}", path.display()))
+    dump_to(file.map(output_path), env)
 }
 
 fn write_recording(

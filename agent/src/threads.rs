@@ -51,10 +51,23 @@ pub fn process_threads() -> Vec<u32> {
     entries.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect()
 }
 
-/// A Java thread started (or was found running) on `tid`.
+/// A Java thread started (or was found running) on `tid`: names the live
+/// entry of `tid` if there is one (it may have been registered from `/proc`
+/// before the JVM told us), else registers it.
 pub fn java_thread_started(tid: u32, java_name: Option<String>, java_id: i64) {
     let os_name = os_thread_name(tid).unwrap_or_default();
-    with_registry(|r| r.insert(ThreadInfo { tid, os_name, java_name, java_id, ended: false }));
+    with_registry(|r| {
+        let live = r.by_tid.get(&tid).and_then(|key| r.by_key.get_mut(key)).filter(|info| !info.ended);
+        match live {
+            Some(info) => {
+                info.java_name = java_name;
+                info.java_id = java_id;
+            }
+            None => {
+                r.insert(ThreadInfo { tid, os_name, java_name, java_id, ended: false });
+            }
+        }
+    });
 }
 
 /// The thread on `tid` is ending. Its entry stays until [`purge_ended`],
@@ -116,6 +129,9 @@ mod tests {
         let fresh = key_for(tid);
         assert_ne!(fresh, key);
         assert_eq!(info(fresh).unwrap().os_name, format!("[tid {tid}]"));
+        java_thread_started(tid, Some("adopted".into()), 40);
+        assert_eq!(key_for(tid), fresh, "a thread seen before the JVM named it keeps its key");
+        assert_eq!(info(fresh).unwrap().java_name.as_deref(), Some("adopted"));
     }
 
     #[test]

@@ -94,6 +94,13 @@ impl ChildGuard {
         self.0.as_ref().unwrap().id()
     }
 
+    /// Writes `text` to the child's stdin (spawned with `Stdio::piped()`).
+    pub fn send(&mut self, text: &str) {
+        use std::io::Write;
+        let stdin = self.0.as_mut().unwrap().stdin.as_mut().expect("child spawned with a piped stdin");
+        stdin.write_all(text.as_bytes()).and_then(|()| stdin.flush()).expect("write to the child's stdin");
+    }
+
     /// Waits for the process; kills it and panics after `timeout`.
     pub fn wait(mut self, timeout: Duration) -> Output {
         let deadline = Instant::now() + timeout;
@@ -127,11 +134,23 @@ impl Drop for ChildGuard {
 
 /// `java [-agentpath:agent=options] [jvm_args] -cp fixtures main args`.
 pub fn java_command(agent_options: Option<&str>, jvm_args: &[&str], main: &str, args: &[&str]) -> Command {
+    java_command_with_classpath(agent_options, jvm_args, &[], main, args)
+}
+
+/// As [`java_command`], with `before` ahead of the fixtures on the class path.
+pub fn java_command_with_classpath(
+    agent_options: Option<&str>,
+    jvm_args: &[&str],
+    before: &[&Path],
+    main: &str,
+    args: &[&str],
+) -> Command {
     let mut command = Command::new(jdk_tool("java"));
     if let Some(options) = agent_options {
         command.arg(format!("-agentpath:{}={options}", agent_library().display()));
     }
-    command.args(jvm_args).arg("-cp").arg(classes_dir()).arg(main).args(args);
+    let classpath = std::env::join_paths(before.iter().copied().chain([classes_dir()])).expect("class path");
+    command.args(jvm_args).arg("-cp").arg(classpath).arg(main).args(args);
     command.stdout(Stdio::piped()).stderr(Stdio::piped());
     command
 }
@@ -179,6 +198,8 @@ pub struct Event {
     pub state: String,
     pub weight: i64,
     pub truncated: bool,
+    /// The event's other fields (span ids, context attributes, endpoint, ...), as text.
+    pub fields: HashMap<String, String>,
     /// Innermost first.
     pub frames: Vec<Frame>,
 }
@@ -186,6 +207,11 @@ pub struct Event {
 impl Event {
     pub fn top(&self) -> Option<&Frame> {
         self.frames.first()
+    }
+
+    /// A field printed as text (`"null"` for a null value); panics naming the event if absent.
+    pub fn field(&self, name: &str) -> &str {
+        self.fields.get(name).unwrap_or_else(|| panic!("{} has no field {name}: {:?}", self.kind, self.fields))
     }
 }
 
@@ -234,6 +260,7 @@ fn parse_dump(text: &str) -> Recording {
                 state: fields[5].to_owned(),
                 weight: fields[6].parse().unwrap(),
                 truncated: fields[7] == "true",
+                fields: HashMap::new(),
                 frames: Vec::new(),
             }),
             "FRAME" => recording.events.last_mut().expect("frame after event").frames.push(Frame {
@@ -244,6 +271,10 @@ fn parse_dump(text: &str) -> Recording {
                 line: fields[5].parse().unwrap(),
                 bci: fields[6].parse().unwrap(),
             }),
+            "FIELD" => {
+                let event = recording.events.last_mut().expect("field after event");
+                event.fields.insert(fields[1].to_owned(), fields.get(2).copied().unwrap_or_default().to_owned());
+            }
             "COUNTER" => {
                 recording.counters.insert(fields[1].to_owned(), fields[2].parse().unwrap());
             }

@@ -24,6 +24,10 @@
 //!    new buffer and reuse the old ids (`rotate`).
 //! 3. *A signal handler re-entering a lookup releases the outer guard*: each
 //!    protection takes its own hazard slot ([`hazard`]).
+//!
+//! Dictionaries that carry only the ids still in use (context values) add
+//! one more rule: an id is stored where the carry-over looks while the
+//! buffer it came from is still protected ([`TripleBufferedDictionary::lookup_and_publish`]).
 
 pub mod hazard;
 pub mod table;
@@ -150,6 +154,23 @@ impl TripleBufferedDictionary {
     /// Not signal-safe.
     pub fn lookup(&self, key: &str, hint: usize) -> Option<u32> {
         self.bounded_lookup(key, u32::MAX, hint)
+    }
+
+    /// [`lookup`](Self::lookup), then hands the id to `publish` (which stores
+    /// it where a rotation will look, e.g. a thread's context slot) while the
+    /// buffer that was active when the call began is still protected. A
+    /// rotation waits for that protection to go before it returns, so what
+    /// `publish` stored is visible to anything the rotating thread reads
+    /// afterwards (the ids it carries over): an id can never be stored just
+    /// after the carry-over snapshot and then outlive its buffer.
+    pub fn lookup_and_publish(&self, key: &str, hint: usize, publish: impl FnOnce(u32)) -> Option<u32> {
+        let Some(_pinned) = self.hazards.protect(hint, || self.active_address()) else {
+            counters::increment(Counter::DictionaryNoHazardSlot);
+            return None;
+        };
+        let id = self.lookup(key, hint)?;
+        publish(id);
+        Some(id)
     }
 
     /// Makes the scratch buffer active, turns the old active into the dump

@@ -73,8 +73,8 @@ macro_rules! slots {
 
 slots! {
     SET_EVENT_NOTIFICATION_MODE = 2 "SetEventNotificationMode";
-    GET_ALL_THREADS = 4 "GetAllThreads";
     GET_THREAD_INFO = 9 "GetThreadInfo";
+    GET_CURRENT_THREAD = 18 "GetCurrentThread";
     DEALLOCATE = 47 "Deallocate";
     GET_CLASS_SIGNATURE = 48 "GetClassSignature";
     GET_CLASS_MODIFIERS = 51 "GetClassModifiers";
@@ -257,16 +257,15 @@ impl Jvmti {
         self.check(unsafe { f(self.as_raw(), mode, event as jint, ptr::null_mut()) })
     }
 
-    /// All live Java threads, as local references of the calling thread.
-    pub fn all_threads(&self) -> JvmtiResult<Vec<jthread>> {
-        type F = unsafe extern "C" fn(*mut c_void, *mut jint, *mut *mut jthread) -> jint;
-        let (mut count, mut threads) = (0, ptr::null_mut());
-        // SAFETY: slot 4 has this signature.
-        let f: F = unsafe { std::mem::transmute(self.function(GET_ALL_THREADS)) };
-        // SAFETY: valid env and out pointers.
-        self.check(unsafe { f(self.as_raw(), &mut count, &mut threads) })?;
-        // SAFETY: JVMTI allocated `count` thread references.
-        Ok(unsafe { self.take_array(threads, count) })
+    /// The calling thread's java.lang.Thread (a local reference).
+    pub fn current_thread(&self) -> JvmtiResult<ThreadRef> {
+        type F = unsafe extern "C" fn(*mut c_void, *mut jthread) -> jint;
+        let mut thread = ptr::null_mut();
+        // SAFETY: slot 18 has this signature.
+        let f: F = unsafe { std::mem::transmute(self.function(GET_CURRENT_THREAD)) };
+        // SAFETY: valid env and out pointer.
+        self.check(unsafe { f(self.as_raw(), &mut thread) })?;
+        Ok(ThreadRef(thread))
     }
 
     /// The Java name of `thread`.

@@ -1,5 +1,7 @@
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Set;
+import jdk.jfr.ValueDescriptor;
 import jdk.jfr.consumer.RecordedEvent;
 import jdk.jfr.consumer.RecordedFrame;
 import jdk.jfr.consumer.RecordedMethod;
@@ -17,10 +19,13 @@ import jdk.jfr.consumer.RecordingFile;
  * FRAME  frameType  class  method  descriptor  line  bci   (innermost first)
  * COUNTER  name  value
  * SETTING  name  value
+ * FIELD  name  value   (the event's other fields: span ids, context attributes, endpoint, ...)
  * EVENT  jdk.NativeLibrary  startEpochNanos  path  0  buildId-or-dash  loadBias  false
  * </pre>
  */
 public class JfrDump {
+    private static final Set<String> COMMON = Set.of("startTime", "duration", "eventThread", "stackTrace", "state", "weight");
+
     public static void main(String[] args) throws Exception {
         StringBuilder out = new StringBuilder(1 << 20);
         for (RecordedEvent e : RecordingFile.readAllEvents(Path.of(args[0]))) {
@@ -51,6 +56,11 @@ public class JfrDump {
                .append('\t').append(e.hasField("weight") ? e.getLong("weight") : 0)
                .append('\t').append(stack != null && stack.isTruncated())
                .append('\n');
+            for (ValueDescriptor field : e.getFields()) {
+                if (!COMMON.contains(field.getName())) {
+                    out.append("FIELD\t").append(field.getName()).append('\t').append((Object) e.getValue(field.getName())).append('\n');
+                }
+            }
             if (stack == null) {
                 continue;
             }
