@@ -49,7 +49,8 @@ fn main() {
         }
     }
     let jar = out.join("profiler.jar");
-    let status = Command::new(jdk_tool("jar")).arg("--create").arg("--file").arg(&jar).arg("-C").arg(&classes).arg(".").status();
+    let status =
+        Command::new(jdk_tool("jar")).arg("--create").arg("--file").arg(&jar).arg("-C").arg(&classes).arg(".").status();
     assert!(status.is_ok_and(|s| s.success()), "jar failed on the Java API classes");
     if let Some(dir) = artifact_dir(&out) {
         std::fs::copy(&jar, dir.join("profiler.jar")).expect("copy profiler.jar next to the library");

@@ -103,12 +103,15 @@ fn main() {
     // The Java API first: fixtures use it as users would.
     let api = root.join("../../java-api/src");
     println!("cargo:rerun-if-changed={}", api.display());
-    for (name, dir) in [("java-api", api.join("dev/jvmprofiler")), ("fixtures", root.join("fixtures")), ("tools", root.join("tools"))] {
+    for (name, dir) in
+        [("java-api", api.join("dev/jvmprofiler")), ("fixtures", root.join("fixtures")), ("tools", root.join("tools"))]
+    {
         println!("cargo:rerun-if-changed={}", dir.display());
         let sources = java_sources(&dir);
-        let status = Command::new(&javac).arg("-cp").arg(&out).arg("-d").arg(&out).args(&sources).status().unwrap_or_else(|e| {
-            panic!("cannot run {}: {e} (install a JDK, e.g. openjdk-17-jdk-headless)", javac.display())
-        });
+        let status =
+            Command::new(&javac).arg("-cp").arg(&out).arg("-d").arg(&out).args(&sources).status().unwrap_or_else(|e| {
+                panic!("cannot run {}: {e} (install a JDK, e.g. openjdk-17-jdk-headless)", javac.display())
+            });
         assert!(status.success(), "javac failed for {name}");
     }
     let native = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("native");

@@ -299,7 +299,10 @@ pub fn parse_interval(key: &str, value: &str) -> Result<Duration, OptionError> {
 fn parse_attributes(key: &str, value: &str) -> Result<Vec<String>, OptionError> {
     let names: Vec<String> = value.split(';').map(str::to_owned).collect();
     if names.iter().any(String::is_empty) {
-        return Err(error(key, format!("'{value}' has an empty name (accepted: name1;name2;... up to {MAX_ATTRIBUTES})")));
+        return Err(error(
+            key,
+            format!("'{value}' has an empty name (accepted: name1;name2;... up to {MAX_ATTRIBUTES})"),
+        ));
     }
     if names.len() > MAX_ATTRIBUTES {
         return Err(error(key, format!("{} names given (accepted: up to {MAX_ATTRIBUTES})", names.len())));

@@ -31,6 +31,15 @@ unsafe fn env(env: *mut JNIEnv) -> Option<JniEnv> {
     env.inspect(|e| adopt_calling_thread(*e))
 }
 
+/// A String argument of a native method (`None` for null).
+///
+/// # Safety
+/// `s` is a `String` argument the native method received with `env`.
+unsafe fn java_string(env: Option<JniEnv>, s: jstring) -> Option<String> {
+    // SAFETY: per the contract, a live local reference of this thread.
+    env.and_then(|e| unsafe { e.string(s) })
+}
+
 fn encode(result: CommandResult<String>) -> String {
     match result {
         Ok(message) => format!("ok\n{message}"),
@@ -57,7 +66,8 @@ extern "system" fn execute(raw: *mut JNIEnv, _class: jclass, command: jstring) -
     ffi_boundary("JavaProfiler.execute", std::ptr::null_mut(), || {
         // SAFETY: the arguments of this native method.
         let env = unsafe { env(raw) };
-        let text = env.and_then(|e| e.string(command)).unwrap_or_default();
+        // SAFETY: a String argument of this native method.
+        let text = unsafe { java_string(env, command) }.unwrap_or_default();
         let result = match args::parse(&text) {
             Ok(options) => profiler::execute(&options, env),
             Err(e) => Err(profiler::CommandError { kind: ErrorKind::Argument, message: format!("invalid option {e}") }),
@@ -70,7 +80,8 @@ extern "system" fn dump(raw: *mut JNIEnv, _class: jclass, path: jstring) -> jstr
     ffi_boundary("JavaProfiler.dump", std::ptr::null_mut(), || {
         // SAFETY: the arguments of this native method.
         let env = unsafe { env(raw) };
-        let path = env.and_then(|e| e.string(path)).unwrap_or_default();
+        // SAFETY: a String argument of this native method.
+        let path = unsafe { java_string(env, path) }.unwrap_or_default();
         reply(env, &encode(profiler::dump_to(Some(path.into()), env)))
     })
 }
@@ -101,7 +112,8 @@ extern "system" fn set_context_value(raw: *mut JNIEnv, _class: jclass, slot: jin
     ffi_boundary("JavaProfiler.setContextValue", std::ptr::null_mut(), || {
         // SAFETY: the arguments of this native method.
         let env = unsafe { env(raw) };
-        let value = env.and_then(|e| e.string(value));
+        // SAFETY: a String argument of this native method.
+        let value = unsafe { java_string(env, value) };
         let slot = usize::try_from(slot).unwrap_or(usize::MAX);
         match context::set_value(slot, value.as_deref(), context::attribute_count()) {
             Ok(()) => std::ptr::null_mut(),
@@ -124,8 +136,9 @@ extern "system" fn record_trace_root(
         }
         // SAFETY: the arguments of this native method.
         let env = unsafe { env(raw) };
-        let (Some(endpoint), Some(operation)) = (env.and_then(|e| e.string(endpoint)), env.and_then(|e| e.string(operation)))
-        else {
+        // SAFETY: String arguments of this native method.
+        let labels = unsafe { (java_string(env, endpoint), java_string(env, operation)) };
+        let (Some(endpoint), Some(operation)) = labels else {
             return false;
         };
         let limit = u32::try_from(size_limit).unwrap_or(0);

@@ -53,11 +53,14 @@ impl JniEnv {
     }
 
     /// A Java string's contents (`None` for null), decoded from UTF-16.
-    pub fn string(&self, s: jstring) -> Option<String> {
+    ///
+    /// # Safety
+    /// `s` is null or a live `java.lang.String` reference of the calling thread.
+    pub unsafe fn string(&self, s: jstring) -> Option<String> {
         if s.is_null() {
             return None;
         }
-        // SAFETY: `s` is a live java.lang.String reference of this thread.
+        // SAFETY: `s` is a live java.lang.String reference of this thread (contract).
         let len = unsafe { ((**self.0).v1_1.GetStringLength)(self.0, s) }.max(0);
         let mut units = vec![0u16; len as usize];
         // SAFETY: the buffer holds `len` UTF-16 units.
@@ -85,7 +88,8 @@ impl JniEnv {
             })
             .collect();
         // SAFETY: `class` is a live class reference; the table outlives the call.
-        let rc = unsafe { ((**self.0).v1_1.RegisterNatives)(self.0, class.as_raw(), table.as_ptr(), table.len() as jint) };
+        let rc =
+            unsafe { ((**self.0).v1_1.RegisterNatives)(self.0, class.as_raw(), table.as_ptr(), table.len() as jint) };
         let failed = self.clear_exception();
         rc == JNI_OK && !failed
     }

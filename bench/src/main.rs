@@ -10,10 +10,13 @@
 //!   30-deep native stack.
 //! - `symbolizer`: resolving 100k distinct addresses, cold and cached,
 //!   against binutils' addr2line on the same file.
+//! - `dictionary`: `bounded_lookup`, insert and rotation latencies, alone
+//!   and under contention.
 //!
-//! Usage: `cargo run --release -p bench -- [--rounds N] [--seconds S] [--threads T] [--only overhead|floor|native|symbolizer]`
+//! Usage: `cargo run --release -p bench -- [--rounds N] [--seconds S] [--threads T] [--only overhead|floor|native|symbolizer|dictionary]`
 //! (needs `cargo build --release` first, for the agent).
 
+mod dictionary;
 mod floor;
 mod native;
 mod overhead;
@@ -24,7 +27,7 @@ struct Options {
     rounds: usize,
     seconds: f64,
     threads: usize,
-    /// Run only this benchmark (`overhead`, `floor`, `native` or `symbolizer`).
+    /// Run only this benchmark (`overhead`, `floor`, `native`, `symbolizer` or `dictionary`).
     only: Option<String>,
 }
 
@@ -65,5 +68,8 @@ fn main() {
     }
     if options.wants("symbolizer") {
         symbolization::run(&agent);
+    }
+    if options.wants("dictionary") {
+        dictionary::run(&options);
     }
 }

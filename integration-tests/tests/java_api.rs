@@ -45,7 +45,10 @@ fn verify(output: &std::process::Output, dir: &Path) {
     let failures: Vec<&str> = out.lines().filter(|l| l.starts_with("FAIL")).collect();
     assert!(failures.is_empty(), "{failures:#?}\n{out}");
     for check in CHECKS {
-        assert!(out.lines().any(|l| l == format!("OK {check}") || l.starts_with(&format!("OK {check}:"))), "{check}: {out}");
+        assert!(
+            out.lines().any(|l| l == format!("OK {check}") || l.starts_with(&format!("OK {check}:"))),
+            "{check}: {out}"
+        );
     }
     assert!(out.lines().any(|l| l == "DONE"), "{out}");
 
@@ -74,7 +77,10 @@ fn verify(output: &std::process::Output, dir: &Path) {
     }
     let session = read_recording(&dir.join("session.jfr"));
     assert_eq!(session.settings.get("attributes").map(String::as_str), Some("customer;region"));
-    assert!(session.samples().count() >= with_context.len() + without.len(), "the session file holds the dumped chunk too");
+    assert!(
+        session.samples().count() >= with_context.len() + without.len(),
+        "the session file holds the dumped chunk too"
+    );
     assert_jfr_tool_accepts(&dir.join("session.jfr"));
 }
 
@@ -137,7 +143,8 @@ fn dumps_every_10ms_under_api_stress_parse_and_memory_stays_bounded() {
     let errors: Vec<&str> = out.lines().filter(|l| l.starts_with("ERROR")).collect();
     assert!(errors.is_empty(), "{errors:#?}");
     let value = |key: &str| -> u64 {
-        let line = out.lines().find_map(|l| l.strip_prefix(&format!("{key} "))).unwrap_or_else(|| panic!("{key}: {out}"));
+        let line =
+            out.lines().find_map(|l| l.strip_prefix(&format!("{key} "))).unwrap_or_else(|| panic!("{key}: {out}"));
         line.parse().unwrap_or_else(|e| panic!("{key} {line}: {e}"))
     };
     let dumps = value("DUMPS");
@@ -147,4 +154,20 @@ fn dumps_every_10ms_under_api_stress_parse_and_memory_stays_bounded() {
     let (early, end) = (value("RSS_5S"), value("RSS_END"));
     assert!(end as f64 <= early as f64 * 1.2, "RSS grew from {early} kB at 5 s to {end} kB: {out}");
     println!("{out}");
+}
+
+/// `filter`: only threads added with `addThread()` (and not removed again)
+/// are sampled; the rest is counted as filtered out.
+#[test]
+fn the_thread_filter_samples_only_added_threads() {
+    let dir = scratch_dir("api-filter");
+    let file = dir.join("filter.jfr");
+    let output = run_java(Some(""), "FilterUse", &[file.to_str().unwrap()], Duration::from_secs(60));
+    assert_success(&output);
+    let recording = read_recording(&file);
+    let threads: std::collections::HashSet<&str> = recording.samples().map(|e| e.thread.as_str()).collect();
+    let samples_in = recording.samples().filter(|e| e.thread == "filtered-in").count();
+    assert!(samples_in >= 100, "{samples_in} samples of the added thread");
+    assert_eq!(threads.into_iter().collect::<Vec<_>>(), vec!["filtered-in"], "only the added thread is sampled");
+    assert!(recording.counter("samples_filtered_out") >= 100);
 }

@@ -86,7 +86,10 @@ fn jdk_jfr_tool_prints_our_events() {
     assert!(stdout.contains("datadog.ProfilerCounter"), "{stdout}");
     assert!(stdout.contains("spanId = 11") && stdout.contains("localRootSpanId = 12"), "{stdout}");
     assert!(stdout.contains("route = \"GET /orders\"") && stdout.contains("customer = N/A"), "{stdout}");
-    assert!(stdout.contains("endpoint = \"/api/orders\"") && stdout.contains("operation = \"servlet.request\""), "{stdout}");
+    assert!(
+        stdout.contains("endpoint = \"/api/orders\"") && stdout.contains("operation = \"servlet.request\""),
+        "{stdout}"
+    );
 
     let summary = Command::new(jfr_tool()).arg("summary").arg(&path).output().unwrap();
     assert!(summary.status.success());

@@ -182,7 +182,11 @@ fn write_chunk(chunk: &Chunk, resolver: Option<&mut Resolver>, final_chunk: bool
     for (name, count) in &chunk.counters {
         writer.write(&ProfilerCounter { start_ticks: start, name, count: *count });
     }
-    writer.finish(&builder.pools, ChunkEnd { duration_nanos: chunk.clock.duration_nanos, final_chunk }, &chunk.attributes)
+    writer.finish(
+        &builder.pools,
+        ChunkEnd { duration_nanos: chunk.clock.duration_nanos, final_chunk },
+        &chunk.attributes,
+    )
 }
 
 /// The rewritten recording, all chunks concatenated.

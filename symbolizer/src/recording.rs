@@ -283,7 +283,10 @@ pub fn read(path: &Path) -> Result<ReadOutcome, ReadError> {
             let value = event.value();
             match name {
                 "jdk.ActiveSetting" => {
-                    let (name, text) = (string(value.get_field("name")).unwrap_or_default(), string(value.get_field("value")).unwrap_or_default());
+                    let (name, text) = (
+                        string(value.get_field("name")).unwrap_or_default(),
+                        string(value.get_field("value")).unwrap_or_default(),
+                    );
                     if name == "attributes" && !text.is_empty() {
                         data.attributes = text.split(';').map(str::to_owned).collect();
                     }

@@ -60,6 +60,10 @@ pub enum RotationOrder {
     CopyThenSwap,
 }
 
+/// A test hook run in the middle of a rotation of a `T`.
+#[cfg(test)]
+pub(crate) type RotationHook<T> = Box<dyn Fn(&T) + Send + Sync>;
+
 pub struct TripleBufferedDictionary {
     buffers: [Buffer; 3],
     active: AtomicUsize,
@@ -71,7 +75,7 @@ pub struct TripleBufferedDictionary {
     pub(crate) order: RotationOrder,
     /// Test hook run inside a rotation, where the reviewed race lived.
     #[cfg(test)]
-    pub(crate) during_rotation: Option<Box<dyn Fn(&TripleBufferedDictionary) + Send + Sync>>,
+    pub(crate) during_rotation: Option<RotationHook<TripleBufferedDictionary>>,
 }
 
 impl TripleBufferedDictionary {

@@ -92,7 +92,7 @@ impl Buffer {
         let stored = entry.key.load(Ordering::Acquire);
         // SAFETY: a published key pointer stays valid until `clear`, which
         // the owner runs only when no reader can be inside.
-        !stored.is_null() && unsafe { &**stored }.as_bytes() == key.as_bytes()
+        !stored.is_null() && unsafe { &*stored }.as_bytes() == key.as_bytes()
     }
 
     /// The id of `key`, if present. Signal-safe with [`Wait::Bounded`].

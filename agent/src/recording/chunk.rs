@@ -2,18 +2,18 @@
 //! constant pools are built at the end, for exactly the stack traces and
 //! threads the chunk's events reference.
 
-use super::methods::MethodSource;
-use crate::libraries::LibraryTable;
-use crate::storage::call_traces::TraceId;
-use crate::storage::trace_storage::CallTraceStorage;
-use crate::storage::frame::Frame;
-use crate::storage::samples::SampleRecord;
-use crate::threads::ThreadInfo;
 use super::endpoints::Batch;
 use super::frames::FrameNames;
+use super::methods::MethodSource;
 use crate::counters::{self, Counter};
 use crate::dictionary::TripleBufferedDictionary;
+use crate::libraries::LibraryTable;
+use crate::storage::call_traces::TraceId;
+use crate::storage::frame::Frame;
+use crate::storage::samples::SampleRecord;
 use crate::storage::thread_slots::MAX_CONTEXT_VALUES;
+use crate::storage::trace_storage::CallTraceStorage;
+use crate::threads::ThreadInfo;
 use jfr_writer::{
     schema, ActiveSetting, ChunkClock, ChunkEnd, ChunkWriter, ConstantPools, Endpoint, ExecutionSample, NativeLibrary,
     ProfilerCounter, ThreadDef, ThreadState,
@@ -216,4 +216,3 @@ impl ChunkBuilder {
         }
     }
 }
-

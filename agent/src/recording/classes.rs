@@ -14,6 +14,7 @@ pub fn classes() -> Result<&'static TripleBufferedDictionary, String> {
     if let Some(c) = CLASSES.get() {
         return Ok(c);
     }
-    let map = TripleBufferedDictionary::new(CAPACITY, Carry::Everything).map_err(|e| format!("cannot reserve the class map: {e}"))?;
+    let map = TripleBufferedDictionary::new(CAPACITY, Carry::Everything)
+        .map_err(|e| format!("cannot reserve the class map: {e}"))?;
     Ok(CLASSES.get_or_init(|| map))
 }

@@ -34,7 +34,7 @@ pub struct Endpoints {
     #[cfg(test)]
     rotate_outside_lock: bool,
     #[cfg(test)]
-    during_rotation: Option<Box<dyn Fn(&Endpoints) + Send + Sync>>,
+    during_rotation: Option<crate::dictionary::RotationHook<Endpoints>>,
 }
 
 const LABEL_CAPACITY: usize = 1 << 16;

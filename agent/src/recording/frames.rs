@@ -51,7 +51,8 @@ impl<'a> FrameNames<'a> {
             }
             FrameKind::RemoteNative => {
                 let remote = RemoteFrame::unpack(frame.method);
-                let build_id = self.libraries.and_then(|t| t.by_index(remote.lib_index)).and_then(|l| l.build_id.clone());
+                let build_id =
+                    self.libraries.and_then(|t| t.by_index(remote.lib_index)).and_then(|l| l.build_id.clone());
                 let method = match build_id {
                     Some(build_id) => remote_method(pools, &build_id.to_hex(), remote),
                     None => synthetic(pools, "[unknown_library]"),

@@ -16,13 +16,13 @@ pub mod methods;
 pub mod writer;
 
 use crate::clock;
+use crate::context;
 use crate::counters::{self, Counter};
 use crate::jni_env::JniEnv;
 use crate::jvmti::Jvmti;
 use crate::sampling::Sampler;
 use crate::storage::samples::SampleRecord;
 use crate::threads;
-use crate::context;
 use chunk::{ChunkBuilder, ChunkSources};
 use endpoints::Batch;
 use methods::MethodCache;
@@ -116,7 +116,8 @@ impl Recording {
     pub fn rotate(&mut self, ctx: &DumpContext<'_>, final_chunk: bool) -> io::Result<()> {
         counters::set(Counter::CallTraces, ctx.sampler.traces.len() as u64);
         ctx.sampler.traces.rotate();
-        let endpoints = endpoints::endpoints().map(|e| e.rotate()).unwrap_or(Batch { events: Vec::new(), labels: Vec::new() });
+        let endpoints =
+            endpoints::endpoints().map(|e| e.rotate()).unwrap_or(Batch { events: Vec::new(), labels: Vec::new() });
         context::rotate_values();
         let classes = classes::classes().ok();
         if let Some(classes) = classes {

@@ -16,9 +16,9 @@ pub mod siginfo;
 
 use crate::counters::{self, Counter};
 use crate::storage::call_traces::TraceId;
-use crate::storage::trace_storage::CallTraceStorage;
 use crate::storage::frame::Frame;
 use crate::storage::samples::{SampleRecord, SampleStripes};
+use crate::storage::trace_storage::CallTraceStorage;
 use asgct::{AsgctFn, AsgctFrame, AsgctTrace, CallTraceError};
 use jni::sys::JNIEnv;
 use std::ffi::c_void;
