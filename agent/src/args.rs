@@ -51,6 +51,9 @@ pub enum LogLevel {
 
 pub const DEFAULT_CPU_INTERVAL: Duration = Duration::from_millis(10);
 pub const DEFAULT_WALL_INTERVAL: Duration = Duration::from_millis(50);
+/// Threads signalled per wall-clock interval by default (`walltpt=`).
+pub const DEFAULT_WALL_THREADS_PER_TICK: u32 = 16;
+const MAX_WALL_THREADS_PER_TICK: u32 = 1024;
 pub const DEFAULT_JSTACKDEPTH: u32 = 2048;
 pub const MAX_JSTACKDEPTH: u32 = 65_536;
 /// At most this many context attributes (`attributes=`).
@@ -64,6 +67,8 @@ pub struct Options {
     pub cpu: Option<(CpuEngineKind, Duration)>,
     /// Wall-clock sampling period.
     pub wall: Option<Duration>,
+    /// Threads signalled per wall-clock interval (`walltpt=`).
+    pub wall_threads_per_tick: u32,
     /// Output path template (`%p` = pid, `%t` = timestamp).
     pub file: Option<String>,
     pub cstack: CStack,
@@ -83,6 +88,7 @@ impl Default for Options {
             action: None,
             cpu: None,
             wall: None,
+            wall_threads_per_tick: DEFAULT_WALL_THREADS_PER_TICK,
             file: None,
             cstack: CStack::Default,
             jstackdepth: DEFAULT_JSTACKDEPTH,
@@ -115,7 +121,7 @@ fn error(option: &str, message: impl Into<String>) -> OptionError {
     OptionError { option: option.to_owned(), message: message.into() }
 }
 
-const OPTION_NAMES: &str = "start, stop, dump, status, version, event, cpu, wall, interval, file, jfr, \
+const OPTION_NAMES: &str = "start, stop, dump, status, version, event, cpu, wall, walltpt, interval, file, jfr, \
      cstack, jstackdepth, remotesym, attributes, filter, log, loglevel";
 
 /// Parses a comma-separated option string. An empty string is valid (the
@@ -174,6 +180,15 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
                     None => DEFAULT_WALL_INTERVAL,
                 };
                 options.wall = Some(period);
+            }
+            "walltpt" => {
+                let v = required(key, value)?;
+                let accepted = format!("accepted: 1 to {MAX_WALL_THREADS_PER_TICK}");
+                let count: u32 = v.parse().map_err(|_| error(key, format!("'{v}' is not a number ({accepted})")))?;
+                if count == 0 || count > MAX_WALL_THREADS_PER_TICK {
+                    return Err(error(key, format!("{count} is out of range ({accepted})")));
+                }
+                options.wall_threads_per_tick = count;
             }
             "interval" => interval = Some(parse_interval(key, required(key, value)?)?),
             "file" => options.file = Some(required(key, value)?.to_owned()),
@@ -426,6 +441,10 @@ mod tests {
         assert_eq!(o.wall, Some(ms(50)));
         assert_eq!(o.cpu, None);
         assert_eq!(parse("start,wall=5ms").unwrap().wall, Some(ms(5)));
+        assert_eq!(parse("start,wall").unwrap().wall_threads_per_tick, 16);
+        assert_eq!(parse("start,wall,walltpt=4").unwrap().wall_threads_per_tick, 4);
+        assert_eq!(err("walltpt=0").option, "walltpt");
+        assert!(err("walltpt=many").message.contains("1 to 1024"));
         let o = parse("start,event=wall,interval=20ms").unwrap();
         assert_eq!((o.wall, o.cpu), (Some(ms(20)), None));
         let o = parse("start,cpu=1ms,wall=2ms").unwrap();

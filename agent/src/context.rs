@@ -110,6 +110,14 @@ pub fn set_value(slot: usize, value: Option<&str>, attributes: usize) -> Result<
     Ok(())
 }
 
+/// Frees the slot of thread `tid`, which is ending (called on that thread,
+/// with the profiling signals blocked).
+pub fn release_thread(tid: u32) {
+    if let Some(state) = state() {
+        state.slots.release(tid);
+    }
+}
+
 /// The context of thread `tid` for a sample. Signal-safe.
 pub fn sample_context(tid: u32) -> Context {
     state().and_then(|s| s.slots.find(tid)).and_then(ThreadSlot::context).unwrap_or_default()

@@ -2,7 +2,8 @@
 //! call from the JVM enters here, and no panic leaves.
 
 use crate::args::{self, Action, Options};
-use crate::engine;
+use crate::context;
+use crate::engine::{self, signals::SignalBlocker};
 use crate::java_api;
 use crate::jni_env::JniEnv;
 use crate::jvmti::events::EventCallbacks;
@@ -220,10 +221,15 @@ unsafe extern "C" fn on_thread_start(_jvmti: *mut c_void, env: *mut JNIEnv, thre
     ffi_boundary("ThreadStart", (), || unsafe { register_java_thread(env, thread) })
 }
 
+/// Releases the ending thread's per-thread records (its CPU timer or perf
+/// event, its context slot) with the profiling signals blocked, so no
+/// handler can run on this thread between unregistering and releasing.
 unsafe extern "C" fn on_thread_end(_jvmti: *mut c_void, _env: *mut JNIEnv, _thread: jthread) {
     ffi_boundary("ThreadEnd", (), || {
         let tid = current_tid();
+        let _blocked = SignalBlocker::block();
         engine::thread_ended(tid);
+        context::release_thread(tid);
         threads::thread_ended(tid);
     })
 }

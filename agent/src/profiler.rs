@@ -12,7 +12,7 @@ use crate::log;
 use crate::recording::writer::Writer;
 use crate::recording::{DumpContext, Recording};
 use crate::sampling::native::{NativeMode, NativeWalker};
-use crate::sampling::{self, safe_read, JavaWalker, Sampler};
+use crate::sampling::{self, safe_read, thread_state, JavaWalker, Sampler};
 use crate::storage::samples::{SampleStripes, STRIPES};
 use crate::storage::trace_storage::CallTraceStorage;
 use crate::threads;
@@ -32,7 +32,8 @@ struct Session {
     sampler: Arc<Sampler>,
     recording: Arc<Mutex<Recording>>,
     writer: Writer,
-    engine: &'static str,
+    /// The engines sampling, for `status` ("perf, wall").
+    engines: String,
     started: Instant,
 }
 
@@ -105,9 +106,9 @@ pub fn is_running() -> bool {
 fn status() -> String {
     match session().as_ref() {
         Some(s) => format!(
-            "Profiling is running for {} seconds (engine: {}, samples: {})",
+            "Profiling is running for {} seconds (engines: {}, samples: {})",
             s.started.elapsed().as_secs(),
-            s.engine,
+            s.engines,
             counters::get(counters::Counter::Samples)
         ),
         None => "Profiler is not active".to_owned(),
@@ -121,9 +122,6 @@ fn check_supported(options: &Options) -> CommandResult<()> {
     }
     if options.remote_symbolication && native_mode(options.cstack).is_none() {
         return Err(argument("remotesym: remote symbolication needs native stacks (cstack=fp, dwarf or sframe)"));
-    }
-    if options.wall.is_some() {
-        return Err(argument("wall: wall-clock sampling is not supported yet"));
     }
     Ok(())
 }
@@ -156,18 +154,52 @@ fn current_env() -> *mut jni::sys::JNIEnv {
     vm::get().map_or(std::ptr::null_mut(), Vm::current_env)
 }
 
-fn settings(options: &Options, engine: &str, interval: Duration) -> Vec<(String, String)> {
-    vec![
-        ("enabled".into(), "true".into()),
-        ("engine".into(), engine.into()),
-        ("interval".into(), format!("{} ns", interval.as_nanos())),
+fn settings(options: &Options, cpu_engine: Option<&str>) -> Vec<(String, String)> {
+    let nanos = |d: Duration| format!("{} ns", d.as_nanos());
+    let mut settings: Vec<(String, String)> = vec![("enabled".into(), "true".into())];
+    if let (Some(engine), Some((_, interval))) = (cpu_engine, options.cpu) {
+        settings.push(("engine".into(), engine.into()));
+        settings.push(("interval".into(), nanos(interval)));
+    }
+    if let Some(wall) = options.wall {
+        settings.push(("wall".into(), nanos(wall)));
+        settings.push(("walltpt".into(), options.wall_threads_per_tick.to_string()));
+    }
+    settings.extend([
         ("cstack".into(), format!("{:?}", options.cstack).to_lowercase()),
         ("jstackdepth".into(), options.jstackdepth.to_string()),
         ("remotesym".into(), options.remote_symbolication.to_string()),
         ("attributes".into(), options.attributes.join(";")),
         ("filter".into(), options.filter.to_string()),
         ("version".into(), version()),
-    ]
+    ]);
+    settings
+}
+
+/// Stops every engine and hides the sampler from handlers, in that order
+/// (no new signals, then none in flight), then unhooks the fault handlers.
+/// Safe to call when only part of it was set up.
+fn disarm() {
+    engine::wall::stop();
+    engine::stop();
+    sampling::retire();
+    safe_read::restore_fault_handlers();
+}
+
+/// Arms the engines `options` ask for; returns their description and
+/// the CPU engine's name.
+fn arm_engines(options: &Options) -> Result<(String, Option<&'static str>), String> {
+    let mut engines = Vec::new();
+    let cpu = match options.cpu {
+        Some((kind, interval)) => Some(engine::start(kind, interval, threads::process_threads)?),
+        None => None,
+    };
+    engines.extend(cpu);
+    if let Some(interval) = options.wall {
+        engine::wall::start(interval, options.wall_threads_per_tick as usize)?;
+        engines.push("wall");
+    }
+    Ok((engines.join(", "), cpu))
 }
 
 fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
@@ -177,9 +209,11 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
     if current.is_some() {
         return Err(state("start: profiling is already running (stop it first)"));
     }
-    let (kind, interval) = options.cpu.ok_or_else(|| argument("start: no event selected"))?;
+    if options.cpu.is_none() && options.wall.is_none() {
+        return Err(argument("start: no event selected (cpu or wall)"));
+    }
     if let Some(env) = env {
-        preload_methods(vm, env);
+        preload_methods(vm, env, options.wall.is_some());
     }
     counters::reset();
     let depth = options.jstackdepth as usize;
@@ -192,56 +226,63 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
         walker: JavaWalker { asgct: vm.asgct(), current_env },
         native: native_mode(options.cstack).map(|mode| native_walker(mode, options.remote_symbolication)),
     });
-    if sampler.native.is_some() {
+    // Native walks and the wall-clock state check read memory fault-safely.
+    if sampler.native.is_some() || options.wall.is_some() {
         safe_read::install_fault_handlers().map_err(|e| io(format!("cannot install the fault handler: {e}")))?;
     }
-    sampling::publish(&sampler);
-    let engine = match engine::start(kind, interval, threads::process_threads) {
-        Ok(name) => name,
-        Err(e) => {
-            sampling::retire();
-            safe_read::restore_fault_handlers();
-            return Err(io(e));
-        }
-    };
-    let file = options.file.as_deref().map(output_path);
     context::set_filter(options.filter);
     context::set_attribute_count(options.attributes.len());
+    sampling::publish(&sampler);
+    let (engines, cpu_engine) = arm_engines(options).map_err(|e| {
+        disarm();
+        io(e)
+    })?;
+    let file = options.file.as_deref().map(output_path);
     let recording =
-        Arc::new(Mutex::new(Recording::new(settings(options, engine, interval), options.attributes.clone(), file)));
-    let writer = match Writer::spawn(vm, Arc::clone(&sampler), Arc::clone(&recording)) {
-        Ok(w) => w,
-        Err(e) => {
-            engine::stop();
-            sampling::retire();
-            safe_read::restore_fault_handlers();
-            return Err(io(format!("cannot start the writer thread: {e}")));
-        }
-    };
-    log::info!("profiling started: {engine}, interval {} ns", interval.as_nanos());
-    *current = Some(Session { sampler, recording, writer, engine, started: Instant::now() });
-    Ok(format!("Profiling started ({engine})"))
+        Arc::new(Mutex::new(Recording::new(settings(options, cpu_engine), options.attributes.clone(), file)));
+    let writer = Writer::spawn(vm, Arc::clone(&sampler), Arc::clone(&recording)).map_err(|e| {
+        disarm();
+        io(format!("cannot start the writer thread: {e}"))
+    })?;
+    log::info!("profiling started: {engines}");
+    let message = format!("Profiling started ({engines})");
+    *current = Some(Session { sampler, recording, writer, engines, started: Instant::now() });
+    Ok(message)
 }
 
 /// Makes HotSpot create jmethodIDs for every loaded class, so
 /// AsyncGetCallTrace can name their methods (classes loaded later are
-/// handled on ClassPrepare).
-fn preload_methods(vm: &Vm, env: JniEnv) {
+/// handled on ClassPrepare). With `blocking`, also finds the methods that
+/// tell a wall-clock sample's thread state.
+fn preload_methods(vm: &Vm, env: JniEnv, blocking: bool) {
     let jvmti = vm.jvmti();
     let Ok(classes) = jvmti.loaded_classes() else {
         return;
     };
+    let mut found = Vec::new();
     for class in classes {
-        let _ = jvmti.class_methods(class);
+        let methods = jvmti.class_methods(class).unwrap_or_default();
+        let signature = if blocking { jvmti.class_signature(class).ok() } else { None };
+        let wanted: Vec<_> = thread_state::BLOCKING_METHODS
+            .iter()
+            .filter(|(class_signature, _, _)| signature.as_deref() == Some(*class_signature))
+            .collect();
+        for method in methods.iter().filter(|_| !wanted.is_empty()) {
+            let Ok(name) = jvmti.method_name(*method) else { continue };
+            if let Some((_, _, state)) = wanted.iter().find(|(_, method_name, _)| name.name == *method_name) {
+                found.push((method.as_raw() as u64, *state));
+            }
+        }
         env.delete_local_ref(class);
+    }
+    if blocking {
+        thread_state::set_blocking_methods(&found);
     }
 }
 
 fn stop(file: Option<&str>, env: Option<JniEnv>) -> CommandResult<String> {
     let session = session().take().ok_or_else(|| state("stop: profiling is not running"))?;
-    engine::stop();
-    sampling::retire();
-    safe_read::restore_fault_handlers();
+    disarm();
     session.writer.stop();
     let path = file.map(output_path);
     let mut recording = session.recording.lock().unwrap_or_else(|p| p.into_inner());

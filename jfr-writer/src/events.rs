@@ -41,6 +41,19 @@ impl Event for ExecutionSample<'_> {
     }
 }
 
+/// `datadog.MethodSample`: one wall-clock sample (the fields of
+/// [`ExecutionSample`]; `weight` counts the sampling intervals it stands for).
+#[derive(Clone, Copy, Debug)]
+pub struct MethodSample<'a>(pub ExecutionSample<'a>);
+
+impl Event for MethodSample<'_> {
+    const TYPE_ID: u64 = id::METHOD_SAMPLE;
+
+    fn write_fields(&self, out: &mut ByteBuf) {
+        self.0.write_fields(out);
+    }
+}
+
 /// `datadog.Endpoint`: a trace root's endpoint and operation labels.
 #[derive(Clone, Copy, Debug)]
 pub struct Endpoint {

@@ -12,6 +12,6 @@ pub mod pools;
 pub mod schema;
 
 pub use chunk::{ChunkClock, ChunkEnd, ChunkWriter};
-pub use events::{ActiveSetting, Endpoint, Event, ExecutionSample, NativeLibrary, ProfilerCounter};
+pub use events::{ActiveSetting, Endpoint, Event, ExecutionSample, MethodSample, NativeLibrary, ProfilerCounter};
 pub use pools::{ClassId, ConstantPools, FrameDef, MethodDef, MethodId, SymbolId, ThreadDef};
 pub use schema::{FrameType, ThreadState};

@@ -38,6 +38,7 @@ pub mod id {
     pub const MEMORY_ADDRESS: u64 = 45;
 
     pub const EXECUTION_SAMPLE: u64 = 100;
+    pub const METHOD_SAMPLE: u64 = 101;
     pub const ACTIVE_SETTING: u64 = 102;
     pub const PROFILER_COUNTER: u64 = 103;
     pub const NATIVE_LIBRARY: u64 = 104;
@@ -76,6 +77,18 @@ const EVENT_THREAD: F = F::new("eventThread", id::THREAD, "Event Thread").pooled
 const STACK_TRACE: F = F::new("stackTrace", id::STACK_TRACE, "Stack Trace").pooled();
 
 const PROFILING: &[&str] = &["Datadog", "Profiling"];
+
+/// The fields of both sample events (context attributes are appended per
+/// recording, see [`extensions`]).
+const SAMPLE_FIELDS: &[F] = &[
+    START_TIME,
+    EVENT_THREAD,
+    STACK_TRACE,
+    F::new("state", id::THREAD_STATE, "Thread State").pooled(),
+    F::new("weight", id::LONG, "Sample weight"),
+    F::new("spanId", id::LONG, "Span ID"),
+    F::new("localRootSpanId", id::LONG, "Local Root Span ID"),
+];
 
 /// Every type of the schema, in declaration order.
 pub const TYPES: &[TypeDef] = &[
@@ -157,21 +170,8 @@ pub const TYPES: &[TypeDef] = &[
     annotation(id::TIMESPAN, "jdk.jfr.Timespan", &[F::new("value", id::STRING, "")]),
     annotation(id::DATA_AMOUNT, "jdk.jfr.DataAmount", &[F::new("value", id::STRING, "")]),
     annotation(id::MEMORY_ADDRESS, "jdk.jfr.MemoryAddress", &[]),
-    event(
-        id::EXECUTION_SAMPLE,
-        "datadog.ExecutionSample",
-        "Method CPU Profiling Sample",
-        PROFILING,
-        &[
-            START_TIME,
-            EVENT_THREAD,
-            STACK_TRACE,
-            F::new("state", id::THREAD_STATE, "Thread State").pooled(),
-            F::new("weight", id::LONG, "Sample weight"),
-            F::new("spanId", id::LONG, "Span ID"),
-            F::new("localRootSpanId", id::LONG, "Local Root Span ID"),
-        ],
-    ),
+    event(id::EXECUTION_SAMPLE, "datadog.ExecutionSample", "Method CPU Profiling Sample", PROFILING, SAMPLE_FIELDS),
+    event(id::METHOD_SAMPLE, "datadog.MethodSample", "Method Wall Profiling Sample", PROFILING, SAMPLE_FIELDS),
     event(
         id::ENDPOINT,
         "datadog.Endpoint",
@@ -227,8 +227,12 @@ pub const TYPES: &[TypeDef] = &[
 
 /// Context attribute names (`attributes=`), appended as fields to the
 /// sample events: constant-pool references to attribute values.
-pub fn extensions(attributes: &[String]) -> [crate::metadata::Extension<'_>; 1] {
-    [crate::metadata::Extension { type_id: id::EXECUTION_SAMPLE, field_type: id::ATTRIBUTE_VALUE, names: attributes }]
+pub fn extensions(attributes: &[String]) -> [crate::metadata::Extension<'_>; 2] {
+    [id::EXECUTION_SAMPLE, id::METHOD_SAMPLE].map(|type_id| crate::metadata::Extension {
+        type_id,
+        field_type: id::ATTRIBUTE_VALUE,
+        names: attributes,
+    })
 }
 
 pub const ANNOTATIONS: crate::metadata::AnnotationIds = crate::metadata::AnnotationIds {

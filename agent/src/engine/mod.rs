@@ -1,11 +1,14 @@
-//! CPU sampling engines: what makes SIGPROF arrive. One engine is active
-//! at a time; it covers every thread of the process present at start and
-//! every thread the JVM reports starting afterwards. Control plane only.
+//! Sampling engines: what makes the profiling signals arrive. CPU engines
+//! (SIGPROF; one active at a time) cover every thread of the process
+//! present at start and every thread the JVM reports starting afterwards;
+//! the wall-clock engine ([`wall`], SIGVTALRM) picks threads itself.
+//! Control plane only.
 
 mod ctimer;
 mod itimer;
 mod perf;
 pub mod signals;
+pub mod wall;
 
 use crate::args::CpuEngineKind;
 use crate::log;

@@ -44,6 +44,33 @@ pub fn install(signo: c_int, handler: SigInfoHandler, previous: &PreviousAction)
     Ok(())
 }
 
+/// Blocks the profiling signals (SIGPROF, SIGVTALRM) on the calling thread
+/// until dropped, so no sampling handler runs on it in between: used around
+/// the release of a thread's per-thread records at thread end.
+pub struct SignalBlocker(libc::sigset_t);
+
+impl SignalBlocker {
+    pub fn block() -> Self {
+        // SAFETY: sigset_t is plain data; the calls only write the sets.
+        unsafe {
+            let mut block: libc::sigset_t = std::mem::zeroed();
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut block);
+            libc::sigaddset(&mut block, libc::SIGPROF);
+            libc::sigaddset(&mut block, libc::SIGVTALRM);
+            libc::pthread_sigmask(libc::SIG_BLOCK, &block, &mut old);
+            Self(old)
+        }
+    }
+}
+
+impl Drop for SignalBlocker {
+    fn drop(&mut self) {
+        // SAFETY: restores the mask saved by `block` on this same thread.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &self.0, std::ptr::null_mut()) };
+    }
+}
+
 /// What to do with signals still pending when a handler is removed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pending {

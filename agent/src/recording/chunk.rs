@@ -10,13 +10,13 @@ use crate::dictionary::TripleBufferedDictionary;
 use crate::libraries::LibraryTable;
 use crate::storage::call_traces::TraceId;
 use crate::storage::frame::Frame;
-use crate::storage::samples::SampleRecord;
+use crate::storage::samples::{SampleKind, SampleRecord};
 use crate::storage::thread_slots::MAX_CONTEXT_VALUES;
 use crate::storage::trace_storage::CallTraceStorage;
 use crate::threads::ThreadInfo;
 use jfr_writer::{
-    schema, ActiveSetting, ChunkClock, ChunkEnd, ChunkWriter, ConstantPools, Endpoint, ExecutionSample, NativeLibrary,
-    ProfilerCounter, ThreadDef, ThreadState,
+    schema, ActiveSetting, ChunkClock, ChunkEnd, ChunkWriter, ConstantPools, Endpoint, ExecutionSample, MethodSample,
+    NativeLibrary, ProfilerCounter, ThreadDef, ThreadState,
 };
 use std::collections::{HashMap, HashSet};
 
@@ -81,7 +81,8 @@ impl ChunkBuilder {
         self.writer.event_count()
     }
 
-    /// Encodes CPU samples; `thread_key` maps a kernel tid to its pool key.
+    /// Encodes samples (CPU and wall clock); `thread_key` maps a kernel tid
+    /// to its pool key.
     pub fn add_samples(&mut self, records: &[SampleRecord], mut thread_key: impl FnMut(u32) -> u64) {
         for record in records {
             let thread = thread_key(record.tid);
@@ -94,7 +95,7 @@ impl ChunkBuilder {
                     self.context_values.insert(value);
                 }
             }
-            let event = ExecutionSample {
+            let sample = ExecutionSample {
                 start_ticks: self.ticks(record.time_ns),
                 thread,
                 stack_trace: u64::from(record.trace),
@@ -104,7 +105,10 @@ impl ChunkBuilder {
                 local_root_span_id: record.context.root_span_id,
                 context: &context[..self.attributes.len().min(MAX_CONTEXT_VALUES)],
             };
-            self.writer.write(&event);
+            match record.kind {
+                SampleKind::Cpu => self.writer.write(&sample),
+                SampleKind::Wall => self.writer.write(&MethodSample(sample)),
+            }
         }
     }
 

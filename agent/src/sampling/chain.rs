@@ -72,3 +72,4 @@ impl Default for PreviousAction {
 }
 
 pub static PREVIOUS_SIGPROF: PreviousAction = PreviousAction::new();
+pub static PREVIOUS_SIGVTALRM: PreviousAction = PreviousAction::new();

@@ -1,12 +1,13 @@
-//! The SIGPROF handler: the fixed routine around each CPU sample.
+//! The signal handlers: SIGPROF for CPU samples, SIGVTALRM for wall-clock
+//! samples, and the fixed routine around each sample.
 
-use super::chain::PREVIOUS_SIGPROF;
-use super::origin::{classify_sigprof, Origin};
+use super::chain::{PREVIOUS_SIGPROF, PREVIOUS_SIGVTALRM};
+use super::origin::{classify_sigprof, classify_sigvtalrm, Origin};
 use super::siginfo::RawSiginfo;
 use super::{with_active, SampleRequest};
 use crate::clock::monotonic_ns;
 use crate::counters::{self, Counter};
-use jfr_writer::ThreadState;
+use crate::storage::samples::SampleKind;
 use std::ffi::{c_int, c_void};
 
 /// Saves errno on creation and restores it when dropped.
@@ -33,6 +34,16 @@ pub fn current_tid() -> u32 {
     unsafe { libc::syscall(libc::SYS_gettid) as u32 }
 }
 
+/// Takes one sample of the interrupted thread `tid` and accounts its cost.
+fn take_sample(ucontext: *mut c_void, weight: u32, tid: u32, kind: SampleKind) {
+    let start = monotonic_ns();
+    let request = SampleRequest { ucontext, weight, kind };
+    with_active(|sampler| sampler.record(request, start, tid));
+    let elapsed = monotonic_ns().saturating_sub(start);
+    counters::add(Counter::HandlerNanos, elapsed);
+    crate::latency::HANDLER.record(elapsed);
+}
+
 /// Installed for SIGPROF with SA_SIGINFO.
 pub extern "C" fn on_sigprof(signo: c_int, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
     let _errno = ErrnoGuard::save();
@@ -42,18 +53,27 @@ pub extern "C" fn on_sigprof(signo: c_int, info: *mut libc::siginfo_t, ucontext:
     // SAFETY: the kernel passes a valid siginfo_t; RawSiginfo has its layout.
     let view = unsafe { &*info.cast::<RawSiginfo>() };
     match classify_sigprof(view) {
-        Origin::Ours { weight, tid } => {
-            let start = monotonic_ns();
-            let request = SampleRequest { ucontext, weight, state: ThreadState::Runnable };
-            let tid = tid.unwrap_or_else(current_tid);
-            with_active(|sampler| sampler.record(request, start, tid));
-            let elapsed = monotonic_ns().saturating_sub(start);
-            counters::add(Counter::HandlerNanos, elapsed);
-            crate::latency::HANDLER.record(elapsed);
-        }
+        Origin::Ours { weight, tid } => take_sample(ucontext, weight, tid.unwrap_or_else(current_tid), SampleKind::Cpu),
         Origin::Foreign => {
             counters::increment(Counter::ForeignSignals);
             PREVIOUS_SIGPROF.forward(signo, info, ucontext);
+        }
+    }
+}
+
+/// Installed for SIGVTALRM with SA_SIGINFO.
+pub extern "C" fn on_sigvtalrm(signo: c_int, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
+    let _errno = ErrnoGuard::save();
+    if info.is_null() {
+        return;
+    }
+    // SAFETY: the kernel passes a valid siginfo_t; RawSiginfo has its layout.
+    let view = unsafe { &*info.cast::<RawSiginfo>() };
+    match classify_sigvtalrm(view) {
+        Some(weight) => take_sample(ucontext, weight, current_tid(), SampleKind::Wall),
+        None => {
+            counters::increment(Counter::ForeignSignals);
+            PREVIOUS_SIGVTALRM.forward(signo, info, ucontext);
         }
     }
 }

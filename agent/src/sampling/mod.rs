@@ -13,13 +13,15 @@ pub mod origin;
 pub mod remote;
 pub mod safe_read;
 pub mod siginfo;
+pub mod thread_state;
 
 use crate::counters::{self, Counter};
 use crate::storage::call_traces::TraceId;
 use crate::storage::frame::Frame;
-use crate::storage::samples::{SampleRecord, SampleStripes};
+use crate::storage::samples::{SampleKind, SampleRecord, SampleStripes};
 use crate::storage::trace_storage::CallTraceStorage;
 use asgct::{AsgctFn, AsgctFrame, AsgctTrace, CallTraceError};
+use jfr_writer::ThreadState;
 use jni::sys::JNIEnv;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
@@ -51,7 +53,7 @@ pub struct Sampler {
 pub struct SampleRequest {
     pub ucontext: *mut c_void,
     pub weight: u32,
-    pub state: jfr_writer::ThreadState,
+    pub kind: SampleKind,
 }
 
 static ACTIVE: AtomicPtr<Sampler> = AtomicPtr::new(std::ptr::null_mut());
@@ -99,6 +101,7 @@ impl Sampler {
             return;
         };
         let index = stripe.index();
+        let mut state = ThreadState::Runnable;
         let trace = {
             let scratch = stripe.scratch();
             let capacity = self.max_depth.min(scratch.frames.len()).min(scratch.words.len() / 2);
@@ -107,14 +110,19 @@ impl Sampler {
             let frames = unsafe { std::slice::from_raw_parts_mut(scratch.frames.as_ptr(), capacity) };
             let raw = scratch.words.as_ptr().cast::<AsgctFrame>();
             let (len, truncated) = self.walk(index, frames, raw, request.ucontext);
-            self.traces.put(frames.get(..len).unwrap_or_default(), truncated, tid as usize)
+            let walked = frames.get(..len).unwrap_or_default();
+            if request.kind == SampleKind::Wall {
+                state = thread_state::classify(thread_state::in_syscall(request.ucontext), walked);
+            }
+            self.traces.put(walked, truncated, tid as usize)
         };
         let record = SampleRecord {
             time_ns,
             tid,
             trace: trace.0,
             weight: request.weight,
-            state: request.state as u8,
+            state: state as u8,
+            kind: request.kind,
             context: crate::context::sample_context(tid),
         };
         if stripe.push(record) {

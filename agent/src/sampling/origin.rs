@@ -4,8 +4,8 @@
 //! handler. Both registrations also name the target thread, which saves
 //! the handler a `gettid` system call.
 
-use super::siginfo::{RawSiginfo, POLL_HUP, POLL_IN, SI_KERNEL, SI_TIMER};
-use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
+use super::siginfo::{RawSiginfo, POLL_HUP, POLL_IN, SI_KERNEL, SI_QUEUE, SI_TIMER};
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU8, Ordering};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
@@ -22,6 +22,30 @@ const TIMER_COOKIE: u64 = 0x5052_4f46 << 32;
 
 pub fn timer_payload(tid: u32) -> u64 {
     TIMER_COOKIE | u64::from(tid)
+}
+
+/// The high half of the payload of our wall-clock signals; the low half is
+/// the sample's weight.
+const WALL_COOKIE: u64 = 0x5741_4c4c << 32;
+/// This process, as the sender our wall-clock signals carry.
+static OWN_PID: AtomicI32 = AtomicI32::new(0);
+
+/// Records the pid our wall-clock signals come from (before sending any).
+pub fn set_wall_sender(pid: i32) {
+    OWN_PID.store(pid, Ordering::SeqCst);
+}
+
+/// The `si_value` of a wall-clock signal of `weight`.
+pub fn wall_payload(weight: u32) -> u64 {
+    WALL_COOKIE | u64::from(weight)
+}
+
+/// The weight of a wall-clock signal if it is ours. Signal-safe.
+pub fn classify_sigvtalrm(info: &RawSiginfo) -> Option<u32> {
+    let ours = info.code == SI_QUEUE
+        && info.timer_value() >> 32 == WALL_COOKIE >> 32
+        && info.sender_pid() == OWN_PID.load(Ordering::Relaxed);
+    ours.then(|| (info.timer_value() as u32).max(1))
 }
 
 const MAX_FDS: usize = 1 << 20;

@@ -22,6 +22,7 @@ pub const SI_USER: c_int = 0;
 pub const SI_KERNEL: c_int = 0x80;
 pub const SI_TIMER: c_int = -2;
 pub const SI_TKILL: c_int = -6;
+pub const SI_QUEUE: c_int = -1;
 pub const POLL_IN: c_int = 1;
 pub const POLL_HUP: c_int = 6;
 
@@ -36,9 +37,23 @@ impl RawSiginfo {
         (self.fields[0] >> 32) as u32 as c_int
     }
 
-    /// `si_value` (as a pointer-sized integer) of a POSIX timer signal.
+    /// `si_value` (as a pointer-sized integer) of a POSIX timer signal or a
+    /// queued signal (`sigqueue`, `rt_tgsigqueueinfo`).
     pub fn timer_value(&self) -> u64 {
         self.fields[1]
+    }
+
+    /// `si_pid` of a queued signal.
+    pub fn sender_pid(&self) -> c_int {
+        self.fields[0] as u32 as c_int
+    }
+
+    /// A queued signal (`SI_QUEUE`) from process `pid` carrying `value`.
+    pub fn queued(signo: c_int, pid: c_int, uid: u32, value: u64) -> Self {
+        let mut fields = [0u64; 14];
+        fields[0] = u64::from(pid as u32) | u64::from(uid) << 32;
+        fields[1] = value;
+        Self { signo, errno: 0, code: SI_QUEUE, _pad: 0, fields }
     }
 }
 

@@ -37,7 +37,7 @@ fn sampler(max_depth: usize, current_env: fn() -> *mut JNIEnv) -> Sampler {
 }
 
 fn request() -> SampleRequest {
-    SampleRequest { ucontext: std::ptr::null_mut(), weight: 1, state: jfr_writer::ThreadState::Runnable }
+    SampleRequest { ucontext: std::ptr::null_mut(), weight: 1, kind: SampleKind::Cpu }
 }
 
 #[test]

@@ -16,6 +16,17 @@ use super::mapped::MappedArray;
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// Which engine took a sample.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(u8)]
+pub enum SampleKind {
+    /// CPU time (SIGPROF): a `datadog.ExecutionSample`.
+    #[default]
+    Cpu = 0,
+    /// Wall clock (SIGVTALRM): a `datadog.MethodSample`.
+    Wall = 1,
+}
+
 /// One sample, as recorded by the handler.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SampleRecord {
@@ -26,6 +37,7 @@ pub struct SampleRecord {
     pub weight: u32,
     /// A `jfr_writer::ThreadState` discriminant.
     pub state: u8,
+    pub kind: SampleKind,
     /// The thread's trace context when sampled.
     pub context: crate::storage::thread_slots::Context,
 }
@@ -162,7 +174,15 @@ mod tests {
     use std::sync::Arc;
 
     fn record(tid: u32) -> SampleRecord {
-        SampleRecord { time_ns: 1, tid, trace: 2, weight: 1, state: 0, context: Default::default() }
+        SampleRecord {
+            time_ns: 1,
+            tid,
+            trace: 2,
+            weight: 1,
+            state: 0,
+            kind: SampleKind::Cpu,
+            context: Default::default(),
+        }
     }
 
     #[test]

@@ -17,6 +17,9 @@ pub const MAX_CONTEXT_VALUES: usize = 8;
 const CAPACITY: usize = 1 << 16;
 const EMPTY: u32 = 0;
 const RELEASED: u32 = u32::MAX;
+/// Held while a slot is being reset for its new owner: no lookup matches
+/// it, so a handler never sees the previous owner's values under the new tid.
+const CLAIMING: u32 = u32::MAX - 1;
 
 #[repr(C)]
 pub struct ThreadSlot {
@@ -157,9 +160,10 @@ impl ThreadSlots {
             let slot = self.slots.get(index);
             let current = slot.tid.load(Ordering::Acquire);
             if (current == EMPTY || current == RELEASED)
-                && slot.tid.compare_exchange(current, tid, Ordering::AcqRel, Ordering::Acquire).is_ok()
+                && slot.tid.compare_exchange(current, CLAIMING, Ordering::AcqRel, Ordering::Acquire).is_ok()
             {
                 slot.reset();
+                slot.tid.store(tid, Ordering::Release);
                 return Some(slot);
             }
             index = (index + 1) & self.mask;
@@ -181,7 +185,7 @@ impl ThreadSlots {
         for index in 0..=self.mask {
             let slot = self.slots.get(index);
             let tid = slot.tid.load(Ordering::Acquire);
-            if tid != EMPTY && tid != RELEASED {
+            if tid != EMPTY && tid != RELEASED && tid != CLAIMING {
                 visit(slot);
             }
         }

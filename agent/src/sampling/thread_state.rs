@@ -1,0 +1,128 @@
+//! What a thread was doing when a wall-clock signal interrupted it, from
+//! two signal-safe observations:
+//!
+//! - whether it was inside a system call: the kernel delivers the signal
+//!   with the pc just after the syscall instruction (the call returned
+//!   EINTR) or on it (the call will be restarted, SA_RESTART);
+//! - its innermost Java frame: a blocked thread in `Thread.sleep`,
+//!   `Unsafe.park` or `Object.wait` is sleeping, parked or waiting; any other
+//!   Java `native` method is "in native".
+//!
+//! The blocking methods' jmethodIDs are found by the control plane at
+//! `start` ([`set_blocking_methods`]); the handler compares ids only.
+
+use super::native::registers;
+use super::safe_read::safe_load;
+use crate::storage::frame::{Frame, FrameKind, BCI_NATIVE_METHOD};
+use jfr_writer::ThreadState;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+
+const MAX_BLOCKING: usize = 16;
+static BLOCKING_IDS: [AtomicU64; MAX_BLOCKING] = [const { AtomicU64::new(0) }; MAX_BLOCKING];
+static BLOCKING_STATES: [AtomicU8; MAX_BLOCKING] = [const { AtomicU8::new(0) }; MAX_BLOCKING];
+
+/// Which Java methods block, by (class signature, method name). Names cover
+/// JDK 11 to 25 (`sleep` became `sleep0`/`sleepNanos0`, `wait` `wait0`).
+pub const BLOCKING_METHODS: &[(&str, &str, ThreadState)] = &[
+    ("Ljava/lang/Thread;", "sleep", ThreadState::Sleeping),
+    ("Ljava/lang/Thread;", "sleep0", ThreadState::Sleeping),
+    ("Ljava/lang/Thread;", "sleepNanos0", ThreadState::Sleeping),
+    ("Ljdk/internal/misc/Unsafe;", "park", ThreadState::Parked),
+    ("Lsun/misc/Unsafe;", "park", ThreadState::Parked),
+    ("Ljava/lang/Object;", "wait", ThreadState::Waiting),
+    ("Ljava/lang/Object;", "wait0", ThreadState::Waiting),
+];
+
+/// Control plane: the jmethodIDs of the blocking methods (at most 16 kept).
+pub fn set_blocking_methods(methods: &[(u64, ThreadState)]) {
+    for (index, slot) in BLOCKING_IDS.iter().enumerate() {
+        let (id, state) = methods.get(index).copied().unwrap_or((0, ThreadState::Unknown));
+        BLOCKING_STATES[index].store(state as u8, Ordering::SeqCst);
+        slot.store(id, Ordering::SeqCst);
+    }
+}
+
+fn blocking_state(method: u64) -> Option<ThreadState> {
+    let index = BLOCKING_IDS.iter().position(|id| method != 0 && id.load(Ordering::Relaxed) == method)?;
+    Some(ThreadState::from_u8(BLOCKING_STATES[index].load(Ordering::Relaxed)))
+}
+
+/// The byte at `address`, through the fault-safe load.
+fn byte_at(address: u64) -> Option<u8> {
+    let word = safe_load(address & !7)?;
+    Some((word >> ((address & 7) * 8)) as u8)
+}
+
+/// Whether the instruction at `address` is a system call.
+fn is_syscall_at(address: u64) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        byte_at(address) == Some(0x0f) && byte_at(address + 1) == Some(0x05)
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        // svc #0
+        [0, 1, 2, 3].map(|i| byte_at(address + i)) == [Some(0x01), Some(0x00), Some(0x00), Some(0xd4)]
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+const SYSCALL_LEN: u64 = 2;
+#[cfg(target_arch = "aarch64")]
+const SYSCALL_LEN: u64 = 4;
+
+/// Whether the interrupted context was inside a system call.
+pub fn in_syscall(ucontext: *mut c_void) -> bool {
+    registers(ucontext)
+        .is_some_and(|r| is_syscall_at(r.pc) || (r.pc > SYSCALL_LEN && is_syscall_at(r.pc - SYSCALL_LEN)))
+}
+
+/// The state of a thread from whether it was in a system call and its
+/// walked stack (innermost first). Signal-safe.
+pub fn classify(in_syscall: bool, frames: &[Frame]) -> ThreadState {
+    let top_java = frames.iter().find(|f| f.kind == FrameKind::Java);
+    match (in_syscall, top_java) {
+        (true, Some(frame)) => blocking_state(frame.method).unwrap_or(if frame.bci == BCI_NATIVE_METHOD {
+            ThreadState::InNative
+        } else {
+            ThreadState::Syscall
+        }),
+        (true, None) => ThreadState::Syscall,
+        (false, Some(frame)) if frame.bci == BCI_NATIVE_METHOD => ThreadState::InNative,
+        (false, _) => ThreadState::Runnable,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn states_from_syscall_and_top_java_frame() {
+        set_blocking_methods(&[(0x5000, ThreadState::Sleeping), (0x6000, ThreadState::Parked)]);
+        let sleeping = [Frame::native(0x1234), Frame::java(0x5000, BCI_NATIVE_METHOD), Frame::java(0x7000, 3)];
+        assert_eq!(classify(true, &sleeping), ThreadState::Sleeping);
+        assert_eq!(classify(true, &[Frame::java(0x6000, BCI_NATIVE_METHOD)]), ThreadState::Parked);
+        assert_eq!(classify(true, &[Frame::java(0x8000, BCI_NATIVE_METHOD)]), ThreadState::InNative);
+        assert_eq!(classify(true, &[Frame::java(0x8000, 12)]), ThreadState::Syscall);
+        assert_eq!(classify(true, &[Frame::native(0x1)]), ThreadState::Syscall);
+        assert_eq!(classify(false, &[Frame::java(0x8000, BCI_NATIVE_METHOD)]), ThreadState::InNative);
+        assert_eq!(classify(false, &[Frame::java(0x7000, 5)]), ThreadState::Runnable);
+        assert_eq!(classify(false, &[]), ThreadState::Runnable);
+    }
+
+    #[test]
+    fn recognises_the_syscall_instruction() {
+        #[cfg(target_arch = "x86_64")]
+        let code: [u8; 8] = [0x90, 0x0f, 0x05, 0x90, 0x90, 0x90, 0x90, 0x90];
+        #[cfg(target_arch = "aarch64")]
+        let code: [u8; 8] = [0x01, 0x00, 0x00, 0xd4, 0, 0, 0, 0];
+        let word = u64::from_le_bytes(code);
+        let address = &word as *const u64 as u64;
+        #[cfg(target_arch = "x86_64")]
+        assert!(is_syscall_at(address + 1) && !is_syscall_at(address));
+        #[cfg(target_arch = "aarch64")]
+        assert!(is_syscall_at(address) && !is_syscall_at(address + 1));
+    }
+}
