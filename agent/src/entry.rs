@@ -225,13 +225,17 @@ unsafe extern "C" fn on_thread_start(_jvmti: *mut c_void, env: *mut JNIEnv, thre
 /// event, its context slot) with the profiling signals blocked, so no
 /// handler can run on this thread between unregistering and releasing.
 unsafe extern "C" fn on_thread_end(_jvmti: *mut c_void, _env: *mut JNIEnv, _thread: jthread) {
-    ffi_boundary("ThreadEnd", (), || {
-        let tid = current_tid();
-        let _blocked = SignalBlocker::block();
-        engine::thread_ended(tid);
-        context::release_thread(tid);
-        threads::thread_ended(tid);
-    })
+    ffi_boundary("ThreadEnd", (), thread_exiting)
+}
+
+/// The calling thread is ending: releases its per-thread records with the
+/// profiling signals blocked across unregister-and-release.
+pub fn thread_exiting() {
+    let tid = current_tid();
+    let _blocked = SignalBlocker::block();
+    engine::thread_ended(tid);
+    context::release_thread(tid);
+    threads::thread_ended(tid);
 }
 
 /// Enabling ClassLoad events is what lets AsyncGetCallTrace run at all.

@@ -48,3 +48,29 @@ fn foreign_sigprof_is_forwarded_not_fatal() {
     assert_success(&run.wait(Duration::from_secs(60)));
     assert!(read_recording(&file).counter("signals_forwarded") >= 1);
 }
+
+/// Attached to a JVM that already runs 50 threads: the CPU engine arms every
+/// one of them (they exist before `start`), so all are sampled once they
+/// burn CPU.
+#[test]
+fn attach_samples_threads_that_already_exist() {
+    let dir = scratch_dir("attach-50");
+    let file = dir.join("attach.jfr");
+    let mut command = java_command(None, &[], "ManyThreads", &["50", "150"]);
+    command.stdin(std::process::Stdio::piped());
+    let mut run = ChildGuard::spawn(&mut command);
+    wait_attachable(run.id());
+    let attached = attach_agent(run.id(), &format!("start,cpu=2ms,file={}", file.display()));
+    assert!(attached.status.success(), "{}", String::from_utf8_lossy(&attached.stdout));
+    run.send("go\n");
+    assert_success(&run.wait(Duration::from_secs(120)));
+    let recording = read_recording(&file);
+    let mut per_thread: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for sample in recording.samples().filter(|e| e.thread.starts_with("spin-")) {
+        *per_thread.entry(sample.thread.as_str()).or_default() += 1;
+    }
+    let missing: Vec<String> =
+        (0..50).map(|i| format!("spin-{i}")).filter(|t| !per_thread.contains_key(t.as_str())).collect();
+    assert!(missing.is_empty(), "never sampled: {missing:?}");
+    assert!(per_thread.values().all(|&n| n >= 10), "{per_thread:?}");
+}

@@ -74,8 +74,10 @@ impl<'a> FrameNames<'a> {
                             frame_type: if native { FrameType::Native } else { FrameType::JitCompiled },
                         }
                     }
+                    // JVMTI no longer knows the id: its class was unloaded
+                    // between the sample and this chunk.
                     None => FrameDef {
-                        method: synthetic(pools, "[unknown_Java_method]"),
+                        method: synthetic(pools, "[unloaded_Java_method]"),
                         line: -1,
                         bci: frame.bci,
                         frame_type: FrameType::JitCompiled,

@@ -43,13 +43,20 @@ pub fn internal_class_name(signature: &str) -> &str {
     signature.strip_prefix('L').and_then(|s| s.strip_suffix(';')).unwrap_or(signature)
 }
 
-/// A cache of resolved methods, kept for the life of a profiling session.
+/// A cache of resolved methods, kept for one chunk: HotSpot reuses the
+/// jmethodID slots of unloaded classes, so an id must not be trusted to
+/// name the same method across chunks.
 #[derive(Default)]
 pub struct MethodCache {
     resolved: HashMap<u64, Option<MethodInfo>>,
 }
 
 impl MethodCache {
+    /// Forgets everything (after a chunk is finished).
+    pub fn clear(&mut self) {
+        self.resolved.clear();
+    }
+
     /// A source resolving through `jvmti` on the thread owning `env`.
     pub fn source(&mut self, jvmti: Jvmti, env: JniEnv) -> JvmtiMethods<'_> {
         JvmtiMethods { cache: self, jvmti, env }

@@ -147,6 +147,7 @@ impl Recording {
             final_chunk,
         );
         threads::purge_ended();
+        self.methods.clear();
         match self.session_file.as_mut() {
             Some(file) => {
                 let offset = file.append(&bytes)?;
