@@ -94,6 +94,37 @@ impl JniEnv {
         rc == JNI_OK && !failed
     }
 
+    /// `Thread.currentThread().eetop`: HotSpot's JavaThread* of the caller.
+    pub fn current_thread_eetop(&self) -> Option<i64> {
+        self.with_local_frame(4, || {
+            // SAFETY: valid env; constant NUL-terminated names and signatures.
+            unsafe {
+                let functions = &**self.0;
+                let class = (functions.v1_1.FindClass)(self.0, c"java/lang/Thread".as_ptr());
+                if class.is_null() {
+                    self.clear_exception();
+                    return None;
+                }
+                let current = (functions.v1_1.GetStaticMethodID)(
+                    self.0,
+                    class,
+                    c"currentThread".as_ptr(),
+                    c"()Ljava/lang/Thread;".as_ptr(),
+                );
+                let field = (functions.v1_1.GetFieldID)(self.0, class, c"eetop".as_ptr(), c"J".as_ptr());
+                if current.is_null() || field.is_null() {
+                    self.clear_exception();
+                    return None;
+                }
+                let thread = (functions.v1_1.CallStaticObjectMethodA)(self.0, class, current, ptr::null());
+                if thread.is_null() || self.clear_exception() {
+                    return None;
+                }
+                Some((functions.v1_1.GetLongField)(self.0, thread, field))
+            }
+        })
+    }
+
     /// `thread.getId()`.
     pub fn java_thread_id(&self, thread: ThreadRef) -> Option<i64> {
         self.with_local_frame(4, || {

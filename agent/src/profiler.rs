@@ -12,7 +12,7 @@ use crate::log;
 use crate::recording::writer::Writer;
 use crate::recording::{DumpContext, Recording};
 use crate::sampling::native::{NativeMode, NativeWalker};
-use crate::sampling::{self, safe_read, thread_state, JavaWalker, Sampler};
+use crate::sampling::{self, java_thread, safe_read, thread_state, JavaWalker, Sampler};
 use crate::storage::samples::{SampleStripes, STRIPES};
 use crate::storage::trace_storage::CallTraceStorage;
 use crate::threads;
@@ -150,8 +150,25 @@ fn native_walker(mode: NativeMode, remote: bool) -> NativeWalker {
     NativeWalker::new(mode, remote, Arc::new(LibraryTable::new(wanted)), STRIPES)
 }
 
-fn current_env() -> *mut jni::sys::JNIEnv {
-    vm::get().map_or(std::ptr::null_mut(), Vm::current_env)
+/// The handler's way to the interrupted thread's JNIEnv: TLS-free when
+/// discovery worked on this JVM, else `GetEnv` (which can deadlock if a
+/// signal lands in `malloc` while TLS is being set up: logged at start).
+fn env_lookup(env: Option<JniEnv>) -> fn() -> *mut jni::sys::JNIEnv {
+    fn get_env() -> *mut jni::sys::JNIEnv {
+        vm::get().map_or(std::ptr::null_mut(), Vm::current_env)
+    }
+    let discovered = env.ok_or_else(|| "no JNIEnv at start".to_owned()).and_then(java_thread::discover);
+    match discovered {
+        Ok(()) => java_thread::current_env,
+        Err(e) if java_thread::discovered() => {
+            log::debug!("JNIEnv lookup kept from an earlier start ({e})");
+            java_thread::current_env
+        }
+        Err(e) => {
+            log::warn!("TLS-free JNIEnv lookup unavailable ({e}); falling back to GetEnv in the signal handler");
+            get_env
+        }
+    }
 }
 
 fn settings(options: &Options, cpu_engine: Option<&str>) -> Vec<(String, String)> {
@@ -223,13 +240,12 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
         stripes: SampleStripes::new(STRIPE_CAPACITY, depth)
             .map_err(|e| io(format!("cannot reserve sample buffers: {e}")))?,
         max_depth: depth,
-        walker: JavaWalker { asgct: vm.asgct(), current_env },
+        walker: JavaWalker { asgct: vm.asgct(), current_env: env_lookup(env) },
         native: native_mode(options.cstack).map(|mode| native_walker(mode, options.remote_symbolication)),
     });
-    // Native walks and the wall-clock state check read memory fault-safely.
-    if sampler.native.is_some() || options.wall.is_some() {
-        safe_read::install_fault_handlers().map_err(|e| io(format!("cannot install the fault handler: {e}")))?;
-    }
+    // Handlers read memory fault-safely: the JNIEnv check, native walks,
+    // the wall-clock state check.
+    safe_read::install_fault_handlers().map_err(|e| io(format!("cannot install the fault handler: {e}")))?;
     context::set_filter(options.filter);
     context::set_attribute_count(options.attributes.len());
     sampling::publish(&sampler);

@@ -63,9 +63,33 @@ public class Workload {
         return -1;
     }
 
+    /** Threads that only wait: half sleep, half park (wall-clock targets). */
+    static void startIdle(int count) {
+        for (int i = 0; i < count; i++) {
+            boolean sleeper = i % 2 == 0;
+            Thread t = new Thread(() -> {
+                while (true) {
+                    if (sleeper) {
+                        try {
+                            Thread.sleep(60_000);
+                        } catch (InterruptedException e) {
+                            return;
+                        }
+                    } else {
+                        java.util.concurrent.locks.LockSupport.park();
+                    }
+                }
+            }, "idle-" + i);
+            t.setDaemon(true);
+            t.start();
+        }
+    }
+
+    /** Arguments: busy threads, seconds, and optionally idle threads. */
     public static void main(String[] args) throws Exception {
         int threads = Integer.parseInt(args[0]);
         double seconds = Double.parseDouble(args[1]);
+        startIdle(args.length > 2 ? Integer.parseInt(args[2]) : 0);
         long warmupEnd = System.nanoTime() + 1_000_000_000L;
         Worker warm = new Worker("warmup", warmupEnd);
         warm.start();

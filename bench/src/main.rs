@@ -5,6 +5,8 @@
 //!   same periods, interleaved round by round so drift on a shared machine
 //!   hits all alike: throughput, samples against the nominal count, bytes
 //!   per sample, extra peak RSS, handler time.
+//! - `wall`: the same for wall-clock sampling at 5 ms, 4 busy threads
+//!   among 200 (the rest sleeping or parked).
 //! - `floor`: what signal delivery alone costs on this machine.
 //! - `native`: handler time per sample of each native unwinder on a
 //!   30-deep native stack.
@@ -13,7 +15,7 @@
 //! - `dictionary`: `bounded_lookup`, insert and rotation latencies, alone
 //!   and under contention.
 //!
-//! Usage: `cargo run --release -p bench -- [--rounds N] [--seconds S] [--threads T] [--only overhead|floor|native|symbolizer|dictionary]`
+//! Usage: `cargo run --release -p bench -- [--rounds N] [--seconds S] [--threads T] [--only overhead|wall|floor|native|symbolizer|dictionary]`
 //! (needs `cargo build --release` first, for the agent).
 
 mod dictionary;
@@ -27,7 +29,7 @@ struct Options {
     rounds: usize,
     seconds: f64,
     threads: usize,
-    /// Run only this benchmark (`overhead`, `floor`, `native`, `symbolizer` or `dictionary`).
+    /// Run only this benchmark (`overhead`, `wall`, `floor`, `native`, `symbolizer` or `dictionary`).
     only: Option<String>,
 }
 
@@ -59,6 +61,9 @@ fn main() {
     let scratch = support::root().join("target/bench");
     if options.wants("overhead") {
         overhead::run(&options, &agent, &scratch);
+    }
+    if options.wants("wall") {
+        overhead::run_wall(&options, &agent, &scratch);
     }
     if options.wants("floor") {
         floor::run(&scratch, &options);

@@ -1,5 +1,6 @@
 //! Throughput, sample counts, file size and memory: the workload
-//! unprofiled, under our agent and under the JDK's Flight Recorder.
+//! unprofiled, under our agent and under the JDK's Flight Recorder; and,
+//! for wall-clock sampling, 4 busy threads among 200.
 
 use crate::support::{counter, javac, median, root, sample_counts, tool, value};
 use crate::Options;
@@ -16,16 +17,33 @@ struct Config {
 enum Kind {
     Baseline,
     Agent,
+    AgentWall,
     Jfr,
 }
 
-const CONFIGS: &[Config] = &[
+const CPU_CONFIGS: &[Config] = &[
     Config { name: "unprofiled", kind: Kind::Baseline, period_ms: 0 },
     Config { name: "agent cpu=10ms", kind: Kind::Agent, period_ms: 10 },
     Config { name: "JFR 10ms", kind: Kind::Jfr, period_ms: 10 },
     Config { name: "agent cpu=1ms", kind: Kind::Agent, period_ms: 1 },
     Config { name: "JFR 1ms", kind: Kind::Jfr, period_ms: 1 },
 ];
+
+const WALL_CONFIGS: &[Config] = &[
+    Config { name: "unprofiled", kind: Kind::Baseline, period_ms: 0 },
+    Config { name: "agent wall=5ms", kind: Kind::AgentWall, period_ms: 5 },
+];
+
+/// The wall-clock workload: 4 busy threads and 196 idle ones.
+const WALL_BUSY: usize = 4;
+const WALL_IDLE: usize = 196;
+
+/// One benchmark: its configurations and workload shape.
+struct Suite {
+    configs: &'static [Config],
+    busy: usize,
+    idle: usize,
+}
 
 #[derive(Default, Clone)]
 struct Run {
@@ -52,15 +70,16 @@ fn jfc(dir: &Path, period_ms: u32) -> PathBuf {
     path
 }
 
-fn run_once(config: &Config, options: &Options, classes: &Path, scratch: &Path, agent: &Path) -> Run {
+fn run_once(config: &Config, suite: &Suite, options: &Options, classes: &Path, scratch: &Path, agent: &Path) -> Run {
     let file = scratch.join("bench.jfr");
     let _ = std::fs::remove_file(&file);
     let mut command = Command::new(tool("java"));
     match config.kind {
         Kind::Baseline => {}
-        Kind::Agent => {
+        Kind::Agent | Kind::AgentWall => {
+            let event = if config.kind == Kind::Agent { "cpu" } else { "wall" };
             command.arg(format!(
-                "-agentpath:{}=start,cpu={}ms,file={}",
+                "-agentpath:{}=start,{event}={}ms,file={}",
                 agent.display(),
                 config.period_ms,
                 file.display()
@@ -81,8 +100,9 @@ fn run_once(config: &Config, options: &Options, classes: &Path, scratch: &Path, 
         .arg("-cp")
         .arg(classes)
         .arg("Workload")
-        .arg(options.threads.to_string())
+        .arg(suite.busy.to_string())
         .arg(options.seconds.to_string())
+        .arg(suite.idle.to_string())
         .output()
         .expect("run java");
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
@@ -98,24 +118,35 @@ fn run_once(config: &Config, options: &Options, classes: &Path, scratch: &Path, 
     }
     let event = match config.kind {
         Kind::Agent => "datadog.ExecutionSample",
+        Kind::AgentWall => "datadog.MethodSample",
         Kind::Jfr => "jdk.ExecutionSample",
         Kind::Baseline => return run,
     };
     (run.samples, run.worker_samples) = sample_counts(&file, event);
-    if config.kind == Kind::Agent {
+    if matches!(config.kind, Kind::Agent | Kind::AgentWall) {
         run.handler_ns = counter(&file, "handler_ns_p50");
     }
     run
 }
 
-/// Runs every configuration round by round and prints the table.
+/// The CPU table: `--threads` busy threads, no idle ones.
 pub fn run(options: &Options, agent: &Path, scratch: &Path) {
+    run_suite(&Suite { configs: CPU_CONFIGS, busy: options.threads, idle: 0 }, options, agent, scratch);
+}
+
+/// The wall-clock table: 4 busy threads among 200 at `wall=5ms`.
+pub fn run_wall(options: &Options, agent: &Path, scratch: &Path) {
+    run_suite(&Suite { configs: WALL_CONFIGS, busy: WALL_BUSY, idle: WALL_IDLE }, options, agent, scratch);
+}
+
+/// Runs every configuration round by round and prints the table.
+fn run_suite(suite: &Suite, options: &Options, agent: &Path, scratch: &Path) {
     let classes = scratch.join("classes");
     javac(&classes, &[root().join("bench/java/Workload.java")]);
-    let mut runs: Vec<Vec<Run>> = vec![Vec::new(); CONFIGS.len()];
+    let mut runs: Vec<Vec<Run>> = vec![Vec::new(); suite.configs.len()];
     for round in 0..options.rounds {
-        for (i, config) in CONFIGS.iter().enumerate() {
-            let run = run_once(config, options, &classes, scratch, agent);
+        for (i, config) in suite.configs.iter().enumerate() {
+            let run = run_once(config, suite, options, &classes, scratch, agent);
             eprintln!("round {} {:>15}: {:.0} ops", round + 1, config.name, run.ops);
             runs[i].push(run);
         }
@@ -124,33 +155,41 @@ pub fn run(options: &Options, agent: &Path, scratch: &Path) {
     let base_ops = median(runs[0].iter().map(|r| r.ops).collect());
     let base_rss = median(runs[0].iter().map(|r| r.peak_rss_kb).collect());
     println!(
-        "\n{} threads, {} s per run, {} rounds (medians; throughput relative to unprofiled runs of the same rounds)\n",
-        options.threads, options.seconds, options.rounds
+        "\n{} busy and {} idle threads, {} s per run, {} rounds (medians; throughput relative to unprofiled runs of the same rounds)\n",
+        suite.busy, suite.idle, options.seconds, options.rounds
     );
     println!(
         "| configuration | throughput | loss | samples / nominal | bytes / sample | extra peak RSS | handler time (median) |"
     );
     println!("|---|---|---|---|---|---|---|");
-    for (config, runs) in CONFIGS.iter().zip(&runs) {
+    for (config, runs) in suite.configs.iter().zip(&runs) {
         let throughput = median(runs.iter().map(|r| r.ops).collect()) / base_ops;
         let rss = median(runs.iter().map(|r| r.peak_rss_kb).collect()) - base_rss;
         if config.kind == Kind::Baseline {
             println!("| {} | 1.000 | - | - | - | - | - |", config.name);
             continue;
         }
-        let nominal: Vec<f64> =
-            runs.iter().map(|r| r.worker_samples / (r.cpu_ns / (f64::from(config.period_ms) * 1e6))).collect();
+        // Wall clock has no per-thread nominal count: walltpt threads per tick.
+        let nominal = match config.kind {
+            Kind::AgentWall => "-".to_owned(),
+            _ => {
+                let shares = runs.iter().map(|r| r.worker_samples / (r.cpu_ns / (f64::from(config.period_ms) * 1e6)));
+                format!("{:.1}%", median(shares.collect()) * 100.0)
+            }
+        };
         let bytes = median(runs.iter().map(|r| r.file_bytes / r.samples.max(1.0)).collect());
         let handler = match config.kind {
-            Kind::Agent => format!("{:.2} µs", median(runs.iter().map(|r| r.handler_ns).collect()) / 1000.0),
+            Kind::Agent | Kind::AgentWall => {
+                format!("{:.2} µs", median(runs.iter().map(|r| r.handler_ns).collect()) / 1000.0)
+            }
             _ => "-".to_owned(),
         };
         println!(
-            "| {} | {:.3} | {:.1}% | {:.1}% | {:.1} | {:.1} MiB | {} |",
+            "| {} | {:.3} | {:.1}% | {} | {:.1} | {:.1} MiB | {} |",
             config.name,
             throughput,
             (1.0 - throughput) * 100.0,
-            median(nominal) * 100.0,
+            nominal,
             bytes,
             rss / 1024.0,
             handler

@@ -8,6 +8,7 @@
 pub mod asgct;
 pub mod chain;
 pub mod handler;
+pub mod java_thread;
 pub mod native;
 pub mod origin;
 pub mod remote;
