@@ -45,3 +45,35 @@ JNIEXPORT jlong JNICALL Java_NativeChain_deep(JNIEnv *env, jclass cls, jint dept
     __asm__ volatile("" ::: "memory");
     return r;
 }
+
+/*
+ * NativeChain.runInAttachedThread: a thread created here, not by Java,
+ * attaches to the VM as "native-attached", calls NativeChain.spinFromNative
+ * and detaches.
+ */
+#include <pthread.h>
+
+static JavaVM *attach_vm;
+
+static void *attached_main(void *cls) {
+    JNIEnv *env;
+    JavaVMAttachArgs args = {JNI_VERSION_1_8, "native-attached", NULL};
+    if ((*attach_vm)->AttachCurrentThread(attach_vm, (void **)&env, &args) != JNI_OK) {
+        return NULL;
+    }
+    jmethodID spin = (*env)->GetStaticMethodID(env, (jclass)cls, "spinFromNative", "()V");
+    if (spin != NULL) {
+        (*env)->CallStaticVoidMethod(env, (jclass)cls, spin);
+    }
+    (*env)->DeleteGlobalRef(env, (jobject)cls);
+    (*attach_vm)->DetachCurrentThread(attach_vm);
+    return NULL;
+}
+
+JNIEXPORT void JNICALL Java_NativeChain_runInAttachedThread(JNIEnv *env, jclass cls) {
+    pthread_t thread;
+    (*env)->GetJavaVM(env, &attach_vm);
+    if (pthread_create(&thread, NULL, attached_main, (*env)->NewGlobalRef(env, cls)) == 0) {
+        pthread_join(thread, NULL);
+    }
+}

@@ -124,3 +124,17 @@ fn build_ids_from_memory_match_the_files() {
     }
     assert!(compared >= 5, "only {compared} libraries compared");
 }
+
+/// A thread created in native code that attaches to the JVM is reported by
+/// JVMTI ThreadStart like any other: the CPU engine arms it, its samples
+/// carry its Java frames and the name it attached with, and its detach
+/// (ThreadEnd) releases it cleanly.
+#[test]
+fn a_native_thread_attached_to_the_jvm_is_sampled() {
+    let library = native_fixture("libchain_fp.so").expect("the fixture library is built");
+    let recording = record("attached", "cstack=fp", "NativeChain", &[library.to_str().unwrap(), "2", "0", "attached"]);
+    let attached: Vec<&Event> = recording.samples().filter(|e| e.thread == "native-attached").collect();
+    assert!(attached.len() >= 100, "{} samples of the attached thread", attached.len());
+    let in_spin = attached.iter().filter(|e| e.frames.iter().any(|f| f.method == "spinFromNative")).count();
+    assert!(in_spin * 10 >= attached.len() * 9, "{in_spin} of {} samples in spinFromNative", attached.len());
+}
