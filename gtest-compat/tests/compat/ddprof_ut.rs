@@ -1,0 +1,1 @@
+//! Port of upstream `ddprof_ut` (see gtest-compat/README.md).

@@ -1,0 +1,1 @@
+//! Port of upstream `dictionary_ut` (see gtest-compat/README.md).

@@ -1,0 +1,1 @@
+//! Port of upstream `dwarf_ut` (see gtest-compat/README.md).

@@ -1,0 +1,1 @@
+//! Port of upstream `elfparser_ut` (see gtest-compat/README.md).

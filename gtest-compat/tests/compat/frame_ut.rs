@@ -1,0 +1,1 @@
+//! Port of upstream `frame_ut` (see gtest-compat/README.md).

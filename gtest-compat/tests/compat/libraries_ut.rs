@@ -1,0 +1,1 @@
+//! Port of upstream `libraries_ut` (see gtest-compat/README.md).

@@ -1,0 +1,1 @@
+//! Port of upstream `refCountGuard_ut` (see gtest-compat/README.md).

@@ -1,0 +1,1 @@
+//! Port of upstream `remoteargs_ut` (see gtest-compat/README.md).

@@ -1,0 +1,1 @@
+//! Port of upstream `remotesymbolication_ut` (see gtest-compat/README.md).

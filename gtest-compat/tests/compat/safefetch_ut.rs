@@ -1,0 +1,1 @@
+//! Port of upstream `safefetch_ut` (see gtest-compat/README.md).

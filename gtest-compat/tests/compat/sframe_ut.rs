@@ -1,0 +1,1 @@
+//! Port of upstream `sframe_ut` (see gtest-compat/README.md).

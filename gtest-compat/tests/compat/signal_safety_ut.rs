@@ -1,0 +1,1 @@
+//! Port of upstream `signalSafety_ut` (see gtest-compat/README.md).

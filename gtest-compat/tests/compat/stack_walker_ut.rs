@@ -1,0 +1,1 @@
+//! Port of upstream `stackWalker_ut` (see gtest-compat/README.md).

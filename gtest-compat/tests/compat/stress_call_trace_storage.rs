@@ -1,0 +1,1 @@
+//! Port of upstream `stress_callTraceStorage` (see gtest-compat/README.md).

@@ -1,0 +1,1 @@
+//! Port of upstream `stress_threadLifecycle` (see gtest-compat/README.md).

@@ -1,0 +1,1 @@
+//! Port of upstream `stringDictionary_ut` (see gtest-compat/README.md).

@@ -1,0 +1,1 @@
+//! Port of upstream `test_callTraceStorage` (see gtest-compat/README.md).
