@@ -71,9 +71,30 @@ pub fn init() -> Result<&'static ContextState, String> {
     Ok(STATE.get_or_init(|| ContextState { slots, values }))
 }
 
+/// Releases a thread's slot when the thread exits, for threads that end
+/// without a JVMTI ThreadEnd (after ThreadEnd it finds nothing to release).
+struct ReleaseAtExit(u32);
+
+impl Drop for ReleaseAtExit {
+    fn drop(&mut self) {
+        let _blocked = crate::engine::signals::SignalBlocker::block();
+        release_thread(self.0);
+    }
+}
+
+thread_local! {
+    static RELEASE_AT_EXIT: std::cell::OnceCell<ReleaseAtExit> = const { std::cell::OnceCell::new() };
+}
+
 fn own_slot() -> Result<&'static ThreadSlot, String> {
     let state = init()?;
-    state.slots.register(current_tid()).ok_or_else(|| "too many threads carry context".to_owned())
+    let tid = current_tid();
+    let slot = state.slots.register(tid).ok_or_else(|| "too many threads carry context".to_owned())?;
+    // Ignored when thread-local destructors already run (the thread is exiting).
+    let _ = RELEASE_AT_EXIT.try_with(|guard| {
+        guard.get_or_init(|| ReleaseAtExit(tid));
+    });
+    Ok(slot)
 }
 
 /// Sets the calling thread's span ids.

@@ -10,7 +10,7 @@ use crate::libraries::sections::Wanted;
 use crate::libraries::LibraryTable;
 use crate::log;
 use crate::recording::writer::Writer;
-use crate::recording::{DumpContext, Recording};
+use crate::recording::{classes, DumpContext, Recording};
 use crate::sampling::native::{NativeMode, NativeWalker};
 use crate::sampling::{self, java_thread, safe_read, thread_state, JavaWalker, Sampler};
 use crate::storage::samples::{SampleStripes, STRIPES};
@@ -303,11 +303,17 @@ fn stop(file: Option<&str>, env: Option<JniEnv>) -> CommandResult<String> {
     let path = file.map(output_path);
     let mut recording = session.recording.lock().unwrap_or_else(|p| p.into_inner());
     log::info!("profiling stopped after {} s", session.started.elapsed().as_secs());
-    if path.is_none() && recording.session_path().is_none() {
-        return Ok("Profiling stopped; no file was given, so the data since the last dump was discarded".to_owned());
+    let result = if path.is_none() && recording.session_path().is_none() {
+        Ok("Profiling stopped; no file was given, so the data since the last dump was discarded".to_owned())
+    } else {
+        write_recording(&mut recording, &session.sampler, env, path, true)
+            .map(|written| format!("Profiling stopped; recording written to {}", written.display()))
+    };
+    // Nothing refers to the session's class ids any more.
+    if let Ok(classes) = classes::classes() {
+        classes.clear_all();
     }
-    let written = write_recording(&mut recording, &session.sampler, env, path, true)?;
-    Ok(format!("Profiling stopped; recording written to {}", written.display()))
+    result
 }
 
 /// Writes the data since the previous dump to `path` (or the session

@@ -99,7 +99,7 @@ pub trait ImageReader {
 }
 
 /// A byte slice as an image whose address 0 is its first byte.
-struct SliceReader<'a>(&'a [u8]);
+pub struct SliceReader<'a>(pub &'a [u8]);
 
 impl ImageReader for SliceReader<'_> {
     fn read(&self, address: u64, out: &mut [u8]) -> bool {

@@ -160,6 +160,20 @@ pub fn run_java(agent_options: Option<&str>, main: &str, args: &[&str], timeout:
     ChildGuard::spawn(&mut java_command(agent_options, &[], main, args)).wait(timeout)
 }
 
+/// The number after `KEY ` on a line of a fixture's summary output
+/// (`DUMPS 1260`); panics with the whole output if it is missing.
+pub fn summary_value(out: &str, key: &str) -> u64 {
+    out.lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no number for {key} in:\n{out}"))
+}
+
+/// The lines of a fixture's output that start with `ERROR`.
+pub fn error_lines(out: &str) -> Vec<&str> {
+    out.lines().filter(|l| l.starts_with("ERROR")).collect()
+}
+
 pub fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }

@@ -44,14 +44,9 @@ fn thread_and_class_churn_under_sampling_and_dumps() {
     let output = ChildGuard::spawn(&mut command).wait(Duration::from_secs(300));
     assert_success(&output);
     let out = stdout(&output);
-    let errors: Vec<&str> = out.lines().filter(|l| l.starts_with("ERROR")).collect();
+    let errors = error_lines(&out);
     assert!(errors.is_empty(), "{errors:#?}");
-    let value = |key: &str| -> u64 {
-        out.lines()
-            .find_map(|l| l.strip_prefix(&format!("{key} ")))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("{key}: {out}"))
-    };
+    let value = |key: &str| summary_value(&out, key);
     let dumps = value("DUMPS");
     assert!(dumps >= 10, "{out}");
     assert_eq!(value("VERIFIED"), dumps, "every dump parsed");

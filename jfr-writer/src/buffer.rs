@@ -151,20 +151,27 @@ pub fn varint_len(value: u64) -> usize {
     9
 }
 
+/// Decodes a JFR compressed integer as the JDK reader does
+/// (`RecordingInput.readLong`): seven bits per byte, at most nine bytes,
+/// the ninth carrying eight raw bits. The value and its length, or `None`
+/// if `bytes` ends first. The inverse of [`ByteBuf::put_varint`].
+pub fn decode_varint(bytes: &[u8]) -> Option<(u64, usize)> {
+    let mut value = 0u64;
+    for (i, &b) in bytes.iter().enumerate().take(8) {
+        value |= u64::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            return Some((value, i + 1));
+        }
+    }
+    Some((value | (u64::from(*bytes.get(8)?) << 56), 9))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Mirrors the JDK reader (`RecordingInput.readLong`).
     fn read_varint(bytes: &[u8]) -> (u64, usize) {
-        let mut value = 0u64;
-        for (i, &b) in bytes.iter().enumerate().take(8) {
-            value |= u64::from(b & 0x7f) << (7 * i);
-            if b & 0x80 == 0 {
-                return (value, i + 1);
-            }
-        }
-        (value | (u64::from(bytes[8]) << 56), 9)
+        decode_varint(bytes).expect("a complete varint")
     }
 
     #[test]

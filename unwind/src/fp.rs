@@ -21,9 +21,11 @@ impl FramePointerUnwinder {
         if !fp.is_multiple_of(8) || fp < regs.sp || fp - regs.sp > MAX_STACK_SPAN {
             return Err(StepError::BadFramePointer);
         }
+        // The frame record and the caller's sp above it must not wrap.
+        let caller_sp = fp.checked_add(16).ok_or(StepError::BadFramePointer)?;
         let caller_fp = stack.read_u64(fp).ok_or(StepError::ReadRefused)?;
         let return_address = stack.read_u64(fp + 8).ok_or(StepError::ReadRefused)?;
-        let caller = Registers { pc: return_address, sp: fp + 16, fp: caller_fp, lr: 0 };
+        let caller = Registers { pc: return_address, sp: caller_sp, fp: caller_fp, lr: 0 };
         if caller_fp != 0 && caller_fp <= fp {
             return Err(StepError::BadFramePointer);
         }

@@ -96,5 +96,9 @@ pub(crate) fn check_progress(old: &Registers, new: &Registers) -> Result<bool, S
     if new.sp <= old.sp || new.sp - old.sp > MAX_STACK_SPAN {
         return Err(StepError::NoProgress);
     }
+    // A caller's stack pointer is at least word-aligned on every ABI we walk.
+    if !new.sp.is_multiple_of(8) {
+        return Err(StepError::NoProgress);
+    }
     Ok(true)
 }

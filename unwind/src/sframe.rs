@@ -24,6 +24,12 @@ const FLAG_FDE_SORTED: u8 = 0x1;
 const FLAG_FUNC_START_PCREL: u8 = 0x4;
 const ABI_AARCH64_LE: u8 = 2;
 const ABI_AMD64_LE: u8 = 3;
+/// The ABI of the code this unwinder runs in: sections of another are
+/// refused, their offsets would be read with the wrong registers.
+#[cfg(target_arch = "x86_64")]
+const HOST_ABI: u8 = ABI_AMD64_LE;
+#[cfg(target_arch = "aarch64")]
+const HOST_ABI: u8 = ABI_AARCH64_LE;
 /// PLT entries on x86-64, the repetition block of v1 PCMASK FDEs.
 const V1_REP_SIZE: u64 = 16;
 
@@ -59,7 +65,6 @@ pub struct SFrameSection<D> {
     address: u64,
     version: u8,
     flags: u8,
-    abi: u8,
     fixed_fp_offset: i8,
     fixed_ra_offset: i8,
     num_fdes: usize,
@@ -75,6 +80,8 @@ pub enum SFrameError {
     BadMagic,
     UnsupportedVersion,
     UnsupportedAbi,
+    /// A supported ABI, but not this machine's.
+    ForeignAbi,
     BadOffsets,
 }
 
@@ -107,6 +114,9 @@ impl<D: AsRef<[u8]>> SFrameSection<D> {
         if abi != ABI_AMD64_LE && abi != ABI_AARCH64_LE {
             return Err(SFrameError::UnsupportedAbi);
         }
+        if abi != HOST_ABI {
+            return Err(SFrameError::ForeignAbi);
+        }
         let body = HEADER_SIZE + usize::from(d[7]);
         let num_fdes = u32_at(d, 8).ok_or(SFrameError::TooShort)? as usize;
         let fre_len = u32_at(d, 16).ok_or(SFrameError::TooShort)? as usize;
@@ -123,7 +133,6 @@ impl<D: AsRef<[u8]>> SFrameSection<D> {
         Ok(Self {
             version,
             flags: d[3],
-            abi,
             fixed_fp_offset: d[5] as i8,
             fixed_ra_offset: d[6] as i8,
             num_fdes,
@@ -230,13 +239,19 @@ impl<D: AsRef<[u8]>> SFrameSection<D> {
             })
         };
         let cfa_offset = offset(0)?;
-        let (ra_offset, fp_offset) = if self.abi == ABI_AMD64_LE {
-            let ra = (self.fixed_ra_offset != 0).then_some(i32::from(self.fixed_ra_offset));
-            let fp = if self.fixed_fp_offset != 0 { Some(i32::from(self.fixed_fp_offset)) } else { offset(1) };
-            (ra, fp)
-        } else {
-            (offset(1), offset(2))
+        // After the CFA offset come the RA offset, unless the header fixes
+        // it, then the FP offset, unless the header fixes it (libsframe's
+        // rule; a fixed offset of 0 means "not fixed").
+        let mut next = 1;
+        let mut tracked = |fixed: i8| {
+            if fixed != 0 {
+                return Some(i32::from(fixed));
+            }
+            next += 1;
+            offset(next - 1)
         };
+        let ra_offset = tracked(self.fixed_ra_offset);
+        let fp_offset = tracked(self.fixed_fp_offset);
         Some(FrameRule { cfa_from_sp: info & 1 == 1, cfa_offset, ra_offset, fp_offset })
     }
 }

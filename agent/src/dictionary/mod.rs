@@ -250,16 +250,18 @@ impl TripleBufferedDictionary {
         all
     }
 
-    /// Empties all three buffers (profiler start and stop): the clean
-    /// scratch becomes active, the other two are cleared once their
-    /// readers left.
+    /// Empties all three buffers (at profiler stop). Three swaps, each
+    /// clearing the one buffer that is then neither active nor dump, so no
+    /// lookup can reach a buffer while it is cleared. Ids are not reused:
+    /// an id still held somewhere cannot come to mean another key.
     pub fn clear_all(&self) {
         let _rotating = self.rotation.lock().unwrap_or_else(|p| p.into_inner());
-        let old = self.active.load(Ordering::SeqCst);
-        self.active.store((old + 1) % 3, Ordering::SeqCst);
-        for index in [old, (old + 2) % 3] {
-            self.hazards.wait_unused(self.address(index));
-            self.buffers[index].clear();
+        for _ in 0..3 {
+            let old = self.active.load(Ordering::SeqCst);
+            self.active.store((old + 1) % 3, Ordering::SeqCst);
+            let unreachable = (old + 2) % 3;
+            self.hazards.wait_unused(self.address(unreachable));
+            self.buffers[unreachable].clear();
         }
     }
 

@@ -179,13 +179,21 @@ impl Sampler {
         if trace.num_frames <= 0 {
             return error(out, CallTraceError::from_code(i64::from(trace.num_frames)));
         }
-        let len = (trace.num_frames as usize).min(out.len());
+        let written = (trace.num_frames as usize).min(out.len());
+        // A leaf without a method id (HotSpot found no jmethodID for it yet)
+        // names nothing: dropped, its callers kept.
+        // SAFETY: AsyncGetCallTrace wrote at least one frame to `raw`.
+        let skip = usize::from(unsafe { (*raw).method }.is_null());
+        if skip == written {
+            return error(out, CallTraceError::UnknownJava);
+        }
+        let len = written - skip;
         for (i, slot) in out.iter_mut().take(len).enumerate() {
-            // SAFETY: AsyncGetCallTrace wrote `len` frames to `raw`.
-            let f = unsafe { *raw.add(i) };
+            // SAFETY: AsyncGetCallTrace wrote `written` frames to `raw`.
+            let f = unsafe { *raw.add(i + skip) };
             *slot = Frame::java(f.method as u64, f.bci);
         }
-        let truncated = len == out.len();
+        let truncated = written == out.len();
         if truncated {
             counters::increment(Counter::StackTruncated);
         }

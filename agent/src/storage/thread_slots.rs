@@ -125,6 +125,12 @@ pub struct ThreadSlots {
     mask: usize,
 }
 
+/// How far a thread's slot may sit from its hash position. Registration
+/// reuses released slots, so a live thread always finds one within this
+/// distance, and a lookup (the signal handler's, for every sample) never
+/// scans further, however many released slots thread churn has left.
+const MAX_PROBE: usize = 64;
+
 fn start(tid: u32, mask: usize) -> usize {
     (tid.wrapping_mul(0x9E37_79B9) as usize) & mask
 }
@@ -137,7 +143,7 @@ impl ThreadSlots {
     /// The slot of thread `tid`, if registered. Signal-safe.
     pub fn find(&self, tid: u32) -> Option<&ThreadSlot> {
         let mut index = start(tid, self.mask);
-        for _ in 0..=self.mask {
+        for _ in 0..MAX_PROBE.min(self.mask + 1) {
             let slot = self.slots.get(index);
             match slot.tid.load(Ordering::Acquire) {
                 EMPTY => return None,
@@ -148,7 +154,8 @@ impl ThreadSlots {
         None
     }
 
-    /// The calling thread's slot, registering it if needed. Only the
+    /// The calling thread's slot, registering it if needed (`None` if all
+    /// [`MAX_PROBE`] slots near its hash position are live). Only the
     /// thread `tid` itself may call this. Not signal-safe by contract (it
     /// may be called while a handler reads other slots, which is fine).
     pub fn register(&self, tid: u32) -> Option<&ThreadSlot> {
@@ -156,7 +163,7 @@ impl ThreadSlots {
             return Some(slot);
         }
         let mut index = start(tid, self.mask);
-        for _ in 0..=self.mask {
+        for _ in 0..MAX_PROBE.min(self.mask + 1) {
             let slot = self.slots.get(index);
             let current = slot.tid.load(Ordering::Acquire);
             if (current == EMPTY || current == RELEASED)
@@ -195,6 +202,26 @@ impl ThreadSlots {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Thread churn leaves released slots behind; lookups and registrations
+    /// stay within their probe bound and keep working (before the bound, a
+    /// lookup of an unregistered tid scanned the whole table).
+    #[test]
+    fn churn_of_many_distinct_threads_keeps_slots_usable() {
+        let slots = ThreadSlots::new().unwrap();
+        for tid in 1..200_000u32 {
+            slots.register(tid).expect("a released slot nearby is reused");
+            slots.release(tid);
+        }
+        let live: Vec<u32> = (300_000..304_000).collect();
+        for &tid in &live {
+            slots.register(tid).unwrap().set_spans(u64::from(tid), 1);
+        }
+        assert!(live
+            .iter()
+            .all(|&tid| slots.find(tid).and_then(ThreadSlot::context).unwrap().span_id == u64::from(tid)));
+        assert!(slots.find(250_000).is_none());
+    }
 
     #[test]
     fn register_find_release_and_reuse() {

@@ -6,6 +6,7 @@ mod dictionary_ut;
 mod dwarf_ut;
 mod elfparser_ut;
 mod frame_ut;
+mod isolation;
 mod libraries_ut;
 mod ref_count_guard_ut;
 mod remoteargs_ut;
