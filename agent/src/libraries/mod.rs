@@ -9,6 +9,7 @@
 //! handler can never hold a freed snapshot. ELF parsing happens only in
 //! control-plane threads.
 
+pub mod file_map;
 pub mod marks;
 pub mod scan;
 pub mod sections;
@@ -16,6 +17,7 @@ pub mod symbols;
 
 use crate::counters::{self, Counter};
 use buildid::BuildId;
+use file_map::FileMap;
 use marks::Mark;
 use scan::LoadedObject;
 use sections::{UnwindSections, Wanted};
@@ -45,18 +47,20 @@ pub struct Library {
 
 impl Library {
     fn load(index: u32, object: &LoadedObject, wanted: Wanted) -> Library {
-        let data = if object.in_memory {
-            let mut image = vec![0u8; (object.image.end - object.image.start) as usize];
-            scan::read_own_memory(object.image.start, &mut image).then_some(image)
+        let (image, mapped);
+        let data: Option<&[u8]> = if object.in_memory {
+            let mut bytes = vec![0u8; (object.image.end - object.image.start) as usize];
+            image = scan::read_own_memory(object.image.start, &mut bytes).then_some(bytes);
+            image.as_deref()
         } else {
-            std::fs::read(&object.path).ok()
+            mapped = FileMap::open(&object.path).ok();
+            mapped.as_ref().map(FileMap::bytes)
         };
-        let (symbols, sections) = match &data {
+        let (symbols, sections) = match data {
             Some(bytes) => (SymbolTable::from_elf(bytes), sections::read(bytes, wanted)),
             None => (SymbolTable::default(), UnwindSections::default()),
         };
-        let build_id =
-            object.build_id.clone().or_else(|| data.as_deref().and_then(|d| buildid::from_file_bytes(d).ok()));
+        let build_id = object.build_id.clone().or_else(|| data.and_then(|d| buildid::from_file_bytes(d).ok()));
         Library {
             index,
             path: object.path.clone(),

@@ -182,8 +182,8 @@ pub fn unlisted_mappings(known: &[LoadedObject]) -> Vec<LoadedObject> {
 /// For a mapping of file offset `offset`, the bias from the PT_LOAD
 /// segment of the file that starts at that offset.
 fn bias_of_mapping(mapping: &Mapping) -> Option<u64> {
-    let data = std::fs::read(&mapping.path).ok()?;
-    let file = object::read::elf::ElfFile64::<object::Endianness>::parse(&*data).ok()?;
+    let data = super::file_map::FileMap::open(&mapping.path).ok()?;
+    let file = object::read::elf::ElfFile64::<object::Endianness>::parse(data.bytes()).ok()?;
     use object::read::elf::ProgramHeader;
     let endian = file.endian();
     file.elf_program_headers().iter().find_map(|ph| {
