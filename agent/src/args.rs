@@ -74,6 +74,9 @@ pub struct Options {
     pub cstack: CStack,
     pub jstackdepth: u32,
     pub remote_symbolication: bool,
+    /// With `cstack=vm`/`vmx`, also walk every sample with
+    /// AsyncGetCallTrace and count agreement (`verifywalk`).
+    pub verify_walk: bool,
     /// Context attribute names (`attributes=a;b`), in slot order.
     pub attributes: Vec<String>,
     /// Sample only threads added to the filter (`filter`).
@@ -93,6 +96,7 @@ impl Default for Options {
             cstack: CStack::Default,
             jstackdepth: DEFAULT_JSTACKDEPTH,
             remote_symbolication: false,
+            verify_walk: false,
             attributes: Vec::new(),
             filter: false,
             log_file: None,
@@ -122,7 +126,7 @@ fn error(option: &str, message: impl Into<String>) -> OptionError {
 }
 
 const OPTION_NAMES: &str = "start, stop, dump, status, version, event, cpu, wall, walltpt, interval, file, jfr, \
-     cstack, jstackdepth, remotesym, attributes, filter, log, loglevel";
+     cstack, jstackdepth, remotesym, verifywalk, attributes, filter, log, loglevel";
 
 /// Parses a comma-separated option string. An empty string is valid (the
 /// agent is loaded and waits for commands).
@@ -221,6 +225,7 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
             }
             "remotesym" => options.remote_symbolication = parse_bool(key, value)?,
             "filter" => options.filter = parse_bool(key, value)?,
+            "verifywalk" => options.verify_walk = parse_bool(key, value)?,
             "attributes" => options.attributes = parse_attributes(key, required(key, value)?)?,
             "log" => options.log_file = Some(required(key, value)?.to_owned()),
             "loglevel" => options.log_level = parse_log_level(key, required(key, value)?)?,
@@ -537,6 +542,8 @@ mod tests {
         assert_eq!(err("attributes=a;a").option, "attributes");
         assert_eq!(err("attributes=a;b;c;d;e;f;g;h;i").option, "attributes");
         assert_eq!(err("filter=sometimes").option, "filter");
+        assert_eq!(err("verifywalk=perhaps").option, "verifywalk");
+        assert!(parse("cstack=vm,verifywalk").unwrap().verify_walk);
     }
 
     #[test]

@@ -49,6 +49,18 @@ counters! {
     CallTraces => "call_traces",
     ChunksWritten => "chunks_written",
     ChunksDropped => "chunks_dropped",
+    VmWalkNoCodeBlob => "vm_walk_no_code_blob",
+    VmWalkBadInterpretedFrame => "vm_walk_bad_interpreted_frame",
+    VmWalkUnknownMethod => "vm_walk_unknown_method",
+    VmWalkBadCompiledFrame => "vm_walk_bad_compiled_frame",
+    VmWalkNoProgress => "vm_walk_no_progress",
+    VmWalkBadAnchor => "vm_walk_bad_anchor",
+    WalkCompared => "walk_verify_compared",
+    WalkAgreed => "walk_verify_agreed",
+    WalkVmSucceeded => "walk_verify_vm_succeeded",
+    WalkAsgctSucceeded => "walk_verify_asgct_succeeded",
+    WalkVmNanos => "walk_verify_vm_ns_total",
+    WalkAsgctNanos => "walk_verify_asgct_ns_total",
 }
 
 static VALUES: [AtomicU64; Counter::ALL.len()] = [const { AtomicU64::new(0) }; Counter::ALL.len()];

@@ -12,6 +12,7 @@ use crate::log;
 use crate::recording::writer::Writer;
 use crate::recording::{classes, DumpContext, Recording};
 use crate::sampling::native::{NativeMode, NativeWalker};
+use crate::sampling::vm_stack::VmStackWalker;
 use crate::sampling::{self, java_thread, safe_read, thread_state, JavaWalker, Sampler};
 use crate::storage::samples::{SampleStripes, STRIPES};
 use crate::storage::trace_storage::CallTraceStorage;
@@ -117,11 +118,15 @@ fn status() -> String {
 
 /// Features parsed now but delivered by later work.
 fn check_supported(options: &Options) -> CommandResult<()> {
-    if matches!(options.cstack, CStack::Vm | CStack::Vmx) {
-        return Err(argument("cstack: the HotSpot walker modes (vm, vmx) are not supported yet"));
+    if options.verify_walk && !matches!(options.cstack, CStack::Vm | CStack::Vmx) {
+        return Err(argument(
+            "verifywalk: compares the HotSpot walker with AsyncGetCallTrace, so needs cstack=vm or vmx",
+        ));
     }
     if options.remote_symbolication && native_mode(options.cstack).is_none() {
-        return Err(argument("remotesym: remote symbolication needs native stacks (cstack=fp, dwarf or sframe)"));
+        return Err(argument(
+            "remotesym: remote symbolication needs native stacks (cstack=fp, dwarf, sframe, vm or vmx)",
+        ));
     }
     Ok(())
 }
@@ -135,9 +140,9 @@ fn output_path(template: &str) -> PathBuf {
 fn native_mode(cstack: CStack) -> Option<NativeMode> {
     match cstack {
         CStack::Default | CStack::FramePointer => Some(NativeMode::FramePointer),
-        CStack::Dwarf => Some(NativeMode::Dwarf),
+        CStack::Dwarf | CStack::Vm | CStack::Vmx => Some(NativeMode::Dwarf),
         CStack::SFrame => Some(NativeMode::SFrame),
-        CStack::No | CStack::Vm | CStack::Vmx => None,
+        CStack::No => None,
     }
 }
 
@@ -148,6 +153,27 @@ fn native_walker(mode: NativeMode, remote: bool) -> NativeWalker {
         NativeMode::SFrame => Wanted::SFrame,
     };
     NativeWalker::new(mode, remote, Arc::new(LibraryTable::new(wanted)), STRIPES)
+}
+
+/// The HotSpot walker `cstack=vm`/`vmx` asks for, or `None` (with a
+/// warning saying why) to walk Java frames with AsyncGetCallTrace.
+fn hotspot_walker(vm: &Vm, cstack: CStack) -> Option<VmStackWalker> {
+    let extended = match cstack {
+        CStack::Vm => false,
+        CStack::Vmx => true,
+        _ => return None,
+    };
+    if !java_thread::discovered() {
+        log::warn!("cstack=vm: the JavaThread lookup is unavailable; walking Java frames with AsyncGetCallTrace");
+        return None;
+    }
+    match vm.hotspot_walker() {
+        Ok(hotspot) => Some(VmStackWalker { hotspot, extended }),
+        Err(e) => {
+            log::warn!("cstack=vm: {e}; walking Java frames with AsyncGetCallTrace");
+            None
+        }
+    }
 }
 
 /// The handler's way to the interrupted thread's JNIEnv: TLS-free when
@@ -242,6 +268,8 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
         max_depth: depth,
         walker: JavaWalker { asgct: vm.asgct(), current_env: env_lookup(env) },
         native: native_mode(options.cstack).map(|mode| native_walker(mode, options.remote_symbolication)),
+        hotspot: hotspot_walker(vm, options.cstack),
+        verify_walk: options.verify_walk,
     });
     // Handlers read memory fault-safely: the JNIEnv check, native walks,
     // the wall-clock state check.

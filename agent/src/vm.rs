@@ -7,10 +7,15 @@ use crate::jvmti::events::{Event, EventCallbacks};
 use crate::jvmti::{Jvmti, JVMTI_VERSION_1_2};
 use crate::log;
 use crate::sampling::asgct::AsgctFn;
+use crate::sampling::safe_read::ProcessMemory;
 use jni::sys::{jint, JNIEnv, JavaVM, JNI_OK};
-use std::ffi::{c_void, CStr};
+use std::ffi::{c_void, CStr, CString};
 use std::ptr;
 use std::sync::OnceLock;
+use unwind::hotspot::layout::{CodeAddresses, VmLayout};
+use unwind::hotspot::memory::VmMemory;
+use unwind::hotspot::tables::VmTables;
+use unwind::hotspot::HotSpotWalker;
 
 pub const JNI_VERSION: jint = 0x0001_0008;
 
@@ -60,35 +65,37 @@ pub unsafe fn init(java_vm: *mut JavaVM, callbacks: fn() -> EventCallbacks) -> R
             log::warn!("cannot enable JVMTI event {event:?}: {e}");
         }
     }
-    let asgct = find_asgct(java_vm);
+    let symbol = libjvm_symbol(java_vm, c"AsyncGetCallTrace");
+    // SAFETY: the symbol, when present, is AsyncGetCallTrace with this ABI.
+    let asgct = (!symbol.is_null()).then(|| unsafe { std::mem::transmute::<*mut c_void, AsgctFn>(symbol) });
     if asgct.is_none() {
         log::warn!("AsyncGetCallTrace not found in libjvm: Java stacks will not be collected");
     }
     Ok(VM.get_or_init(|| Vm { java_vm, jvmti, asgct }))
 }
 
-/// AsyncGetCallTrace, looked up in the library that implements the JavaVM
-/// function table (libjvm), whether or not it was loaded RTLD_GLOBAL.
-fn find_asgct(java_vm: *mut JavaVM) -> Option<AsgctFn> {
-    const NAME: &CStr = c"AsyncGetCallTrace";
+/// A symbol of the library that implements the JavaVM function table
+/// (libjvm), whether or not it was loaded RTLD_GLOBAL; null if absent.
+fn libjvm_symbol(java_vm: *mut JavaVM, name: &CStr) -> *mut c_void {
     // SAFETY: dlsym with a NUL-terminated name; a null result is handled.
-    let mut symbol = unsafe { libc::dlsym(libc::RTLD_DEFAULT, NAME.as_ptr()) };
-    if symbol.is_null() {
-        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-        // SAFETY: GetEnv's address lies in libjvm; dladdr only reads it.
-        let get_env = unsafe { (**java_vm).v1_2.GetEnv } as *const c_void;
-        // SAFETY: valid address and out struct.
-        if unsafe { libc::dladdr(get_env, &mut info) } != 0 && !info.dli_fname.is_null() {
-            // SAFETY: RTLD_NOLOAD only returns an already loaded library.
-            let handle = unsafe { libc::dlopen(info.dli_fname, libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
-            if !handle.is_null() {
-                // SAFETY: as above.
-                symbol = unsafe { libc::dlsym(handle, NAME.as_ptr()) };
-            }
-        }
+    let symbol = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+    if !symbol.is_null() {
+        return symbol;
     }
-    // SAFETY: the symbol, when present, is AsyncGetCallTrace with this ABI.
-    (!symbol.is_null()).then(|| unsafe { std::mem::transmute::<*mut c_void, AsgctFn>(symbol) })
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: GetEnv's address lies in libjvm; dladdr only reads it.
+    let get_env = unsafe { (**java_vm).v1_2.GetEnv } as *const c_void;
+    // SAFETY: valid address and out struct.
+    if unsafe { libc::dladdr(get_env, &mut info) } == 0 || info.dli_fname.is_null() {
+        return ptr::null_mut();
+    }
+    // SAFETY: RTLD_NOLOAD only returns an already loaded library.
+    let handle = unsafe { libc::dlopen(info.dli_fname, libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
+    if handle.is_null() {
+        return ptr::null_mut();
+    }
+    // SAFETY: as above.
+    unsafe { libc::dlsym(handle, name.as_ptr()) }
 }
 
 impl Vm {
@@ -98,6 +105,26 @@ impl Vm {
 
     pub fn asgct(&self) -> Option<AsgctFn> {
         self.asgct
+    }
+
+    /// The HotSpot walker for this JVM, from libjvm's VMStructs tables.
+    /// Not signal-safe; call after VM init (the code cache must exist).
+    pub fn hotspot_walker(&self) -> Result<HotSpotWalker, String> {
+        let lookup = |name: &str| {
+            let name = CString::new(name).ok()?;
+            let symbol = libjvm_symbol(self.java_vm, &name);
+            (!symbol.is_null()).then_some(symbol as u64)
+        };
+        let memory = ProcessMemory;
+        let tables = VmTables::read(&lookup, &memory)?;
+        let major = tables
+            .field("Abstract_VM_Version", "_vm_major_version")
+            .filter(|f| f.is_static)
+            .and_then(|f| memory.u32(f.value))
+            .ok_or("VMStructs has no Abstract_VM_Version::_vm_major_version")?;
+        let layout = VmLayout::from_tables(&tables, major)?;
+        let code = CodeAddresses::read(&tables, &memory)?;
+        Ok(HotSpotWalker::new(layout, code))
     }
 
     /// The calling thread's JNIEnv, or null if it is not attached.

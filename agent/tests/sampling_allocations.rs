@@ -83,6 +83,8 @@ fn sampling_path_does_not_allocate() {
         max_depth: 64,
         walker: JavaWalker { asgct: Some(fake_walker), current_env: attached },
         native: None,
+        hotspot: None,
+        verify_walk: false,
     });
     sampling::publish(&sampler);
     let me = vec![profiler_agent::sampling::handler::current_tid()];

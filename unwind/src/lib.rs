@@ -13,6 +13,7 @@
 
 pub mod dwarf;
 pub mod fp;
+pub mod hotspot;
 pub mod sframe;
 
 /// Reads the stack of the thread being unwound.

@@ -59,7 +59,7 @@ impl<'a> FrameNames<'a> {
                 };
                 FrameDef { method, line: -1, bci: -1, frame_type: FrameType::RemoteNative }
             }
-            FrameKind::Java => {
+            FrameKind::Java | FrameKind::Interpreted | FrameKind::C1Compiled | FrameKind::Inlined => {
                 let classes = self.classes;
                 match self.methods.method(frame.method) {
                     Some(info) => {
@@ -68,10 +68,7 @@ impl<'a> FrameNames<'a> {
                             method: java_method(pools, classes, frame.method, info),
                             line: if native { -1 } else { info.line_of(frame.bci) },
                             bci: if native { -1 } else { frame.bci },
-                            // AsyncGetCallTrace does not say whether a frame is
-                            // interpreted or compiled; like async-profiler we
-                            // call Java frames JIT compiled.
-                            frame_type: if native { FrameType::Native } else { FrameType::JitCompiled },
+                            frame_type: if native { FrameType::Native } else { java_frame_type(frame.kind) },
                         }
                     }
                     // JVMTI no longer knows the id: its class was unloaded
@@ -100,6 +97,18 @@ impl<'a> FrameNames<'a> {
             }
             None => (format!("[unknown+{address:#x}]"), FrameType::Native),
         })
+    }
+}
+
+/// The JFR frame type of a Java frame. AsyncGetCallTrace does not say
+/// whether a frame is interpreted or compiled; like async-profiler we call
+/// its frames JIT compiled.
+fn java_frame_type(kind: FrameKind) -> FrameType {
+    match kind {
+        FrameKind::Interpreted => FrameType::Interpreted,
+        FrameKind::C1Compiled => FrameType::C1Compiled,
+        FrameKind::Inlined => FrameType::Inlined,
+        _ => FrameType::JitCompiled,
     }
 }
 

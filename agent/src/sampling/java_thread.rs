@@ -55,21 +55,30 @@ pub fn discovered() -> bool {
     KEY.load(Ordering::SeqCst) != UNKNOWN
 }
 
-/// The calling thread's JNIEnv, or null if it is not a Java thread (or
+/// The calling thread's `JavaThread*`, or 0 if it is not a Java thread (or
 /// discovery failed). Signal-safe: no TLS, no allocation, a fault-safe read.
-pub fn current_env() -> *mut JNIEnv {
+pub fn current_thread() -> u64 {
     let key = KEY.load(Ordering::Relaxed);
     if key == UNKNOWN {
-        return std::ptr::null_mut();
+        return 0;
     }
     // SAFETY: reads the calling thread's key table only.
     let thread = unsafe { libc::pthread_getspecific(key as libc::pthread_key_t) } as u64;
     if thread == 0 {
-        return std::ptr::null_mut();
+        return 0;
     }
-    let env = thread + ENV_OFFSET.load(Ordering::Relaxed);
-    match safe_load(env) {
-        Some(table) if table == FUNCTIONS.load(Ordering::Relaxed) => env as *mut JNIEnv,
-        _ => std::ptr::null_mut(),
+    // A JavaThread embeds a JNIEnv that starts with the VM's function table.
+    match safe_load(thread + ENV_OFFSET.load(Ordering::Relaxed)) {
+        Some(table) if table == FUNCTIONS.load(Ordering::Relaxed) => thread,
+        _ => 0,
+    }
+}
+
+/// The calling thread's JNIEnv, or null if it is not a Java thread (or
+/// discovery failed). Signal-safe: no TLS, no allocation, a fault-safe read.
+pub fn current_env() -> *mut JNIEnv {
+    match current_thread() {
+        0 => std::ptr::null_mut(),
+        thread => (thread + ENV_OFFSET.load(Ordering::Relaxed)) as *mut JNIEnv,
     }
 }

@@ -15,6 +15,7 @@ pub mod remote;
 pub mod safe_read;
 pub mod siginfo;
 pub mod thread_state;
+pub mod vm_stack;
 
 use crate::counters::{self, Counter};
 use crate::storage::call_traces::TraceId;
@@ -47,6 +48,12 @@ pub struct Sampler {
     pub walker: JavaWalker,
     /// Native stack walking (`cstack=`), if enabled.
     pub native: Option<native::NativeWalker>,
+    /// The HotSpot walker (`cstack=vm`/`vmx`), used instead of
+    /// AsyncGetCallTrace when present.
+    pub hotspot: Option<vm_stack::VmStackWalker>,
+    /// Also walk every sample with AsyncGetCallTrace and count agreement
+    /// and time (`verifywalk`).
+    pub verify_walk: bool,
 }
 
 /// One sample's inputs, from the handler.
@@ -140,6 +147,9 @@ impl Sampler {
     /// down to the JVM boundary, then the Java frames. Returns the frame
     /// count and whether the depth limit cut the stack.
     fn walk(&self, stripe: usize, frames: &mut [Frame], raw: *mut AsgctFrame, ucontext: *mut c_void) -> (usize, bool) {
+        if let Some(hotspot) = &self.hotspot {
+            return self.walk_hotspot(hotspot, stripe, frames, raw, ucontext);
+        }
         let native_budget = frames.len().min(MAX_NATIVE_FRAMES);
         let native = match (&self.native, frames.get_mut(..native_budget)) {
             (Some(walker), Some(out)) => walker.walk(stripe, ucontext, out),
@@ -148,6 +158,68 @@ impl Sampler {
         let Some(rest) = frames.get_mut(native..) else { return (native, true) };
         let (java, truncated) = self.walk_java(rest, raw, ucontext, native > 0);
         (native + java, truncated)
+    }
+
+    /// The mixed stack from HotSpot's structures, checked against
+    /// AsyncGetCallTrace when verifying.
+    fn walk_hotspot(
+        &self,
+        hotspot: &vm_stack::VmStackWalker,
+        stripe: usize,
+        frames: &mut [Frame],
+        raw: *mut AsgctFrame,
+        ucontext: *mut c_void,
+    ) -> (usize, bool) {
+        let Some(regs) = native::registers(ucontext) else { return (0, false) };
+        let thread = java_thread::current_thread();
+        let started = if self.verify_walk { crate::clock::monotonic_ns() } else { 0 };
+        let walk = hotspot.walk(self.native.as_ref(), stripe, regs, thread, frames);
+        if self.verify_walk && thread != 0 {
+            counters::add(Counter::WalkVmNanos, crate::clock::monotonic_ns().saturating_sub(started));
+            self.verify(frames.get(..walk.frames).unwrap_or_default(), raw, frames.len(), ucontext);
+        }
+        if walk.truncated {
+            counters::increment(Counter::StackTruncated);
+        }
+        if walk.frames == 0 {
+            let error = if thread == 0 { CallTraceError::NotJavaThread } else { CallTraceError::UnknownJava };
+            return marker_frame(frames, error, false);
+        }
+        (walk.frames, walk.truncated)
+    }
+
+    /// Walks the same stack with AsyncGetCallTrace and counts whether both
+    /// found Java frames and whether the frames agree (same methods and
+    /// bcis, in order).
+    fn verify(&self, walked: &[Frame], raw: *mut AsgctFrame, capacity: usize, ucontext: *mut c_void) {
+        let Some(asgct) = self.walker.asgct else { return };
+        let env = (self.walker.current_env)();
+        if env.is_null() {
+            return;
+        }
+        let started = crate::clock::monotonic_ns();
+        let mut trace = AsgctTrace { env, num_frames: 0, frames: raw };
+        // SAFETY: `raw` has room for `capacity` frames (two words each);
+        // ucontext is the interrupted context given to the handler.
+        unsafe { asgct(&mut trace, capacity as i32, ucontext) };
+        counters::add(Counter::WalkAsgctNanos, crate::clock::monotonic_ns().saturating_sub(started));
+        let written = usize::try_from(trace.num_frames).unwrap_or(0).min(capacity);
+        // SAFETY: AsyncGetCallTrace wrote `written` frames to `raw`.
+        let asgct_frames = unsafe { std::slice::from_raw_parts(raw, written) };
+        let skip = usize::from(asgct_frames.first().is_some_and(|f| f.method.is_null()));
+        let asgct_frames = asgct_frames.get(skip..).unwrap_or_default();
+        let mut java = walked.iter().filter(|f| f.kind.is_java());
+        let vm_found = java.clone().next().is_some();
+        counters::add(Counter::WalkVmSucceeded, u64::from(vm_found));
+        counters::add(Counter::WalkAsgctSucceeded, u64::from(!asgct_frames.is_empty()));
+        if !vm_found || asgct_frames.is_empty() || written == capacity {
+            return;
+        }
+        counters::increment(Counter::WalkCompared);
+        let same =
+            asgct_frames.iter().all(|a| java.next().is_some_and(|f| f.method == a.method as u64 && f.bci == a.bci))
+                && java.next().is_none();
+        counters::add(Counter::WalkAgreed, u64::from(same));
     }
 
     /// Writes the Java stack into `out`; returns the frame count and

@@ -116,22 +116,41 @@ impl NativeWalker {
     /// (innermost first) and returns how many. Signal-safe; `stripe` must
     /// be the index of a stripe the caller holds.
     pub fn walk(&self, stripe: usize, ucontext: *mut c_void, out: &mut [Frame]) -> usize {
-        let (Some(snapshot), Some(mut regs)) = (self.libraries.current(), registers(ucontext)) else { return 0 };
-        let mut stack = ThreadStack { sp: regs.sp };
-        let mut kind = PcKind::Interrupted;
+        match registers(ucontext) {
+            Some(regs) => self.walk_from(stripe, regs, PcKind::Interrupted, out, true).frames,
+            None => 0,
+        }
+    }
+
+    /// Writes native frames from `regs` (a frame whose pc is of kind
+    /// `kind`) into `out`, until a pc outside every library, a marked
+    /// function (if `marks_end`), the end of the stack or a frame it cannot
+    /// unwind. Signal-safe, with `stripe` held.
+    pub fn walk_from(
+        &self,
+        stripe: usize,
+        mut regs: Registers,
+        mut kind: PcKind,
+        out: &mut [Frame],
+        marks_end: bool,
+    ) -> NativeWalk {
         let mut n = 0;
-        loop {
+        let Some(snapshot) = self.libraries.current() else {
+            return NativeWalk { frames: 0, regs, kind, stop: NativeStop::Failed };
+        };
+        let mut stack = ThreadStack { sp: regs.sp };
+        let stop = loop {
             let address = kind.attribution(regs.pc);
-            let Some(library) = snapshot.library_at(address) else { break };
+            let Some(library) = snapshot.library_at(address) else { break NativeStop::OutsideLibraries };
             let Some(slot) = out.get_mut(n) else {
                 counters::increment(Counter::NativeDepthCut);
-                break;
+                break NativeStop::Full;
             };
             let mark = library.mark_at(address);
             *slot = self.frame(library, address, mark);
             n += 1;
-            if mark != Mark::None {
-                break;
+            if mark != Mark::None && marks_end {
+                break NativeStop::Mark;
             }
             let step = match self.mode {
                 NativeMode::FramePointer => FramePointerUnwinder.step(kind, &mut regs, &mut (), &mut stack),
@@ -147,13 +166,43 @@ impl NativeWalker {
             };
             match step {
                 Ok(true) => kind = PcKind::ReturnAddress,
-                Ok(false) => break,
+                Ok(false) => break NativeStop::End,
                 Err(error) => {
                     count(error);
-                    break;
+                    break NativeStop::Failed;
                 }
             }
-        }
-        n
+        };
+        NativeWalk { frames: n, regs, kind, stop }
     }
+
+    /// Whether `pc` lies in a known library. Signal-safe.
+    pub fn in_library(&self, pc: u64) -> bool {
+        self.libraries.current().is_some_and(|snapshot| snapshot.library_at(pc).is_some())
+    }
+}
+
+/// Where a native walk stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NativeStop {
+    /// The pc in `regs` is outside every library (JIT code, or unknown).
+    OutsideLibraries,
+    /// A marked JVM function (kept as the last frame).
+    Mark,
+    /// The outermost frame.
+    End,
+    /// A frame that could not be unwound (counted by reason).
+    Failed,
+    /// No room for more frames.
+    Full,
+}
+
+/// The result of [`NativeWalker::walk_from`]: the frames written, and the
+/// registers (with their pc kind) where the walk stopped.
+#[derive(Clone, Copy, Debug)]
+pub struct NativeWalk {
+    pub frames: usize,
+    pub regs: Registers,
+    pub kind: PcKind,
+    pub stop: NativeStop,
 }

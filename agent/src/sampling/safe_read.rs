@@ -84,6 +84,16 @@ pub fn safe_load(address: u64) -> Option<u64> {
     (unsafe { profiler_safe_load(address, &mut value) } == 1).then_some(value)
 }
 
+/// VM memory read through [`safe_load`], for the HotSpot walker.
+pub struct ProcessMemory;
+
+impl unwind::hotspot::memory::VmMemory for ProcessMemory {
+    #[inline]
+    fn load(&self, address: u64) -> Option<u64> {
+        safe_load(address)
+    }
+}
+
 pub static PREVIOUS_SIGSEGV: PreviousAction = PreviousAction::new();
 pub static PREVIOUS_SIGBUS: PreviousAction = PreviousAction::new();
 

@@ -33,6 +33,8 @@ fn sampler(max_depth: usize, current_env: fn() -> *mut JNIEnv) -> Sampler {
         max_depth,
         walker: JavaWalker { asgct: Some(fake_asgct), current_env },
         native: None,
+        hotspot: None,
+        verify_walk: false,
     }
 }
 

@@ -13,7 +13,7 @@
 
 use super::native::registers;
 use super::safe_read::safe_load;
-use crate::storage::frame::{Frame, FrameKind, BCI_NATIVE_METHOD};
+use crate::storage::frame::{Frame, BCI_NATIVE_METHOD};
 use jfr_writer::ThreadState;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
@@ -81,7 +81,7 @@ pub fn in_syscall(ucontext: *mut c_void) -> bool {
 /// The state of a thread from whether it was in a system call and its
 /// walked stack (innermost first). Signal-safe.
 pub fn classify(in_syscall: bool, frames: &[Frame]) -> ThreadState {
-    let top_java = frames.iter().find(|f| f.kind == FrameKind::Java);
+    let top_java = frames.iter().find(|f| f.kind.is_java());
     match (in_syscall, top_java) {
         (true, Some(frame)) => blocking_state(frame.method).unwrap_or(if frame.bci == BCI_NATIVE_METHOD {
             ThreadState::InNative

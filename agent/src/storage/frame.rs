@@ -18,6 +18,19 @@ pub enum FrameKind {
     /// A native frame for remote symbolication: `method` is a packed
     /// [`crate::sampling::remote::RemoteFrame`], `bci` the remote marker.
     RemoteNative = 3,
+    /// Java frames from the HotSpot walker, which knows how each runs;
+    /// `method` and `bci` as for [`FrameKind::Java`] (which it uses for
+    /// C2-compiled frames and `native` methods).
+    Interpreted = 4,
+    C1Compiled = 5,
+    Inlined = 6,
+}
+
+impl FrameKind {
+    /// Whether `method` is a jmethodID.
+    pub fn is_java(self) -> bool {
+        matches!(self, FrameKind::Java | FrameKind::Interpreted | FrameKind::C1Compiled | FrameKind::Inlined)
+    }
 }
 
 /// AsyncGetCallTrace's bci for frames of `native` Java methods.
@@ -34,6 +47,12 @@ pub struct Frame {
 impl Frame {
     pub const fn java(method: u64, bci: i32) -> Self {
         Self { method, bci, kind: FrameKind::Java }
+    }
+
+    /// A Java frame of a given kind (one of those [`FrameKind::is_java`]
+    /// accepts).
+    pub const fn java_of_kind(method: u64, bci: i32, kind: FrameKind) -> Self {
+        Self { method, bci, kind }
     }
 
     pub const fn error(code: u64) -> Self {

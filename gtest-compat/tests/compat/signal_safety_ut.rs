@@ -84,6 +84,8 @@ fn sampler() -> Sampler {
         max_depth: 8,
         walker: JavaWalker { asgct: Some(nesting_walker), current_env: || std::ptr::NonNull::dangling().as_ptr() },
         native: None,
+        hotspot: None,
+        verify_walk: false,
     }
 }
 

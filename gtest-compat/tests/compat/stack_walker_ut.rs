@@ -80,6 +80,8 @@ fn record(methods: &[u64]) -> Vec<Frame> {
         max_depth: 64,
         walker: JavaWalker { asgct: Some(scripted_asgct), current_env: attached },
         native: None,
+        hotspot: None,
+        verify_walk: false,
     };
     sampler.record(SampleRequest { ucontext: std::ptr::null_mut(), weight: 1, kind: SampleKind::Cpu }, 1, 77);
     let mut frames = Vec::new();

@@ -650,6 +650,8 @@ fn signal_stress(signals: u64, workers: usize) -> (u64, u64) {
         max_depth: 64,
         walker: JavaWalker { asgct: Some(fake_walker), current_env: || std::ptr::NonNull::dangling().as_ptr() },
         native: None,
+        hotspot: None,
+        verify_walk: false,
     });
     HANDLED.store(0, Ordering::SeqCst);
     SAMPLER.store(Arc::as_ptr(&sampler).cast_mut(), Ordering::SeqCst);

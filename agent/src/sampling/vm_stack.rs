@@ -1,0 +1,174 @@
+//! Mixed stacks from HotSpot's own structures (`cstack=vm` and `vmx`).
+//!
+//! A walk alternates two parts. The native part unwinds library frames
+//! (DWARF) until a pc in the code cache, a marked JVM function or a frame it
+//! cannot unwind; the Java part walks Java frames through the code cache
+//! until they return to native code or reach an entry frame (the VM calling
+//! Java). Where a native part cannot reach Java code, the thread's
+//! last-Java-frame anchor says where its Java frames are. At an entry frame
+//! `vm` jumps to the Java frames the caller left (the anchor saved in the
+//! JavaCallWrapper); `vmx` walks the native frames in between.
+
+use super::native::{NativeStop, NativeWalker};
+use super::safe_read::ProcessMemory;
+use crate::counters::{self, Counter};
+use crate::storage::frame::{Frame, FrameKind, BCI_NATIVE_METHOD};
+use unwind::hotspot::{Anchor, HotSpotWalker, JavaFrame, JavaFrameKind, SegmentEnd, VmFrame, WalkFailure, WalkMemo};
+use unwind::{PcKind, Registers};
+
+/// Java and native parts a walk may alternate through before it stops:
+/// more than any real stack has (each JNI upcall adds two).
+const MAX_PARTS: usize = 256;
+
+pub struct VmStackWalker {
+    pub hotspot: HotSpotWalker,
+    /// `vmx`: keep the native frames between Java frames.
+    pub extended: bool,
+}
+
+/// The result of a walk.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VmWalk {
+    pub frames: usize,
+    /// The depth limit or a broken invariant cut the stack.
+    pub truncated: bool,
+    pub java_frames: usize,
+}
+
+/// Frames written so far into the caller's buffer.
+struct FrameWriter<'a> {
+    out: &'a mut [Frame],
+    len: usize,
+    java: usize,
+}
+
+impl FrameWriter<'_> {
+    fn push_java(&mut self, frame: JavaFrame) -> bool {
+        let Some(slot) = self.out.get_mut(self.len) else { return false };
+        let kind = match frame.kind {
+            JavaFrameKind::Interpreted => FrameKind::Interpreted,
+            JavaFrameKind::C1Compiled => FrameKind::C1Compiled,
+            JavaFrameKind::Inlined => FrameKind::Inlined,
+            JavaFrameKind::C2Compiled | JavaFrameKind::Native => FrameKind::Java,
+        };
+        let bci = if frame.kind == JavaFrameKind::Native { BCI_NATIVE_METHOD } else { frame.bci };
+        *slot = Frame::java_of_kind(frame.method, bci, kind);
+        self.len += 1;
+        self.java += 1;
+        true
+    }
+
+    fn rest(&mut self) -> &mut [Frame] {
+        self.out.get_mut(self.len..).unwrap_or_default()
+    }
+}
+
+fn count(failure: WalkFailure) {
+    counters::increment(match failure {
+        WalkFailure::NoCodeBlob => Counter::VmWalkNoCodeBlob,
+        WalkFailure::BadInterpretedFrame => Counter::VmWalkBadInterpretedFrame,
+        WalkFailure::UnknownMethod => Counter::VmWalkUnknownMethod,
+        WalkFailure::BadCompiledFrame => Counter::VmWalkBadCompiledFrame,
+        WalkFailure::NoProgress => Counter::VmWalkNoProgress,
+    });
+}
+
+/// Where the walk goes next.
+enum Next {
+    Java(VmFrame),
+    Native {
+        regs: Registers,
+        kind: PcKind,
+        marks_end: bool,
+    },
+    /// Continue at an anchor's Java frames, if there is one.
+    Anchor(Option<Anchor>),
+    Stop {
+        truncated: bool,
+    },
+}
+
+impl VmStackWalker {
+    /// Writes the stack of the interrupted thread (`thread` is its
+    /// `JavaThread*`, 0 for a thread the JVM does not run Java on) into
+    /// `out`, innermost first. Signal-safe, with stripe `stripe` held.
+    pub fn walk(
+        &self,
+        native: Option<&NativeWalker>,
+        stripe: usize,
+        regs: Registers,
+        thread: u64,
+        out: &mut [Frame],
+    ) -> VmWalk {
+        let hotspot = &self.hotspot;
+        let memory = ProcessMemory;
+        let is_code = |pc: u64| hotspot.in_code_cache(pc) || native.is_some_and(|n| n.in_library(pc));
+        let mut writer = FrameWriter { out, len: 0, java: 0 };
+        let mut memo = WalkMemo::default();
+        // Where the thread's Java frames are if the native part cannot
+        // reach them: the thread's anchor at first, then an entry frame's.
+        let mut anchor = if thread != 0 { hotspot.thread_anchor(&memory, thread) } else { None };
+        let mut next = if hotspot.in_code_cache(regs.pc) {
+            Next::Java(VmFrame::interrupted(regs.pc, regs.sp, regs.fp))
+        } else {
+            Next::Native { regs, kind: PcKind::Interrupted, marks_end: true }
+        };
+        for _ in 0..MAX_PARTS {
+            next = match next {
+                Next::Java(mut frame) => {
+                    let end = hotspot.walk_java(&memory, &is_code, &mut frame, &mut memo, &mut |f| writer.push_java(f));
+                    match end {
+                        SegmentEnd::Native => {
+                            anchor = None;
+                            let regs = Registers { pc: frame.pc, sp: frame.sp, fp: frame.fp, lr: 0 };
+                            Next::Native { regs, kind: PcKind::ReturnAddress, marks_end: true }
+                        }
+                        SegmentEnd::Entry(caller_anchor) if self.extended => {
+                            anchor = caller_anchor;
+                            let regs = Registers { pc: frame.pc, sp: frame.sp, fp: frame.fp, lr: 0 };
+                            // JavaCalls::call_helper is marked; it ends the
+                            // walk only at the bottom (no Java frames below).
+                            Next::Native { regs, kind: PcKind::ReturnAddress, marks_end: anchor.is_none() }
+                        }
+                        SegmentEnd::Entry(caller_anchor) => Next::Anchor(caller_anchor),
+                        SegmentEnd::Full => Next::Stop { truncated: true },
+                        SegmentEnd::Failed(failure) => {
+                            count(failure);
+                            Next::Stop { truncated: true }
+                        }
+                    }
+                }
+                Next::Native { regs, kind, marks_end } => match native {
+                    Some(walker) => {
+                        let walk = walker.walk_from(stripe, regs, kind, writer.rest(), marks_end);
+                        writer.len += walk.frames;
+                        match walk.stop {
+                            NativeStop::OutsideLibraries if hotspot.in_code_cache(walk.regs.pc) => {
+                                let r = walk.regs;
+                                Next::Java(match walk.kind {
+                                    PcKind::Interrupted => VmFrame::interrupted(r.pc, r.sp, r.fp),
+                                    PcKind::ReturnAddress => VmFrame::new(r.pc, r.sp, r.fp),
+                                })
+                            }
+                            NativeStop::Full => Next::Stop { truncated: true },
+                            _ => Next::Anchor(anchor.take()),
+                        }
+                    }
+                    None => Next::Anchor(anchor.take()),
+                },
+                Next::Anchor(Some(target)) => match hotspot.anchor_frame(&memory, target) {
+                    Some(frame) if hotspot.in_code_cache(frame.pc) => Next::Java(frame),
+                    _ => {
+                        counters::increment(Counter::VmWalkBadAnchor);
+                        Next::Stop { truncated: true }
+                    }
+                },
+                Next::Anchor(None) => Next::Stop { truncated: false },
+                Next::Stop { truncated } => {
+                    return VmWalk { frames: writer.len, truncated, java_frames: writer.java };
+                }
+            };
+        }
+        VmWalk { frames: writer.len, truncated: true, java_frames: writer.java }
+    }
+}

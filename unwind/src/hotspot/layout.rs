@@ -1,0 +1,306 @@
+//! The offsets and sizes the walker uses, taken from [`VmTables`] once, so
+//! JDK-version differences live here and not in the walker. A required
+//! entry that is missing is an error naming it.
+
+use super::compressed::Unsigned5;
+use super::memory::VmMemory;
+use super::tables::{FieldEntry, VmTables};
+
+/// A field of a VM structure: its offset and its width in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Field {
+    pub offset: u64,
+    pub width: u8,
+}
+
+impl Field {
+    /// The field of the structure at `base`, zero-extended.
+    #[inline]
+    pub fn read<M: VmMemory + ?Sized>(self, memory: &M, base: u64) -> Option<u64> {
+        memory.uint(base.checked_add(self.offset)?, self.width)
+    }
+
+    /// The field, sign-extended from its width.
+    #[inline]
+    pub fn read_signed<M: VmMemory + ?Sized>(self, memory: &M, base: u64) -> Option<i64> {
+        let bits = u32::from(self.width) * 8;
+        let raw = self.read(memory, base)?;
+        Some(if bits >= 64 { raw as i64 } else { ((raw << (64 - bits)) as i64) >> (64 - bits) })
+    }
+}
+
+/// Where a blob's instructions start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CodeStart {
+    /// A pointer field (`CodeBlob::_code_begin`, up to JDK 22).
+    Pointer(Field),
+    /// An offset from the blob (`CodeBlob::_code_offset`, JDK 23+).
+    Offset(Field),
+}
+
+/// How to tell an nmethod from other blobs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlobKind {
+    /// By name: "nmethod" or "native nmethod" (up to JDK 22).
+    Name,
+    /// By `CodeBlob::_kind` (JDK 23+): value 1 is an nmethod.
+    Kind(Field),
+}
+
+/// Where an nmethod keeps its PcDescs, scope data and metadata.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DebugInfo {
+    /// In the blob (up to JDK 22): pcs from `_scopes_pcs_offset` to
+    /// `_dependencies_offset`, scope data at the `_scopes_data_begin`
+    /// pointer, metadata from `_metadata_offset`, all from the blob start.
+    InBlob { pcs: Field, pcs_end: Field, scopes_data: Field, metadata: Field },
+    /// In a separate immutable block (JDK 23+): pcs from `_scopes_pcs_offset`
+    /// to `_scopes_data_offset` of `_immutable_data`; metadata in the
+    /// mutable data right after the relocations.
+    Immutable { data: Field, pcs: Field, scopes_data: Field, mutable_data: Field, relocation_size: Field },
+}
+
+#[derive(Clone, Debug)]
+pub struct VmLayout {
+    pub java_major: u32,
+    pub encoding: Unsigned5,
+
+    pub thread_anchor: u64,
+    pub thread_state: Field,
+    pub anchor_sp: Field,
+    pub anchor_pc: Field,
+    pub anchor_fp: Field,
+    pub call_wrapper_anchor: u64,
+
+    pub heap_block_size: u64,
+    pub heap_block_used: Field,
+    pub blob_name: Field,
+    pub blob_size: Field,
+    pub blob_frame_size: Field,
+    pub blob_frame_complete: Field,
+    pub blob_code: CodeStart,
+    pub blob_kind: BlobKind,
+    pub nmethod_method: Field,
+    pub nmethod_comp_level: Field,
+    pub debug_info: DebugInfo,
+    pub pc_desc_size: u64,
+    pub pc_desc_pc_offset: Field,
+    pub pc_desc_scope_offset: Field,
+
+    pub method_const_method: Field,
+    pub method_access_flags: Field,
+    pub const_method_constants: Field,
+    pub const_method_idnum: Field,
+    pub const_method_code_size: Field,
+    /// Bytecodes start right after the ConstMethod.
+    pub const_method_size: u64,
+    pub pool_holder: Field,
+    pub klass_jmethod_ids: Field,
+    pub klass_methods: Field,
+
+    /// Word offsets from an interpreted frame's fp.
+    pub interpreter_method: i64,
+    pub interpreter_bcp: i64,
+    pub interpreter_sender_sp: i64,
+    /// Word offset of an entry frame's JavaCallWrapper from its fp.
+    pub entry_call_wrapper: i64,
+}
+
+/// Word offsets from an interpreter frame's fp (x86-64 `frame_x86.hpp`),
+/// stable since JDK 9 (which added the mirror slot); the tables export
+/// only some of them.
+const INTERPRETER_METHOD: i64 = -3;
+const INTERPRETER_BCP: i64 = -8;
+const INTERPRETER_SENDER_SP: i64 = -1;
+#[cfg(target_arch = "aarch64")]
+const ENTRY_CALL_WRAPPER: i64 = -8;
+#[cfg(not(target_arch = "aarch64"))]
+const ENTRY_CALL_WRAPPER: i64 = -6;
+
+struct Lookup<'a> {
+    tables: &'a VmTables,
+}
+
+impl Lookup<'_> {
+    fn entry(&self, type_name: &str, field: &str) -> Result<&FieldEntry, String> {
+        self.tables.field(type_name, field).ok_or_else(|| format!("VMStructs has no {type_name}::{field}"))
+    }
+
+    fn offset(&self, type_name: &str, field: &str) -> Result<u64, String> {
+        Ok(self.entry(type_name, field)?.value)
+    }
+
+    fn field(&self, type_name: &str, field: &str) -> Result<Field, String> {
+        let entry = self.entry(type_name, field)?;
+        Ok(Field { offset: entry.value, width: self.width(&entry.type_string) })
+    }
+
+    fn static_address(&self, type_name: &str, field: &str) -> Result<u64, String> {
+        let entry = self.entry(type_name, field)?;
+        if !entry.is_static {
+            return Err(format!("VMStructs: {type_name}::{field} is not static"));
+        }
+        Ok(entry.value)
+    }
+
+    fn size(&self, type_name: &str) -> Result<u64, String> {
+        self.tables.types.get(type_name).copied().ok_or_else(|| format!("VMTypes has no {type_name}"))
+    }
+
+    fn constant(&self, name: &str) -> Option<i64> {
+        self.tables.constants.get(name).copied()
+    }
+
+    /// A field's width from its declared type.
+    fn width(&self, type_string: &str) -> u8 {
+        let t = type_string.trim();
+        if t.ends_with('*') || t == "address" {
+            return 8;
+        }
+        let size = self.tables.types.get(t).copied().unwrap_or(match t {
+            "u1" | "bool" | "int8_t" | "uint8_t" | "signed char" | "volatile signed char" => 1,
+            "u2" | "int16_t" | "uint16_t" | "jushort" | "jshort" => 2,
+            "int" | "jint" | "u4" | "uint32_t" | "int32_t" | "juint" => 4,
+            _ => 8,
+        });
+        size.clamp(1, 8) as u8
+    }
+}
+
+impl VmLayout {
+    pub fn from_tables(tables: &VmTables, java_major: u32) -> Result<Self, String> {
+        let l = Lookup { tables };
+        let blob_code = match l.field("CodeBlob", "_code_begin") {
+            Ok(field) => CodeStart::Pointer(field),
+            Err(_) => CodeStart::Offset(l.field("CodeBlob", "_code_offset")?),
+        };
+        let blob_kind = match l.field("CodeBlob", "_kind") {
+            Ok(field) => BlobKind::Kind(field),
+            Err(_) => BlobKind::Name,
+        };
+        let debug_info = match l.field("nmethod", "_immutable_data") {
+            Ok(data) => DebugInfo::Immutable {
+                data,
+                pcs: l.field("nmethod", "_scopes_pcs_offset")?,
+                scopes_data: l.field("nmethod", "_scopes_data_offset")?,
+                mutable_data: l.field("CodeBlob", "_mutable_data")?,
+                relocation_size: l.field("CodeBlob", "_relocation_size")?,
+            },
+            Err(_) => DebugInfo::InBlob {
+                pcs: l.field("nmethod", "_scopes_pcs_offset")?,
+                pcs_end: l.field("nmethod", "_dependencies_offset")?,
+                scopes_data: l.field("CompiledMethod", "_scopes_data_begin")?,
+                metadata: l.field("nmethod", "_metadata_offset")?,
+            },
+        };
+        let nmethod_type = if tables.field("nmethod", "_method").is_some() { "nmethod" } else { "CompiledMethod" };
+        Ok(VmLayout {
+            java_major,
+            encoding: Unsigned5::for_java_major(java_major),
+            thread_anchor: l.offset("JavaThread", "_anchor")?,
+            thread_state: l.field("JavaThread", "_thread_state")?,
+            anchor_sp: l.field("JavaFrameAnchor", "_last_Java_sp")?,
+            anchor_pc: l.field("JavaFrameAnchor", "_last_Java_pc")?,
+            anchor_fp: l.field("JavaFrameAnchor", "_last_Java_fp")?,
+            call_wrapper_anchor: l.offset("JavaCallWrapper", "_anchor")?,
+            heap_block_size: l.size("HeapBlock")?,
+            heap_block_used: l.field("HeapBlock::Header", "_used")?,
+            blob_name: l.field("CodeBlob", "_name")?,
+            blob_size: l.field("CodeBlob", "_size")?,
+            blob_frame_size: l.field("CodeBlob", "_frame_size")?,
+            blob_frame_complete: l.field("CodeBlob", "_frame_complete_offset")?,
+            blob_code,
+            blob_kind,
+            nmethod_method: l.field(nmethod_type, "_method")?,
+            nmethod_comp_level: l.field("nmethod", "_comp_level")?,
+            debug_info,
+            pc_desc_size: l.size("PcDesc")?,
+            pc_desc_pc_offset: l.field("PcDesc", "_pc_offset")?,
+            pc_desc_scope_offset: l.field("PcDesc", "_scope_decode_offset")?,
+            method_const_method: l.field("Method", "_constMethod")?,
+            method_access_flags: l.field("Method", "_access_flags")?,
+            const_method_constants: l.field("ConstMethod", "_constants")?,
+            const_method_idnum: l.field("ConstMethod", "_method_idnum")?,
+            const_method_code_size: l.field("ConstMethod", "_code_size")?,
+            const_method_size: l.size("ConstMethod")?,
+            pool_holder: l.field("ConstantPool", "_pool_holder")?,
+            klass_jmethod_ids: l.field("InstanceKlass", "_methods_jmethod_ids")?,
+            klass_methods: l.field("InstanceKlass", "_methods")?,
+            interpreter_method: INTERPRETER_METHOD,
+            interpreter_bcp: INTERPRETER_BCP,
+            interpreter_sender_sp: l
+                .constant("frame::interpreter_frame_sender_sp_offset")
+                .unwrap_or(INTERPRETER_SENDER_SP),
+            entry_call_wrapper: l.constant("frame::entry_frame_call_wrapper_offset").unwrap_or(ENTRY_CALL_WRAPPER),
+        })
+    }
+}
+
+/// Addresses read once at start: where the code heaps, the interpreter
+/// and the call stub are.
+#[derive(Clone, Debug, Default)]
+pub struct CodeAddresses {
+    pub heaps: Vec<CodeHeap>,
+    /// `[start, end)` of all code heaps.
+    pub low: u64,
+    pub high: u64,
+    pub interpreter: (u64, u64),
+    pub call_stub_return: u64,
+}
+
+/// One code heap: its reserved memory and segment map.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CodeHeap {
+    pub low: u64,
+    pub high: u64,
+    pub segmap: u64,
+    pub log2_segment: u32,
+}
+
+/// At most this many code heaps (HotSpot has 1 or 3).
+const MAX_HEAPS: u64 = 8;
+
+impl CodeAddresses {
+    /// Reads the code cache's static description. Call after VM init.
+    pub fn read(tables: &VmTables, memory: &dyn VmMemory) -> Result<Self, String> {
+        let l = Lookup { tables };
+        let unreadable = |what: &str| format!("cannot read {what}");
+        let deref = |address: u64, what: &str| memory.u64(address).ok_or_else(|| unreadable(what));
+        let low = deref(l.static_address("CodeCache", "_low_bound")?, "CodeCache::_low_bound")?;
+        let high = deref(l.static_address("CodeCache", "_high_bound")?, "CodeCache::_high_bound")?;
+        let heaps_array = deref(l.static_address("CodeCache", "_heaps")?, "CodeCache::_heaps")?;
+        let len_field = l.field("GrowableArrayBase", "_len")?;
+        let data_offset = l.offset("GrowableArray<int>", "_data")?;
+        let count = len_field.read(memory, heaps_array).ok_or_else(|| unreadable("the code heap count"))?;
+        let data = deref(heaps_array + data_offset, "the code heap array")?;
+        let memory_offset = l.offset("CodeHeap", "_memory")?;
+        let segmap_offset = l.offset("CodeHeap", "_segmap")?;
+        let low_boundary = l.offset("VirtualSpace", "_low_boundary")?;
+        let high_boundary = l.offset("VirtualSpace", "_high_boundary")?;
+        let log2 = l.field("CodeHeap", "_log2_segment_size")?;
+        let mut heaps = Vec::new();
+        for i in 0..count.min(MAX_HEAPS) {
+            let heap = deref(data + 8 * i, "a code heap")?;
+            heaps.push(CodeHeap {
+                low: deref(heap + memory_offset + low_boundary, "a code heap's bounds")?,
+                high: deref(heap + memory_offset + high_boundary, "a code heap's bounds")?,
+                segmap: deref(heap + segmap_offset + low_boundary, "a segment map")?,
+                log2_segment: log2.read(memory, heap).ok_or_else(|| unreadable("a segment size"))? as u32,
+            });
+        }
+        if heaps.is_empty() {
+            return Err("the code cache has no heaps yet".into());
+        }
+        let queue = deref(l.static_address("AbstractInterpreter", "_code")?, "AbstractInterpreter::_code")?;
+        let buffer = deref(queue + l.offset("StubQueue", "_stub_buffer")?, "the interpreter's code")?;
+        let limit = l
+            .field("StubQueue", "_buffer_limit")?
+            .read(memory, queue)
+            .ok_or_else(|| unreadable("the interpreter's size"))?;
+        let call_stub_return = deref(
+            l.static_address("StubRoutines", "_call_stub_return_address")?,
+            "StubRoutines::_call_stub_return_address",
+        )?;
+        Ok(CodeAddresses { heaps, low, high, interpreter: (buffer, buffer + limit), call_stub_return })
+    }
+}

@@ -1,0 +1,267 @@
+//! The walker on a synthetic VM laid out in fake memory: a C2 nmethod with
+//! one inlined method, called from an interpreted frame, called from an
+//! entry frame.
+
+use super::compressed::Unsigned5;
+use super::layout::{BlobKind, CodeAddresses, CodeHeap, CodeStart, DebugInfo, Field, VmLayout};
+use super::memory::fake::FakeMemory;
+use super::tables::VmTables;
+use super::walker::*;
+
+const HEAP: u64 = 0x10_0000;
+const SEGMAP: u64 = 0x30_0000;
+const INTERPRETER: (u64, u64) = (0x18_0000, 0x18_8000);
+const CALL_STUB_RETURN: u64 = 0x19_0040;
+const BLOB: u64 = HEAP + 16;
+const CODE: u64 = BLOB + 0x80;
+const SCOPES: u64 = 0x40_0000;
+const NATIVE_CALLER: u64 = 0x5000_0000;
+const SP: u64 = 0x7000_0000;
+
+fn field(offset: u64, width: u8) -> Field {
+    Field { offset, width }
+}
+
+fn layout() -> VmLayout {
+    VmLayout {
+        java_major: 17,
+        encoding: Unsigned5::Legacy,
+        thread_anchor: 0x100,
+        thread_state: field(0x180, 4),
+        anchor_sp: field(0, 8),
+        anchor_pc: field(8, 8),
+        anchor_fp: field(16, 8),
+        call_wrapper_anchor: 32,
+        heap_block_size: 16,
+        heap_block_used: field(8, 1),
+        blob_name: field(0x08, 8),
+        blob_size: field(0x10, 4),
+        blob_frame_size: field(0x14, 4),
+        blob_frame_complete: field(0x18, 4),
+        blob_code: CodeStart::Pointer(field(0x20, 8)),
+        blob_kind: BlobKind::Name,
+        nmethod_method: field(0x28, 8),
+        nmethod_comp_level: field(0x30, 4),
+        debug_info: DebugInfo::InBlob {
+            pcs: field(0x40, 4),
+            pcs_end: field(0x44, 4),
+            scopes_data: field(0x48, 8),
+            metadata: field(0x50, 4),
+        },
+        pc_desc_size: 16,
+        pc_desc_pc_offset: field(0, 4),
+        pc_desc_scope_offset: field(4, 4),
+        method_const_method: field(8, 8),
+        method_access_flags: field(40, 4),
+        const_method_constants: field(8, 8),
+        const_method_idnum: field(38, 2),
+        const_method_code_size: field(32, 2),
+        const_method_size: 48,
+        pool_holder: field(24, 8),
+        klass_jmethod_ids: field(344, 8),
+        klass_methods: field(408, 8),
+        interpreter_method: -3,
+        interpreter_bcp: -8,
+        interpreter_sender_sp: -1,
+        entry_call_wrapper: -6,
+    }
+}
+
+fn walker() -> HotSpotWalker {
+    let code = CodeAddresses {
+        heaps: vec![CodeHeap { low: HEAP, high: HEAP + 0x10_0000, segmap: SEGMAP, log2_segment: 7 }],
+        low: HEAP,
+        high: HEAP + 0x10_0000,
+        interpreter: INTERPRETER,
+        call_stub_return: CALL_STUB_RETURN,
+    };
+    HotSpotWalker::new(layout(), code)
+}
+
+/// Methods A (compiled, at 0x60_0000), B (inlined into A) and C
+/// (interpreted), all of one class whose jmethodID cache is filled.
+struct Methods {
+    a: u64,
+    b: u64,
+    c: u64,
+}
+
+const HOLDER: u64 = 0x61_0000;
+const IDS: u64 = 0x62_0000;
+
+fn jmethod_id(idnum: u64) -> u64 {
+    0x63_0000 + idnum * 8
+}
+
+fn add_methods(m: &mut FakeMemory) -> Methods {
+    let pool = 0x61_8000;
+    m.put_u64(pool + 24, HOLDER);
+    m.put_u64(HOLDER + 344, IDS);
+    m.put_u64(IDS, 3);
+    let mut methods = [0u64; 3];
+    for (idnum, method) in methods.iter_mut().enumerate() {
+        let idnum = idnum as u64;
+        *method = 0x60_0000 + idnum * 0x100;
+        let const_method = 0x60_8000 + idnum * 0x100;
+        m.put_u64(*method + 8, const_method);
+        m.put_u32(*method + 40, 0);
+        m.put_u64(const_method + 8, pool);
+        m.put_u16(const_method + 32, 20);
+        m.put_u16(const_method + 38, idnum as u16);
+        m.put_u64(IDS + 8 * (idnum + 1), jmethod_id(idnum));
+        m.put_u64(jmethod_id(idnum), *method);
+    }
+    Methods { a: methods[0], b: methods[1], c: methods[2] }
+}
+
+/// The nmethod of A: frame of 4 words, two PcDescs (one with B inlined).
+fn add_nmethod(m: &mut FakeMemory, methods: &Methods) {
+    // Three 128-byte segments: the block's first, then hops back.
+    m.put_bytes(SEGMAP, &[0, 1, 2, 0xFF, 0, 0, 0, 0]);
+    m.put_u64(HEAP, 3);
+    m.put_u64(HEAP + 8, 1);
+    let name = 0x50_0000;
+    m.put_bytes(name, b"nmethod\0");
+    m.put_u64(BLOB + 0x08, name);
+    m.put_u32(BLOB + 0x10, 0x170);
+    m.put_u32(BLOB + 0x14, 4);
+    m.put_u32(BLOB + 0x18, 0);
+    m.put_u64(BLOB + 0x20, CODE);
+    m.put_u64(BLOB + 0x28, methods.a);
+    m.put_u32(BLOB + 0x30, 4);
+    m.put_u32(BLOB + 0x40, 0x100);
+    m.put_u32(BLOB + 0x44, 0x140);
+    m.put_u64(BLOB + 0x48, SCOPES);
+    m.put_u32(BLOB + 0x50, 0x140);
+    // Metadata: index 1 is A, index 2 is B.
+    m.put_u64(BLOB + 0x140, methods.a);
+    m.put_u64(BLOB + 0x148, methods.b);
+    // Scopes (sender, method index, bci + 1): A@5 at offset 1, B@3 inlined
+    // into it at offset 4.
+    m.put_bytes(SCOPES, &[0xFF, 0, 1, 6, 1, 2, 4, 0]);
+    let descs: [(i32, i32); 4] = [(-1, 0), (0x20, 4), (0x40, 1), (i32::MAX, 0)];
+    for (i, (pc_offset, scope)) in descs.iter().enumerate() {
+        let at = BLOB + 0x100 + 16 * i as u64;
+        m.put_u32(at, *pc_offset as u32);
+        m.put_u32(at + 4, *scope as u32);
+        m.put_u64(at + 8, 0);
+    }
+}
+
+/// The stack: A's frame at SP, C's interpreted frame above it, then an
+/// entry frame whose wrapper has no anchor (the thread's first Java call).
+fn add_stack(m: &mut FakeMemory, methods: &Methods) -> (u64, u64) {
+    let interpreted_fp = SP + 0x100;
+    let entry_fp = SP + 0x200;
+    // A's frame: 4 words, return address and saved fp on top.
+    m.put_u64(SP, 0);
+    m.put_u64(SP + 8, 0);
+    m.put_u64(SP + 16, interpreted_fp);
+    m.put_u64(SP + 24, INTERPRETER.0 + 0x100);
+    // C, interpreted, at bci 7.
+    let const_method_c = 0x60_8000 + 2 * 0x100;
+    m.put_u64(interpreted_fp - 64, const_method_c + 48 + 7);
+    m.put_u64(interpreted_fp - 24, methods.c);
+    m.put_u64(interpreted_fp - 8, interpreted_fp + 16);
+    m.put_u64(interpreted_fp, entry_fp);
+    m.put_u64(interpreted_fp + 8, CALL_STUB_RETURN);
+    // The entry frame and its JavaCallWrapper (no anchor).
+    let wrapper = 0x64_0000;
+    m.put_u64(entry_fp - 48, wrapper);
+    m.put_u64(wrapper + 32, 0);
+    m.put_u64(entry_fp, 0);
+    m.put_u64(entry_fp + 8, NATIVE_CALLER);
+    (interpreted_fp, entry_fp)
+}
+
+fn walk(m: &FakeMemory, mut frame: VmFrame) -> (Vec<JavaFrame>, SegmentEnd, VmFrame) {
+    let w = walker();
+    let code = |pc: u64| w.in_code_cache(pc) || pc == NATIVE_CALLER;
+    let mut frames = Vec::new();
+    let mut memo = WalkMemo::default();
+    let end = w.walk_java(m, &code, &mut frame, &mut memo, &mut |f| {
+        frames.push(f);
+        frames.len() < 64
+    });
+    (frames, end, frame)
+}
+
+fn vm() -> (FakeMemory, Methods) {
+    let mut m = FakeMemory::default();
+    let methods = add_methods(&mut m);
+    add_nmethod(&mut m, &methods);
+    add_stack(&mut m, &methods);
+    (m, methods)
+}
+
+#[test]
+fn compiled_inlined_interpreted_then_entry_frame() {
+    let (m, _) = vm();
+    // Interrupted just before pc offset 0x20: B inlined into A.
+    let (frames, end, frame) = walk(&m, VmFrame::interrupted(CODE + 0x1f, SP, 0));
+    assert_eq!(
+        frames,
+        [
+            JavaFrame { method: jmethod_id(1), bci: 3, kind: JavaFrameKind::Inlined },
+            JavaFrame { method: jmethod_id(0), bci: 5, kind: JavaFrameKind::C2Compiled },
+            JavaFrame { method: jmethod_id(2), bci: 7, kind: JavaFrameKind::Interpreted },
+        ]
+    );
+    assert_eq!(end, SegmentEnd::Entry(None));
+    assert_eq!((frame.pc, frame.sp), (NATIVE_CALLER, SP + 0x210));
+}
+
+#[test]
+fn return_addresses_match_their_pc_desc_exactly() {
+    let (m, _) = vm();
+    // A return address at 0x40: A alone.
+    let (frames, _, _) = walk(&m, VmFrame::new(CODE + 0x40, SP, 0));
+    assert_eq!(frames[0], JavaFrame { method: jmethod_id(0), bci: 5, kind: JavaFrameKind::C2Compiled });
+    assert_eq!(frames[1].kind, JavaFrameKind::Interpreted);
+}
+
+#[test]
+fn c1_frames_are_told_apart_by_compilation_level() {
+    let (mut m, _) = vm();
+    m.put_u32(BLOB + 0x30, 3);
+    let (frames, _, _) = walk(&m, VmFrame::new(CODE + 0x40, SP, 0));
+    assert_eq!(frames[0].kind, JavaFrameKind::C1Compiled);
+}
+
+#[test]
+fn segment_map_finds_the_block_start_and_refuses_free_segments() {
+    let (m, _) = vm();
+    let w = walker();
+    assert_eq!(w.find_blob(&m, BLOB + 0x150), Some(BLOB), "two hops back");
+    assert_eq!(w.find_blob(&m, HEAP + 3 * 128 + 4), None, "free segment");
+    assert_eq!(w.find_blob(&m, HEAP + 0x10_0000), None, "outside every heap");
+}
+
+#[test]
+fn a_method_without_jmethod_id_ends_the_walk_with_a_reason() {
+    let (mut m, methods) = vm();
+    m.put_u64(IDS + 8 * 3, 0);
+    let (frames, end, _) = walk(&m, VmFrame::new(CODE + 0x40, SP, 0));
+    assert_eq!(frames.len(), 1, "A is named; C is not");
+    assert_eq!(end, SegmentEnd::Failed(WalkFailure::UnknownMethod));
+    // A jmethodID that does not lead back to its method is refused too.
+    m.put_u64(IDS + 8 * 3, jmethod_id(0));
+    assert_eq!(walker().jmethod_id(&m, methods.c), None);
+}
+
+#[test]
+fn unreadable_memory_ends_the_walk_without_a_fault() {
+    let (mut m, _) = vm();
+    // A's frame points at an interpreted fp whose words are missing.
+    m.put_u64(SP + 16, 0x7100_0000);
+    let (frames, end, _) = walk(&m, VmFrame::new(CODE + 0x40, SP, 0));
+    assert_eq!(frames.len(), 1);
+    assert_eq!(end, SegmentEnd::Failed(WalkFailure::BadInterpretedFrame));
+}
+
+#[test]
+fn layout_names_the_first_missing_entry() {
+    let error = VmLayout::from_tables(&VmTables::default(), 17).unwrap_err();
+    assert!(error.contains("::"), "{error}");
+    assert!(error.starts_with("VMStructs has no"), "{error}");
+}
