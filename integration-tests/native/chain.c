@@ -1,6 +1,7 @@
 /*
  * JNI fixture: NativeChain.run -> outer -> middle -> leaf (a CPU loop), and
- * NativeChain.deep -> 30 recursive frames -> leaf, built three ways by the
+ * NativeChain.deep -> 30 recursive frames -> leaf, NativeChain.upcall (below),
+ * built three ways by the
  * test build (frame pointers, no frame pointers, SFrame without frame
  * pointers). The empty asm statements keep calls from becoming tail calls.
  */
@@ -44,6 +45,24 @@ JNIEXPORT jlong JNICALL Java_NativeChain_deep(JNIEnv *env, jclass cls, jint dept
     long r = recurse(depth, n);
     __asm__ volatile("" ::: "memory");
     return r;
+}
+
+/*
+ * NativeChain.upcall -> upcall_middle (C) -> JNI CallStaticLongMethod ->
+ * NativeChain.upcallTarget (Java, burns CPU): Java, JNI, C, a JNI upcall
+ * and Java again on one stack.
+ */
+__attribute__((noinline)) long upcall_middle(JNIEnv *env, jclass cls, long n) {
+    jmethodID target = (*env)->GetStaticMethodID(env, cls, "upcallTarget", "(J)J");
+    long r = target == NULL ? 0 : (long)(*env)->CallStaticLongMethod(env, cls, target, (jlong)n);
+    __asm__ volatile("" ::: "memory");
+    return r + 4;
+}
+
+JNIEXPORT jlong JNICALL Java_NativeChain_upcall(JNIEnv *env, jclass cls, jlong n) {
+    long r = upcall_middle(env, cls, n);
+    __asm__ volatile("" ::: "memory");
+    return r + 5;
 }
 
 /*

@@ -145,7 +145,47 @@ pub fn java_command_with_classpath(
     main: &str,
     args: &[&str],
 ) -> Command {
-    let mut command = Command::new(jdk_tool("java"));
+    java_command_on(&jdk_tool("java"), agent_options, jvm_args, before, main, args)
+}
+
+/// The `java` launchers of the JDKs on this machine: the default one
+/// ([`jdk_tool`]) first, then every other JDK under `/usr/lib/jvm`, one
+/// per installation (symlinked aliases are skipped).
+pub fn installed_javas() -> Vec<PathBuf> {
+    let default = jdk_tool("java");
+    let resolve = |p: &Path| {
+        if p.is_absolute() {
+            std::fs::canonicalize(p).ok()
+        } else {
+            std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+                .find_map(|dir| std::fs::canonicalize(dir.join(p)).ok())
+        }
+    };
+    let mut seen: Vec<PathBuf> = resolve(&default).into_iter().collect();
+    let mut javas = vec![default];
+    let mut others: Vec<PathBuf> = std::fs::read_dir("/usr/lib/jvm")
+        .map(|dir| dir.filter_map(|e| e.ok()).map(|e| e.path().join("bin/java")).collect())
+        .unwrap_or_default();
+    others.sort();
+    for java in others {
+        if let Some(real) = resolve(&java).filter(|r| !seen.contains(r)) {
+            seen.push(real);
+            javas.push(java);
+        }
+    }
+    javas
+}
+
+/// As [`java_command_with_classpath`], with a given `java` launcher.
+pub fn java_command_on(
+    java: &Path,
+    agent_options: Option<&str>,
+    jvm_args: &[&str],
+    before: &[&Path],
+    main: &str,
+    args: &[&str],
+) -> Command {
+    let mut command = Command::new(java);
     if let Some(options) = agent_options {
         command.arg(format!("-agentpath:{}={options}", agent_library().display()));
     }

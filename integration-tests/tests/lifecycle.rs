@@ -38,19 +38,33 @@ fn a_hundred_start_stop_cycles_return_fds_and_memory() {
 /// with every sample's thread, stack and frames resolvable.
 #[test]
 fn thread_and_class_churn_under_sampling_and_dumps() {
-    let dir = scratch_dir("churn");
     let seconds = std::env::var("CHURN_SECONDS").unwrap_or_else(|_| "60".to_owned());
-    let mut command = java_command(Some(""), &["-Xmx256m"], "Churn", &[dir.to_str().unwrap(), &seconds]);
+    churn("churn", &seconds, "");
+}
+
+/// The same churn with Java frames walked from HotSpot's structures.
+#[test]
+fn thread_and_class_churn_with_the_hotspot_walker() {
+    churn("churn_vm", "15", "cstack=vm");
+    churn("churn_vmx", "15", "cstack=vmx");
+}
+
+fn churn(test: &str, seconds: &str, options: &str) {
+    let dir = scratch_dir(test);
+    let mut command = java_command(Some(""), &["-Xmx256m"], "Churn", &[dir.to_str().unwrap(), seconds, options]);
     let output = ChildGuard::spawn(&mut command).wait(Duration::from_secs(300));
     assert_success(&output);
     let out = stdout(&output);
     let errors = error_lines(&out);
-    assert!(errors.is_empty(), "{errors:#?}");
+    assert!(errors.is_empty(), "{test}: {errors:#?}");
     let value = |key: &str| summary_value(&out, key);
     let dumps = value("DUMPS");
-    assert!(dumps >= 10, "{out}");
-    assert_eq!(value("VERIFIED"), dumps, "every dump parsed");
-    assert!(value("THREADS") >= 1000 && value("CLASSES_UNLOADED") >= 100, "{out}");
-    assert!(value("SAMPLES") > 0 && value("WALL_SAMPLES") > 0, "{out}");
-    println!("{out}");
+    assert!(dumps >= 10, "{test}: {out}");
+    assert_eq!(value("VERIFIED"), dumps, "{test}: every dump parsed");
+    // At least 1000 threads and 100 unloaded classes a minute.
+    let seconds: u64 = seconds.parse().expect("seconds");
+    assert!(value("THREADS") >= seconds * 1000 / 60, "{test}: {out}");
+    assert!(value("CLASSES_UNLOADED") >= seconds * 100 / 60, "{test}: {out}");
+    assert!(value("SAMPLES") > 0 && value("WALL_SAMPLES") > 0, "{test}: {out}");
+    println!("{test}: {out}");
 }

@@ -1,0 +1,136 @@
+//! The HotSpot walker (`cstack=vm`, `vmx`) on every JDK installed here:
+//! with `verifywalk`, each sample is also walked with AsyncGetCallTrace and
+//! the agent counts how often both found Java frames and whether they
+//! agree (same methods and bytecode indexes, hence lines, in order).
+
+use integration_tests::*;
+use std::path::Path;
+use std::time::Duration;
+
+fn record(java: &Path, test: &str, options: &str, jvm_args: &[&str], main: &str, args: &[&str]) -> Recording {
+    let dir = scratch_dir(test);
+    let file = dir.join("walk.jfr");
+    let options = format!("start,{options},file={}", file.display());
+    let mut command = java_command_on(java, Some(&options), jvm_args, &[], main, args);
+    let output = ChildGuard::spawn(&mut command).wait(Duration::from_secs(120));
+    assert_success(&output);
+    read_recording(&file)
+}
+
+/// At least 95% of the samples both walkers walked agree, and the VM
+/// walker succeeded at least as often as AsyncGetCallTrace.
+fn assert_agreement(label: &str, recording: &Recording) {
+    let compared = recording.counter("walk_verify_compared");
+    let agreed = recording.counter("walk_verify_agreed");
+    let vm = recording.counter("walk_verify_vm_succeeded");
+    let asgct = recording.counter("walk_verify_asgct_succeeded");
+    println!("{label}: {agreed}/{compared} agree; vm walked {vm}, AsyncGetCallTrace {asgct}");
+    assert!(compared >= 500, "{label}: only {compared} samples compared");
+    assert!(agreed * 100 >= compared * 95, "{label}: {agreed} of {compared} agree");
+    assert!(vm >= asgct, "{label}: vm walked {vm} samples, AsyncGetCallTrace {asgct}");
+}
+
+#[test]
+fn vm_stacks_agree_with_async_get_call_trace_on_a_400_deep_recursion() {
+    for java in installed_javas() {
+        let label = format!("deep recursion on {}", java.display());
+        let recording = record(&java, "vm_deep", "cpu=1ms,cstack=vm,verifywalk", &[], "DeepStack", &["400", "3"]);
+        assert_agreement(&label, &recording);
+        let deep: Vec<&Event> = recording.samples().filter(|e| e.thread == "deep").collect();
+        let whole = deep.iter().filter(|e| e.frames.iter().filter(|f| f.method == "descend").count() >= 400).count();
+        assert!(whole * 10 >= deep.len() * 9, "{label}: {whole} of {} samples show 400 descend frames", deep.len());
+    }
+}
+
+#[test]
+fn vm_stacks_agree_with_async_get_call_trace_on_a_cpu_workload() {
+    for java in installed_javas() {
+        let label = format!("CPU workload on {}", java.display());
+        let recording = record(&java, "vm_cpu", "cpu=1ms,cstack=vmx,verifywalk", &[], "CpuShares", &["3"]);
+        assert_agreement(&label, &recording);
+    }
+}
+
+/// The frame type of the `descend` frames of the "deep" thread's samples.
+fn descend_types(recording: &Recording) -> Vec<String> {
+    recording
+        .samples()
+        .filter(|e| e.thread == "deep")
+        .flat_map(|e| e.frames.iter().filter(|f| f.method == "descend").map(|f| f.frame_type.clone()))
+        .collect()
+}
+
+fn share(types: &[String], wanted: &str) -> f64 {
+    types.iter().filter(|t| t.as_str() == wanted).count() as f64 / types.len().max(1) as f64
+}
+
+#[test]
+fn interpreted_c1_and_c2_frames_are_walked_and_typed() {
+    let java = jdk_tool("java");
+    let options = "cpu=1ms,cstack=vm,verifywalk";
+    let interpreted = record(&java, "vm_xint", options, &["-Xint"], "DeepStack", &["50", "2"]);
+    assert_agreement("-Xint", &interpreted);
+    let types = descend_types(&interpreted);
+    assert!(share(&types, "Interpreted") > 0.99, "-Xint: {:?}", &types[..types.len().min(20)]);
+
+    let c1 = record(&java, "vm_c1", options, &["-XX:TieredStopAtLevel=1"], "DeepStack", &["50", "3"]);
+    assert_agreement("C1", &c1);
+    let types = descend_types(&c1);
+    assert!(share(&types, "C1 compiled") + share(&types, "Inlined") > 0.9, "C1: {:?}", &types[..types.len().min(20)]);
+    assert!(share(&types, "C1 compiled") > 0.1, "C1");
+
+    let c2 = record(&java, "vm_c2", options, &["-XX:-TieredCompilation"], "DeepStack", &["50", "3"]);
+    assert_agreement("C2", &c2);
+    let types = descend_types(&c2);
+    assert!(share(&types, "JIT compiled") > 0.05, "C2: {:?}", &types[..types.len().min(20)]);
+    assert!(share(&types, "Inlined") > 0.05, "C2 inlines the recursion: {:?}", &types[..types.len().min(20)]);
+}
+
+const JAVA: &[&str] = &["Interpreted", "JIT compiled", "C1 compiled", "Inlined"];
+
+/// Whether `frames` contain frames with these methods and one of these
+/// frame types, in this order (other frames may come between).
+fn in_order(frames: &[Frame], wanted: &[(&str, &[&str])]) -> bool {
+    let mut rest = frames.iter();
+    wanted.iter().all(|(method, types)| rest.any(|f| f.method == *method && types.contains(&f.frame_type.as_str())))
+}
+
+#[test]
+fn vmx_shows_java_jni_c_upcall_java_in_order() {
+    let Some(library) = native_fixture("libchain_nofp.so") else {
+        eprintln!("skipping: libchain_nofp.so could not be built here");
+        return;
+    };
+    let library = library.to_str().unwrap();
+    let java = jdk_tool("java");
+    let args = [library, "3", "0", "upcall"];
+    let vmx = record(&java, "vmx_upcall", "cpu=1ms,cstack=vmx,verifywalk", &[], "NativeChain", &args);
+    assert_agreement("vmx upcall", &vmx);
+    // Innermost first: the Java callee, the JNI upcall in libjvm, the C
+    // code, the Java native method, its Java caller.
+    let chain: [(&str, &[&str]); 6] = [
+        ("upcallTarget", JAVA),
+        ("jni_CallStaticLongMethod", &["C++"]),
+        ("upcall_middle", &["Native"]),
+        ("Java_NativeChain_upcall", &["Native"]),
+        ("upcall", &["Native"]),
+        ("callNative", JAVA),
+    ];
+    let in_target: Vec<&Event> =
+        vmx.samples().filter(|e| e.top().is_some_and(|f| f.method == "upcallTarget")).collect();
+    let whole = in_target.iter().filter(|e| in_order(&e.frames, &chain)).count();
+    assert!(in_target.len() >= 500, "only {} samples in upcallTarget", in_target.len());
+    assert!(whole * 10 >= in_target.len() * 9, "{whole} of {} samples show the chain", in_target.len());
+
+    // vm: the same Java frames, without the native ones between them.
+    let vm = record(&java, "vm_upcall", "cpu=1ms,cstack=vm", &[], "NativeChain", &args);
+    let java_only = vm
+        .samples()
+        .filter(|e| e.top().is_some_and(|f| f.method == "upcallTarget"))
+        .filter(|e| {
+            let names: Vec<&str> = e.frames.iter().take(3).map(|f| f.method.as_str()).collect();
+            names == ["upcallTarget", "upcall", "callNative"]
+        })
+        .count();
+    assert!(java_only >= 500, "vm: only {java_only} samples go straight from upcallTarget to upcall");
+}
