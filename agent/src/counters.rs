@@ -55,6 +55,7 @@ counters! {
     VmWalkBadCompiledFrame => "vm_walk_bad_compiled_frame",
     VmWalkNoProgress => "vm_walk_no_progress",
     VmWalkBadAnchor => "vm_walk_bad_anchor",
+    WalkVerified => "walk_verify_samples",
     WalkCompared => "walk_verify_compared",
     WalkAgreed => "walk_verify_agreed",
     WalkVmSucceeded => "walk_verify_vm_succeeded",

@@ -5,17 +5,28 @@ import java.nio.file.Path;
  * A CPU-bound workload for overhead measurements: N threads mix arithmetic
  * with sorting small arrays (no allocation in the loop, so garbage collection
  * does not add noise) for a fixed time and count the operations they complete. Prints the total, the CPU time the threads used
- * and the process's peak resident memory.
+ * and the process's peak resident memory. With a depth, each worker does
+ * its work at the bottom of a recursion that deep (deep-stack overhead).
  */
 public class Workload {
     static final class Worker extends Thread {
         final long deadline;
+        final int depth;
         long ops;
         long cpuNanos;
 
-        Worker(String name, long deadline) {
+        Worker(String name, long deadline, int depth) {
             super(name);
             this.deadline = deadline;
+            this.depth = depth;
+        }
+
+        /** Recurses `depth` frames, then works until the deadline. */
+        int descend(int depth) {
+            if (depth == 0) {
+                return work();
+            }
+            return descend(depth - 1) + 1;
         }
 
         static long mix(long x) {
@@ -37,6 +48,13 @@ public class Workload {
 
         @Override
         public void run() {
+            if (descend(depth) == 42) {
+                System.out.print("");
+            }
+            cpuNanos = java.lang.management.ManagementFactory.getThreadMXBean().getCurrentThreadCpuTime();
+        }
+
+        int work() {
             long x = getId();
             int h = 0;
             int[] data = new int[48];
@@ -47,10 +65,7 @@ public class Workload {
                 h += sortChunk(data, x);
                 ops++;
             }
-            cpuNanos = java.lang.management.ManagementFactory.getThreadMXBean().getCurrentThreadCpuTime();
-            if (x == h) {
-                System.out.print("");
-            }
+            return (int) x ^ h;
         }
     }
 
@@ -85,19 +100,20 @@ public class Workload {
         }
     }
 
-    /** Arguments: busy threads, seconds, and optionally idle threads. */
+    /** Arguments: busy threads, seconds, and optionally idle threads and recursion depth. */
     public static void main(String[] args) throws Exception {
         int threads = Integer.parseInt(args[0]);
         double seconds = Double.parseDouble(args[1]);
         startIdle(args.length > 2 ? Integer.parseInt(args[2]) : 0);
+        int depth = args.length > 3 ? Integer.parseInt(args[3]) : 0;
         long warmupEnd = System.nanoTime() + 1_000_000_000L;
-        Worker warm = new Worker("warmup", warmupEnd);
+        Worker warm = new Worker("warmup", warmupEnd, depth);
         warm.start();
         warm.join();
         long deadline = System.nanoTime() + (long) (seconds * 1e9);
         Worker[] workers = new Worker[threads];
         for (int i = 0; i < threads; i++) {
-            workers[i] = new Worker("worker-" + i, deadline);
+            workers[i] = new Worker("worker-" + i, deadline, depth);
             workers[i].start();
         }
         long ops = 0;

@@ -7,6 +7,10 @@
 //!   per sample, extra peak RSS, handler time.
 //! - `wall`: the same for wall-clock sampling at 5 ms, 4 busy threads
 //!   among 200 (the rest sleeping or parked).
+//! - `deep`: the same at 1 ms with the work 400 frames deep, for
+//!   AsyncGetCallTrace, the HotSpot walker (`cstack=vm`) and JFR.
+//! - `walks`: time per walk, HotSpot walker against AsyncGetCallTrace on
+//!   the same samples.
 //! - `floor`: what signal delivery alone costs on this machine.
 //! - `native`: handler time per sample of each native unwinder on a
 //!   30-deep native stack.
@@ -15,7 +19,7 @@
 //! - `dictionary`: `bounded_lookup`, insert and rotation latencies, alone
 //!   and under contention.
 //!
-//! Usage: `cargo run --release -p bench -- [--rounds N] [--seconds S] [--threads T] [--only overhead|wall|floor|native|symbolizer|dictionary]`
+//! Usage: `cargo run --release -p bench -- [--rounds N] [--seconds S] [--threads T] [--only overhead|wall|deep|walks|floor|native|symbolizer|dictionary]`
 //! (needs `cargo build --release` first, for the agent).
 
 mod dictionary;
@@ -24,12 +28,14 @@ mod native;
 mod overhead;
 mod support;
 mod symbolization;
+mod walker;
 
 struct Options {
     rounds: usize,
     seconds: f64,
     threads: usize,
-    /// Run only this benchmark (`overhead`, `wall`, `floor`, `native`, `symbolizer` or `dictionary`).
+    /// Run only this benchmark (`overhead`, `wall`, `deep`, `walks`, `floor`, `native`, `symbolizer` or
+    /// `dictionary`).
     only: Option<String>,
 }
 
@@ -64,6 +70,12 @@ fn main() {
     }
     if options.wants("wall") {
         overhead::run_wall(&options, &agent, &scratch);
+    }
+    if options.wants("deep") {
+        overhead::run_deep(&options, &agent, &scratch);
+    }
+    if options.wants("walks") {
+        walker::run(&scratch, &options, &agent);
     }
     if options.wants("floor") {
         floor::run(&scratch, &options);

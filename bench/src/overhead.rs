@@ -11,6 +11,8 @@ struct Config {
     name: &'static str,
     kind: Kind,
     period_ms: u32,
+    /// More agent options (`,cstack=vm`).
+    extra: &'static str,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -22,17 +24,29 @@ enum Kind {
 }
 
 const CPU_CONFIGS: &[Config] = &[
-    Config { name: "unprofiled", kind: Kind::Baseline, period_ms: 0 },
-    Config { name: "agent cpu=10ms", kind: Kind::Agent, period_ms: 10 },
-    Config { name: "JFR 10ms", kind: Kind::Jfr, period_ms: 10 },
-    Config { name: "agent cpu=1ms", kind: Kind::Agent, period_ms: 1 },
-    Config { name: "JFR 1ms", kind: Kind::Jfr, period_ms: 1 },
+    Config { name: "unprofiled", kind: Kind::Baseline, period_ms: 0, extra: "" },
+    Config { name: "agent cpu=10ms", kind: Kind::Agent, period_ms: 10, extra: "" },
+    Config { name: "JFR 10ms", kind: Kind::Jfr, period_ms: 10, extra: "" },
+    Config { name: "agent cpu=1ms", kind: Kind::Agent, period_ms: 1, extra: "" },
+    Config { name: "JFR 1ms", kind: Kind::Jfr, period_ms: 1, extra: "" },
 ];
 
 const WALL_CONFIGS: &[Config] = &[
-    Config { name: "unprofiled", kind: Kind::Baseline, period_ms: 0 },
-    Config { name: "agent wall=5ms", kind: Kind::AgentWall, period_ms: 5 },
+    Config { name: "unprofiled", kind: Kind::Baseline, period_ms: 0, extra: "" },
+    Config { name: "agent wall=5ms", kind: Kind::AgentWall, period_ms: 5, extra: "" },
 ];
+
+/// Deep stacks: AsyncGetCallTrace (with frame-pointer native stacks, the
+/// default) against the HotSpot walker, at 1 ms.
+const DEEP_CONFIGS: &[Config] = &[
+    Config { name: "unprofiled", kind: Kind::Baseline, period_ms: 0, extra: "" },
+    Config { name: "agent cpu=1ms", kind: Kind::Agent, period_ms: 1, extra: "" },
+    Config { name: "agent cpu=1ms,cstack=vm", kind: Kind::Agent, period_ms: 1, extra: ",cstack=vm" },
+    Config { name: "JFR 1ms", kind: Kind::Jfr, period_ms: 1, extra: "" },
+];
+
+/// The recursion depth of the deep-stack table.
+pub const DEEP_DEPTH: usize = 400;
 
 /// The wall-clock workload: 4 busy threads and 196 idle ones.
 const WALL_BUSY: usize = 4;
@@ -43,6 +57,7 @@ struct Suite {
     configs: &'static [Config],
     busy: usize,
     idle: usize,
+    depth: usize,
 }
 
 #[derive(Default, Clone)]
@@ -79,9 +94,10 @@ fn run_once(config: &Config, suite: &Suite, options: &Options, classes: &Path, s
         Kind::Agent | Kind::AgentWall => {
             let event = if config.kind == Kind::Agent { "cpu" } else { "wall" };
             command.arg(format!(
-                "-agentpath:{}=start,{event}={}ms,file={}",
+                "-agentpath:{}=start,{event}={}ms{},file={}",
                 agent.display(),
                 config.period_ms,
+                config.extra,
                 file.display()
             ));
         }
@@ -103,6 +119,7 @@ fn run_once(config: &Config, suite: &Suite, options: &Options, classes: &Path, s
         .arg(suite.busy.to_string())
         .arg(options.seconds.to_string())
         .arg(suite.idle.to_string())
+        .arg(suite.depth.to_string())
         .output()
         .expect("run java");
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
@@ -131,12 +148,18 @@ fn run_once(config: &Config, suite: &Suite, options: &Options, classes: &Path, s
 
 /// The CPU table: `--threads` busy threads, no idle ones.
 pub fn run(options: &Options, agent: &Path, scratch: &Path) {
-    run_suite(&Suite { configs: CPU_CONFIGS, busy: options.threads, idle: 0 }, options, agent, scratch);
+    run_suite(&Suite { configs: CPU_CONFIGS, busy: options.threads, idle: 0, depth: 0 }, options, agent, scratch);
+}
+
+/// The deep-stack table: `--threads` busy threads working 400 frames deep.
+pub fn run_deep(options: &Options, agent: &Path, scratch: &Path) {
+    let suite = Suite { configs: DEEP_CONFIGS, busy: options.threads, idle: 0, depth: DEEP_DEPTH };
+    run_suite(&suite, options, agent, scratch);
 }
 
 /// The wall-clock table: 4 busy threads among 200 at `wall=5ms`.
 pub fn run_wall(options: &Options, agent: &Path, scratch: &Path) {
-    run_suite(&Suite { configs: WALL_CONFIGS, busy: WALL_BUSY, idle: WALL_IDLE }, options, agent, scratch);
+    run_suite(&Suite { configs: WALL_CONFIGS, busy: WALL_BUSY, idle: WALL_IDLE, depth: 0 }, options, agent, scratch);
 }
 
 /// Runs every configuration round by round and prints the table.
@@ -155,8 +178,8 @@ fn run_suite(suite: &Suite, options: &Options, agent: &Path, scratch: &Path) {
     let base_ops = median(runs[0].iter().map(|r| r.ops).collect());
     let base_rss = median(runs[0].iter().map(|r| r.peak_rss_kb).collect());
     println!(
-        "\n{} busy and {} idle threads, {} s per run, {} rounds (medians; throughput relative to unprofiled runs of the same rounds)\n",
-        suite.busy, suite.idle, options.seconds, options.rounds
+        "\n{} busy and {} idle threads, stack depth {}+, {} s per run, {} rounds (medians; throughput relative to unprofiled runs of the same rounds)\n",
+        suite.busy, suite.idle, suite.depth, options.seconds, options.rounds
     );
     println!(
         "| configuration | throughput | loss | samples / nominal | bytes / sample | extra peak RSS | handler time (median) |"

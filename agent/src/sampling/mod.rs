@@ -15,6 +15,7 @@ pub mod remote;
 pub mod safe_read;
 pub mod siginfo;
 pub mod thread_state;
+mod verify;
 pub mod vm_stack;
 
 use crate::counters::{self, Counter};
@@ -172,11 +173,24 @@ impl Sampler {
     ) -> (usize, bool) {
         let Some(regs) = native::registers(ucontext) else { return (0, false) };
         let thread = java_thread::current_thread();
-        let started = if self.verify_walk { crate::clock::monotonic_ns() } else { 0 };
+        let verify = self.verify_walk && thread != 0;
+        // Alternate which walker goes first, so neither always finds the
+        // caches warmed by the other.
+        let reference_first = verify && verify::reference_goes_first();
+        let mut reference = None;
+        if reference_first {
+            reference = verify::reference_walk(&self.walker, raw, frames.len(), ucontext);
+        }
+        let started = if verify { crate::clock::monotonic_ns() } else { 0 };
         let walk = hotspot.walk(self.native.as_ref(), stripe, regs, thread, frames);
-        if self.verify_walk && thread != 0 {
+        if verify {
             counters::add(Counter::WalkVmNanos, crate::clock::monotonic_ns().saturating_sub(started));
-            self.verify(frames.get(..walk.frames).unwrap_or_default(), raw, frames.len(), ucontext);
+            if !reference_first {
+                reference = verify::reference_walk(&self.walker, raw, frames.len(), ucontext);
+            }
+        }
+        if let Some(reference) = reference {
+            verify::compare(frames.get(..walk.frames).unwrap_or_default(), reference);
         }
         if walk.truncated {
             counters::increment(Counter::StackTruncated);
@@ -186,40 +200,6 @@ impl Sampler {
             return marker_frame(frames, error, false);
         }
         (walk.frames, walk.truncated)
-    }
-
-    /// Walks the same stack with AsyncGetCallTrace and counts whether both
-    /// found Java frames and whether the frames agree (same methods and
-    /// bcis, in order).
-    fn verify(&self, walked: &[Frame], raw: *mut AsgctFrame, capacity: usize, ucontext: *mut c_void) {
-        let Some(asgct) = self.walker.asgct else { return };
-        let env = (self.walker.current_env)();
-        if env.is_null() {
-            return;
-        }
-        let started = crate::clock::monotonic_ns();
-        let mut trace = AsgctTrace { env, num_frames: 0, frames: raw };
-        // SAFETY: `raw` has room for `capacity` frames (two words each);
-        // ucontext is the interrupted context given to the handler.
-        unsafe { asgct(&mut trace, capacity as i32, ucontext) };
-        counters::add(Counter::WalkAsgctNanos, crate::clock::monotonic_ns().saturating_sub(started));
-        let written = usize::try_from(trace.num_frames).unwrap_or(0).min(capacity);
-        // SAFETY: AsyncGetCallTrace wrote `written` frames to `raw`.
-        let asgct_frames = unsafe { std::slice::from_raw_parts(raw, written) };
-        let skip = usize::from(asgct_frames.first().is_some_and(|f| f.method.is_null()));
-        let asgct_frames = asgct_frames.get(skip..).unwrap_or_default();
-        let mut java = walked.iter().filter(|f| f.kind.is_java());
-        let vm_found = java.clone().next().is_some();
-        counters::add(Counter::WalkVmSucceeded, u64::from(vm_found));
-        counters::add(Counter::WalkAsgctSucceeded, u64::from(!asgct_frames.is_empty()));
-        if !vm_found || asgct_frames.is_empty() || written == capacity {
-            return;
-        }
-        counters::increment(Counter::WalkCompared);
-        let same =
-            asgct_frames.iter().all(|a| java.next().is_some_and(|f| f.method == a.method as u64 && f.bci == a.bci))
-                && java.next().is_none();
-        counters::add(Counter::WalkAgreed, u64::from(same));
     }
 
     /// Writes the Java stack into `out`; returns the frame count and

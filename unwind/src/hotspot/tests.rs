@@ -265,3 +265,34 @@ fn layout_names_the_first_missing_entry() {
     assert!(error.contains("::"), "{error}");
     assert!(error.starts_with("VMStructs has no"), "{error}");
 }
+
+/// An interpreted frame called from compiled code through a c2i adapter,
+/// which extended the caller's stack for the arguments: the compiled
+/// caller's frame is counted from the sender sp the interpreter saved, not
+/// from just above the interpreted frame.
+#[test]
+fn compiled_caller_of_an_interpreted_frame_starts_at_its_saved_sender_sp() {
+    let (mut m, methods) = vm();
+    let fp = SP + 0x40;
+    let caller_sp = fp + 16 + 32;
+    let entry_fp = SP + 0x200;
+    let const_method_c = 0x60_8000 + 2 * 0x100;
+    m.put_u64(fp - 64, const_method_c + 48 + 2);
+    m.put_u64(fp - 24, methods.c);
+    m.put_u64(fp - 8, caller_sp);
+    m.put_u64(fp, 0x1234);
+    m.put_u64(fp + 8, CODE + 0x40);
+    // A's 4-word frame from the saved sender sp: saved fp and return
+    // address (into the call stub) in its top two words.
+    m.put_u64(caller_sp + 16, entry_fp);
+    m.put_u64(caller_sp + 24, CALL_STUB_RETURN);
+    let (frames, end, _) = walk(&m, VmFrame::interrupted(INTERPRETER.0 + 0x10, SP, fp));
+    assert_eq!(
+        frames,
+        [
+            JavaFrame { method: jmethod_id(2), bci: 2, kind: JavaFrameKind::Interpreted },
+            JavaFrame { method: jmethod_id(0), bci: 5, kind: JavaFrameKind::C2Compiled },
+        ]
+    );
+    assert_eq!(end, SegmentEnd::Entry(None));
+}

@@ -327,8 +327,9 @@ impl HotSpotWalker {
             return fail(WalkFailure::BadInterpretedFrame);
         };
         let sp = fp + 16;
-        // The caller's sp before the interpreter extended it for locals.
-        let unextended = word(l.interpreter_sender_sp).filter(|&u| u >= frame.sp && u <= sp).unwrap_or(sp);
+        // The caller's sp at the call, before a c2i adapter or the caller's
+        // expression stack extended it for the arguments (so above `sp`).
+        let unextended = word(l.interpreter_sender_sp).filter(|&u| u >= sp && u - sp <= MAX_STACK_SPAN).unwrap_or(sp);
         *frame = VmFrame { unextended_sp: unextended, ..VmFrame::new(pc, sp, caller_fp) };
         Step::Continue
     }

@@ -1,0 +1,71 @@
+//! `verifywalk`: every sample the HotSpot walker takes is walked again by
+//! AsyncGetCallTrace, and counters say how often each found Java frames,
+//! how often both did and agreed (same methods and bytecode indexes, in
+//! order), and how long each took. For tests and benchmarks.
+
+use super::asgct::{AsgctFrame, AsgctTrace};
+use super::JavaWalker;
+use crate::counters::{self, Counter};
+use crate::storage::frame::Frame;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+static ORDER: AtomicU64 = AtomicU64::new(0);
+
+/// Whether AsyncGetCallTrace walks before the HotSpot walker this time
+/// (every other sample). Signal-safe.
+pub(super) fn reference_goes_first() -> bool {
+    ORDER.fetch_add(1, Ordering::Relaxed).is_multiple_of(2)
+}
+
+/// AsyncGetCallTrace's frames (a leaf without a method id dropped), and
+/// whether they filled `capacity`.
+pub(super) struct Reference<'a> {
+    frames: &'a [AsgctFrame],
+    full: bool,
+}
+
+/// Walks the interrupted stack with AsyncGetCallTrace into `raw` (room for
+/// `capacity` frames), timed. Signal-safe.
+pub(super) fn reference_walk<'a>(
+    walker: &JavaWalker,
+    raw: *mut AsgctFrame,
+    capacity: usize,
+    ucontext: *mut c_void,
+) -> Option<Reference<'a>> {
+    let asgct = walker.asgct?;
+    let env = (walker.current_env)();
+    if env.is_null() {
+        return None;
+    }
+    let started = crate::clock::monotonic_ns();
+    let mut trace = AsgctTrace { env, num_frames: 0, frames: raw };
+    // SAFETY: `raw` has room for `capacity` frames (two words each);
+    // ucontext is the interrupted context given to the handler.
+    unsafe { asgct(&mut trace, capacity as i32, ucontext) };
+    counters::add(Counter::WalkAsgctNanos, crate::clock::monotonic_ns().saturating_sub(started));
+    counters::increment(Counter::WalkVerified);
+    let written = usize::try_from(trace.num_frames).unwrap_or(0).min(capacity);
+    // SAFETY: AsyncGetCallTrace wrote `written` frames to `raw`, which the
+    // caller's stripe keeps ours until the sample is recorded.
+    let frames = unsafe { std::slice::from_raw_parts(raw, written) };
+    let skip = usize::from(frames.first().is_some_and(|f| f.method.is_null()));
+    Some(Reference { frames: frames.get(skip..).unwrap_or_default(), full: written == capacity })
+}
+
+/// Counts the outcome of one sample: `walked` is the HotSpot walker's mixed
+/// stack, whose Java frames must equal the reference's. Signal-safe.
+pub(super) fn compare(walked: &[Frame], reference: Reference) {
+    let mut java = walked.iter().filter(|f| f.kind.is_java());
+    let vm_found = java.clone().next().is_some();
+    counters::add(Counter::WalkVmSucceeded, u64::from(vm_found));
+    counters::add(Counter::WalkAsgctSucceeded, u64::from(!reference.frames.is_empty()));
+    if !vm_found || reference.frames.is_empty() || reference.full {
+        return;
+    }
+    counters::increment(Counter::WalkCompared);
+    let same =
+        reference.frames.iter().all(|a| java.next().is_some_and(|f| f.method == a.method as u64 && f.bci == a.bci))
+            && java.next().is_none();
+    counters::add(Counter::WalkAgreed, u64::from(same));
+}
