@@ -110,6 +110,9 @@ impl Vm {
     /// The HotSpot walker for this JVM, from libjvm's VMStructs tables.
     /// Not signal-safe; call after VM init (the code cache must exist).
     pub fn hotspot_walker(&self) -> Result<HotSpotWalker, String> {
+        if !cfg!(target_arch = "x86_64") {
+            return Err("the HotSpot walker knows x86-64 frame layouts only".into());
+        }
         let lookup = |name: &str| {
             let name = CString::new(name).ok()?;
             let symbol = libjvm_symbol(self.java_vm, &name);

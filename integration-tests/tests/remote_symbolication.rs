@@ -28,9 +28,13 @@ fn fixture(name: &str) -> Fixture {
 }
 
 fn record(test: &str, fixture: &Fixture, mode: &str, remotesym: bool) -> Recording {
+    record_with(test, fixture, mode, remotesym, "fp")
+}
+
+fn record_with(test: &str, fixture: &Fixture, mode: &str, remotesym: bool, cstack: &str) -> Recording {
     let dir = scratch_dir(test);
     let file = dir.join("remote.jfr");
-    let options = format!("start,interval=1ms,cstack=fp,remotesym={remotesym},file={}", file.display());
+    let options = format!("start,interval=1ms,cstack={cstack},remotesym={remotesym},file={}", file.display());
     let output = run_java(
         Some(&options),
         "RemoteChain",
@@ -79,9 +83,9 @@ fn native_caller_stacks(profile: &Profile) -> Vec<Vec<&str>> {
         .collect()
 }
 
-fn check_resolution(test: &str, library: &str) {
+fn check_resolution(test: &str, library: &str, cstack: &str) {
     let fixture = fixture(library);
-    let recording = record(test, &fixture, "chain", true);
+    let recording = record_with(test, &fixture, "chain", true, cstack);
     let offsets = offsets(&recording, &fixture.build_id);
     assert!(offsets.len() >= 4, "{test}: remote frames of the fixture: {offsets:?}");
     let mut resolver = resolver(&fixture.debug_tree);
@@ -120,12 +124,20 @@ fn check_resolution(test: &str, library: &str) {
 
 #[test]
 fn remote_frames_resolve_like_addr2line_with_inline_frames() {
-    check_resolution("remote", "libremote.so");
+    check_resolution("remote", "libremote.so", "fp");
+}
+
+/// The HotSpot walker resolves the native frames it meets by the same
+/// contract: the same chain, symbolized the same way.
+#[test]
+fn remote_frames_mean_the_same_under_the_hotspot_walker() {
+    check_resolution("remote_vm", "libremote.so", "vm");
+    check_resolution("remote_vmx", "libremote.so", "vmx");
 }
 
 #[test]
 fn a_library_linked_at_a_nonzero_address_resolves_too() {
-    check_resolution("remote_offset", "libremote_offset.so");
+    check_resolution("remote_offset", "libremote_offset.so", "fp");
 }
 
 #[test]

@@ -66,7 +66,6 @@ pub struct VmLayout {
     pub encoding: Unsigned5,
 
     pub thread_anchor: u64,
-    pub thread_state: Field,
     pub anchor_sp: Field,
     pub anchor_pc: Field,
     pub anchor_fp: Field,
@@ -198,7 +197,6 @@ impl VmLayout {
             java_major,
             encoding: Unsigned5::for_java_major(java_major),
             thread_anchor: l.offset("JavaThread", "_anchor")?,
-            thread_state: l.field("JavaThread", "_thread_state")?,
             anchor_sp: l.field("JavaFrameAnchor", "_last_Java_sp")?,
             anchor_pc: l.field("JavaFrameAnchor", "_last_Java_pc")?,
             anchor_fp: l.field("JavaFrameAnchor", "_last_Java_fp")?,

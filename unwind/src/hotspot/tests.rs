@@ -27,7 +27,6 @@ fn layout() -> VmLayout {
         java_major: 17,
         encoding: Unsigned5::Legacy,
         thread_anchor: 0x100,
-        thread_state: field(0x180, 4),
         anchor_sp: field(0, 8),
         anchor_pc: field(8, 8),
         anchor_fp: field(16, 8),

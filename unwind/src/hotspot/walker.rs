@@ -214,11 +214,6 @@ impl HotSpotWalker {
         self.anchor_at(memory, thread.checked_add(self.layout.thread_anchor)?)
     }
 
-    /// The thread's `JavaThreadState`.
-    pub fn thread_state<M: VmMemory + ?Sized>(&self, memory: &M, thread: u64) -> Option<u64> {
-        self.layout.thread_state.read(memory, thread)
-    }
-
     fn anchor_at<M: VmMemory + ?Sized>(&self, memory: &M, anchor: u64) -> Option<Anchor> {
         let l = &self.layout;
         let sp = l.anchor_sp.read(memory, anchor)?;
