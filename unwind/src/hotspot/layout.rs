@@ -60,6 +60,24 @@ pub enum DebugInfo {
     Immutable { data: Field, pcs: Field, scopes_data: Field, mutable_data: Field, relocation_size: Field },
 }
 
+/// Where an nmethod's deoptimization handlers are: a frame whose return
+/// address was patched to one of them keeps its original pc in the frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeoptHandlers {
+    /// Pointer fields (`_deopt_handler_begin`, `_deopt_mh_handler_begin`,
+    /// up to JDK 22).
+    Pointers(Field, Field),
+    /// Offsets from the blob (`_deopt_handler_offset`, ..., JDK 23+).
+    Offsets(Field, Field),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Deopt {
+    pub handlers: DeoptHandlers,
+    /// Where the original pc is saved: an offset from the unextended sp.
+    pub orig_pc_offset: Field,
+}
+
 #[derive(Clone, Debug)]
 pub struct VmLayout {
     pub java_major: u32,
@@ -82,6 +100,9 @@ pub struct VmLayout {
     pub nmethod_method: Field,
     pub nmethod_comp_level: Field,
     pub debug_info: DebugInfo,
+    /// `None` if the tables do not say (frames being deoptimized then
+    /// decode at the handler, with the wrong bci).
+    pub deopt: Option<Deopt>,
     pub pc_desc_size: u64,
     pub pc_desc_pc_offset: Field,
     pub pc_desc_scope_offset: Field,
@@ -192,6 +213,19 @@ impl VmLayout {
                 metadata: l.field("nmethod", "_metadata_offset")?,
             },
         };
+        let handlers = match (
+            l.field("CompiledMethod", "_deopt_handler_begin"),
+            l.field("CompiledMethod", "_deopt_mh_handler_begin"),
+        ) {
+            (Ok(a), Ok(b)) => Some(DeoptHandlers::Pointers(a, b)),
+            _ => match (l.field("nmethod", "_deopt_handler_offset"), l.field("nmethod", "_deopt_mh_handler_offset")) {
+                (Ok(a), Ok(b)) => Some(DeoptHandlers::Offsets(a, b)),
+                _ => None,
+            },
+        };
+        let deopt = handlers
+            .zip(l.field("nmethod", "_orig_pc_offset").ok())
+            .map(|(handlers, orig_pc_offset)| Deopt { handlers, orig_pc_offset });
         let nmethod_type = if tables.field("nmethod", "_method").is_some() { "nmethod" } else { "CompiledMethod" };
         Ok(VmLayout {
             java_major,
@@ -212,6 +246,7 @@ impl VmLayout {
             nmethod_method: l.field(nmethod_type, "_method")?,
             nmethod_comp_level: l.field("nmethod", "_comp_level")?,
             debug_info,
+            deopt,
             pc_desc_size: l.size("PcDesc")?,
             pc_desc_pc_offset: l.field("PcDesc", "_pc_offset")?,
             pc_desc_scope_offset: l.field("PcDesc", "_scope_decode_offset")?,

@@ -3,7 +3,7 @@
 //! entry frame.
 
 use super::compressed::Unsigned5;
-use super::layout::{BlobKind, CodeAddresses, CodeHeap, CodeStart, DebugInfo, Field, VmLayout};
+use super::layout::{BlobKind, CodeAddresses, CodeHeap, CodeStart, DebugInfo, Deopt, DeoptHandlers, Field, VmLayout};
 use super::memory::fake::FakeMemory;
 use super::tables::VmTables;
 use super::walker::*;
@@ -15,6 +15,7 @@ const CALL_STUB_RETURN: u64 = 0x19_0040;
 const BLOB: u64 = HEAP + 16;
 const CODE: u64 = BLOB + 0x80;
 const SCOPES: u64 = 0x40_0000;
+const DEOPT_HANDLER: u64 = CODE + 0x60;
 const NATIVE_CALLER: u64 = 0x5000_0000;
 const SP: u64 = 0x7000_0000;
 
@@ -47,6 +48,10 @@ fn layout() -> VmLayout {
             scopes_data: field(0x48, 8),
             metadata: field(0x50, 4),
         },
+        deopt: Some(Deopt {
+            handlers: DeoptHandlers::Pointers(field(0x58, 8), field(0x60, 8)),
+            orig_pc_offset: field(0x68, 4),
+        }),
         pc_desc_size: 16,
         pc_desc_pc_offset: field(0, 4),
         pc_desc_scope_offset: field(4, 4),
@@ -132,6 +137,9 @@ fn add_nmethod(m: &mut FakeMemory, methods: &Methods) {
     m.put_u32(BLOB + 0x44, 0x140);
     m.put_u64(BLOB + 0x48, SCOPES);
     m.put_u32(BLOB + 0x50, 0x140);
+    m.put_u64(BLOB + 0x58, DEOPT_HANDLER);
+    m.put_u64(BLOB + 0x60, DEOPT_HANDLER + 8);
+    m.put_u32(BLOB + 0x68, 8);
     // Metadata: index 1 is A, index 2 is B.
     m.put_u64(BLOB + 0x140, methods.a);
     m.put_u64(BLOB + 0x148, methods.b);
@@ -294,4 +302,16 @@ fn compiled_caller_of_an_interpreted_frame_starts_at_its_saved_sender_sp() {
         ]
     );
     assert_eq!(end, SegmentEnd::Entry(None));
+}
+
+/// A frame being deoptimized returns to its nmethod's deoptimization
+/// handler; it is decoded at the original pc saved in the frame.
+#[test]
+fn a_frame_being_deoptimized_decodes_at_its_original_pc() {
+    let (mut m, _) = vm();
+    // The original pc (offset 0x20: B inlined into A) in A's frame.
+    m.put_u64(SP + 8, CODE + 0x20);
+    let (frames, _, _) = walk(&m, VmFrame::new(DEOPT_HANDLER, SP, 0));
+    assert_eq!(frames[0], JavaFrame { method: jmethod_id(1), bci: 3, kind: JavaFrameKind::Inlined });
+    assert_eq!(frames[1], JavaFrame { method: jmethod_id(0), bci: 5, kind: JavaFrameKind::C2Compiled });
 }

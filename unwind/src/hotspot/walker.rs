@@ -8,7 +8,7 @@
 //! with a [`WalkFailure`], never a fault. Nothing here allocates.
 
 use super::compressed::CompressedReader;
-use super::layout::{BlobKind, CodeAddresses, CodeStart, DebugInfo, VmLayout};
+use super::layout::{BlobKind, CodeAddresses, CodeStart, DebugInfo, DeoptHandlers, VmLayout};
 use super::memory::VmMemory;
 use crate::MAX_STACK_SPAN;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -347,7 +347,10 @@ impl HotSpotWalker {
             1..=3 => JavaFrameKind::C1Compiled,
             _ => JavaFrameKind::C2Compiled,
         };
-        let pc_offset = frame.pc.wrapping_sub(code_begin) as i64;
+        // A frame being deoptimized returns to a handler; its state is that
+        // of the pc the handler replaced.
+        let original = if frame.interrupted { None } else { self.original_pc(memory, blob, frame) };
+        let pc_offset = original.unwrap_or(frame.pc).wrapping_sub(code_begin) as i64;
         // Remember what this return address decodes to while emitting it.
         memo.len = 0;
         let mut memo_len = 0;
@@ -383,7 +386,7 @@ impl HotSpotWalker {
         let Some(frame_size) = l.blob_frame_size.read_signed(memory, blob) else {
             return fail(WalkFailure::BadCompiledFrame);
         };
-        if !frame.interrupted && (1..=MEMO_FRAMES).contains(&memo_len) {
+        if !frame.interrupted && original.is_none() && (1..=MEMO_FRAMES).contains(&memo_len) {
             memo.frames = memo_frames;
             memo.len = memo_len;
             memo.pc = frame.pc;
@@ -398,6 +401,23 @@ impl HotSpotWalker {
             }
             None => fail(WalkFailure::BadCompiledFrame),
         }
+    }
+
+    /// The pc a deoptimization handler replaced as `frame`'s return address,
+    /// if it did.
+    fn original_pc<M: VmMemory + ?Sized>(&self, memory: &M, blob: u64, frame: &VmFrame) -> Option<u64> {
+        let deopt = self.layout.deopt?;
+        let (first, second) = match deopt.handlers {
+            DeoptHandlers::Pointers(a, b) => (a.read(memory, blob)?, b.read(memory, blob)?),
+            DeoptHandlers::Offsets(a, b) => {
+                (blob.checked_add(a.read(memory, blob)?)?, blob.checked_add(b.read(memory, blob)?)?)
+            }
+        };
+        if frame.pc != first && frame.pc != second {
+            return None;
+        }
+        let offset = deopt.orig_pc_offset.read_signed(memory, blob)?;
+        memory.u64(frame.unextended_sp.checked_add_signed(offset)?)
     }
 
     /// A compiled frame at the return address decoded last.
