@@ -45,7 +45,7 @@ pub fn run(scratch: &Path, options: &Options, agent: &Path) {
         "\nTime per walk on the same samples (`verifywalk`, {} s per run, {} rounds, medians)\n",
         options.seconds, options.rounds
     );
-    println!("| stacks | HotSpot walker | AsyncGetCallTrace | ratio | stacks that agree |");
+    println!("| stacks | HotSpot walker | AsyncGetCallTrace | AsyncGetCallTrace / walker | stacks that agree |");
     println!("|---|---|---|---|---|");
     for (name, depth) in [("Workload (about 10 frames)", 0), ("Workload, 400 frames deep", DEEP_DEPTH)] {
         let runs: Vec<Walks> =
@@ -54,7 +54,7 @@ pub fn run(scratch: &Path, options: &Options, agent: &Path) {
         let asgct = median(runs.iter().map(|w| w.asgct_ns).collect());
         let agreement = median(runs.iter().map(|w| w.agreement).collect());
         println!(
-            "| {name} | {:.2} µs | {:.2} µs | {:.2}× faster | {:.2}% |",
+            "| {name} | {:.2} µs | {:.2} µs | {:.2} | {:.2}% |",
             vm / 1000.0,
             asgct / 1000.0,
             asgct / vm.max(1.0),
