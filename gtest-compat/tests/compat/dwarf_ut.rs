@@ -36,7 +36,7 @@ const JUST_RA: u64 = 0x7777;
 const FP_RA: u64 = 0xF1F1;
 
 const DW_CFA_ADVANCE_LOC1: u8 = 0x02;
-const DW_CFA_DEF_CFA: u8 = 0x0c;
+pub(super) const DW_CFA_DEF_CFA: u8 = 0x0c;
 const DW_CFA_DEF_CFA_OFFSET: u8 = 0x0e;
 const DW_CFA_OFFSET_RA: u8 = 0x80 | 16;
 const RSP: u8 = 7;
@@ -48,7 +48,7 @@ const DATAREL_SDATA4: u8 = 0x3b;
 
 /// Which rule a step applied (see the module comment).
 #[derive(Debug, PartialEq, Eq)]
-enum Outcome {
+pub(super) enum Outcome {
     Dwarf,
     JustReturn,
     FramePointer,
@@ -82,7 +82,7 @@ fn put32(out: &mut Vec<u8>, value: u32) {
 /// Appends a CIE ("zR", pcrel sdata4 pointers, data alignment -8, return
 /// address in register 16) whose initial rule is CFA = RSP + `cfa_offset`
 /// with the return address at CFA-8. Returns its offset.
-fn cie(out: &mut Vec<u8>, code_align: u64, cfa_offset: u64) -> usize {
+pub(super) fn cie(out: &mut Vec<u8>, code_align: u64, cfa_offset: u64) -> usize {
     let at = out.len();
     let mut body = Vec::new();
     put32(&mut body, 0); // CIE id
@@ -121,11 +121,11 @@ fn fde_with_aug_len(out: &mut Vec<u8>, cie_at: usize, range: Range<u64>, instruc
     at
 }
 
-fn fde(out: &mut Vec<u8>, cie_at: usize, range: Range<u64>, instructions: &[u8]) -> usize {
+pub(super) fn fde(out: &mut Vec<u8>, cie_at: usize, range: Range<u64>, instructions: &[u8]) -> usize {
     fde_with_aug_len(out, cie_at, range, instructions, 0)
 }
 
-fn terminator(out: &mut Vec<u8>) {
+pub(super) fn terminator(out: &mut Vec<u8>) {
     put32(out, 0);
 }
 
@@ -142,7 +142,7 @@ fn eh_frame_hdr(fde_count: u32, entries: &[(u64, usize)]) -> Vec<u8> {
     out
 }
 
-fn unwinder(eh_frame: &[u8], hdr: Option<&[u8]>) -> DwarfUnwinder {
+pub(super) fn unwinder(eh_frame: &[u8], hdr: Option<&[u8]>) -> DwarfUnwinder {
     let section = |svma: u64, data: &[u8]| -> (Range<u64>, SectionData) {
         (svma..svma + data.len() as u64, Arc::from(data.to_vec()))
     };
@@ -162,7 +162,7 @@ fn unwinder(eh_frame: &[u8], hdr: Option<&[u8]>) -> DwarfUnwinder {
 
 /// Unwinds the frame whose return address is just past link-time `svma`
 /// (so `svma` is the address looked up).
-fn probe(unwinder: &DwarfUnwinder, svma: u64) -> Outcome {
+pub(super) fn probe(unwinder: &DwarfUnwinder, svma: u64) -> Outcome {
     let mut stack = FakeStack(HashMap::from([(SP, JUST_RA), (SP + 8, DWARF_RA), (FP, FP + 0x100), (FP + 8, FP_RA)]));
     let mut regs = Registers { pc: svma + BIAS + 1, sp: SP, fp: FP, lr: 0 };
     let mut cache = new_cache();
@@ -182,7 +182,7 @@ fn assert_no_records(unwinder: &DwarfUnwinder) {
     }
 }
 
-const FUNCTION: Range<u64> = 0x1100..0x1200;
+pub(super) const FUNCTION: Range<u64> = 0x1100..0x1200;
 
 #[test]
 fn empty_section() {

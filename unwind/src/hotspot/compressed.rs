@@ -74,7 +74,7 @@ impl<'m, M: VmMemory + ?Sized> CompressedReader<'m, M> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::memory::fake::FakeMemory;
+    use super::super::testing::FakeMemory;
     use super::*;
 
     /// HotSpot's writer, for round trips.

@@ -47,49 +47,8 @@ pub trait VmMemory {
 }
 
 #[cfg(test)]
-pub(crate) mod fake {
-    use super::VmMemory;
-    use std::collections::BTreeMap;
-
-    /// Sparse memory for tests: unwritten words are unreadable.
-    #[derive(Default)]
-    pub struct FakeMemory {
-        words: BTreeMap<u64, u64>,
-    }
-
-    impl FakeMemory {
-        pub fn put_bytes(&mut self, address: u64, bytes: &[u8]) {
-            for (i, &b) in bytes.iter().enumerate() {
-                let a = address + i as u64;
-                let word = self.words.entry(a & !7).or_insert(0);
-                let shift = (a & 7) * 8;
-                *word = (*word & !(0xff << shift)) | (u64::from(b) << shift);
-            }
-        }
-
-        pub fn put_u64(&mut self, address: u64, value: u64) {
-            self.put_bytes(address, &value.to_le_bytes());
-        }
-
-        pub fn put_u32(&mut self, address: u64, value: u32) {
-            self.put_bytes(address, &value.to_le_bytes());
-        }
-
-        pub fn put_u16(&mut self, address: u64, value: u16) {
-            self.put_bytes(address, &value.to_le_bytes());
-        }
-    }
-
-    impl VmMemory for FakeMemory {
-        fn load(&self, address: u64) -> Option<u64> {
-            self.words.get(&address).copied()
-        }
-    }
-}
-
-#[cfg(test)]
 mod tests {
-    use super::fake::FakeMemory;
+    use super::super::testing::FakeMemory;
     use super::*;
 
     #[test]

@@ -9,6 +9,8 @@ pub mod compressed;
 pub mod layout;
 pub mod memory;
 pub mod tables;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod walker;
 
 pub use walker::{Anchor, HotSpotWalker, JavaFrame, JavaFrameKind, SegmentEnd, VmFrame, WalkFailure, WalkMemo};

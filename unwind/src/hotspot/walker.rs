@@ -462,12 +462,14 @@ impl HotSpotWalker {
             code.is_code(pc).then(|| VmFrame::new(pc, slot + 8, fp))
         };
         let in_prologue = shape.complete >= 0 && shape.pc_offset < shape.complete;
-        if shape.words > 0 && !(frame.interrupted && in_prologue) {
+        let framed = || {
             let sender_sp = frame.unextended_sp.checked_add(shape.words as u64 * 8)?;
-            let pc = memory.u64(sender_sp - 8)?;
-            let fp = memory.u64(sender_sp - 16)?;
-            if code.is_code(pc) {
-                return Some(VmFrame::new(pc, sender_sp, fp));
+            let pc = memory.u64(sender_sp - 8).filter(|&pc| code.is_code(pc))?;
+            Some(VmFrame::new(pc, sender_sp, memory.u64(sender_sp - 16)?))
+        };
+        if shape.words > 0 && !(frame.interrupted && in_prologue) {
+            if let Some(caller) = framed() {
+                return Some(caller);
             }
         }
         if !frame.interrupted {
