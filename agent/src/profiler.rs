@@ -168,7 +168,7 @@ fn hotspot_walker(vm: &Vm, cstack: CStack) -> Option<VmStackWalker> {
         return None;
     }
     match vm.hotspot_walker() {
-        Ok(hotspot) => Some(VmStackWalker { hotspot, extended }),
+        Ok(hotspot) => Some(VmStackWalker::new(hotspot, extended, STRIPES)),
         Err(e) => {
             log::warn!("cstack=vm: {e}; walking Java frames with AsyncGetCallTrace");
             None

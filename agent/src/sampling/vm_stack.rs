@@ -13,7 +13,10 @@ use super::native::{NativeStop, NativeWalker};
 use super::safe_read::ProcessMemory;
 use crate::counters::{self, Counter};
 use crate::storage::frame::{Frame, FrameKind, BCI_NATIVE_METHOD};
-use unwind::hotspot::{Anchor, HotSpotWalker, JavaFrame, JavaFrameKind, SegmentEnd, VmFrame, WalkFailure, WalkMemo};
+use std::cell::UnsafeCell;
+use unwind::hotspot::{
+    Anchor, HotSpotWalker, JavaFrame, JavaFrameKind, MethodIds, SegmentEnd, VmFrame, WalkFailure, WalkMemo,
+};
 use unwind::{PcKind, Registers};
 
 /// Java and native parts a walk may alternate through before it stops:
@@ -21,10 +24,15 @@ use unwind::{PcKind, Registers};
 const MAX_PARTS: usize = 256;
 
 pub struct VmStackWalker {
-    pub hotspot: HotSpotWalker,
+    hotspot: HotSpotWalker,
     /// `vmx`: keep the native frames between Java frames.
-    pub extended: bool,
+    extended: bool,
+    /// One jmethodID table per sample stripe, used under the stripe lock.
+    method_ids: Box<[UnsafeCell<MethodIds>]>,
 }
+
+// SAFETY: table `i` is only touched by the holder of stripe `i`'s lock.
+unsafe impl Sync for VmStackWalker {}
 
 /// The result of a walk.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -89,6 +97,12 @@ enum Next {
 }
 
 impl VmStackWalker {
+    /// Not signal-safe: allocates the per-stripe tables.
+    pub fn new(hotspot: HotSpotWalker, extended: bool, stripes: usize) -> Self {
+        let method_ids = (0..stripes).map(|_| UnsafeCell::new(MethodIds::default())).collect();
+        Self { hotspot, extended, method_ids }
+    }
+
     /// Writes the stack of the interrupted thread (`thread` is its
     /// `JavaThread*`, 0 for a thread the JVM does not run Java on) into
     /// `out`, innermost first. Signal-safe, with stripe `stripe` held.
@@ -104,7 +118,11 @@ impl VmStackWalker {
         let memory = ProcessMemory;
         let is_code = |pc: u64| hotspot.in_code_cache(pc) || native.is_some_and(|n| n.in_library(pc));
         let mut writer = FrameWriter { out, len: 0, java: 0 };
-        let mut memo = WalkMemo::default();
+        let Some(ids) = self.method_ids.get(stripe) else {
+            return VmWalk::default();
+        };
+        // SAFETY: the caller holds stripe `stripe`, so its table is ours alone.
+        let mut memo = WalkMemo::new(unsafe { &mut *ids.get() });
         // Where the thread's Java frames are if the native part cannot
         // reach them: the thread's anchor at first, then an entry frame's.
         let mut anchor = if thread != 0 { hotspot.thread_anchor(&memory, thread) } else { None };

@@ -40,11 +40,27 @@ pub struct CompressedReader<'m, M: VmMemory + ?Sized> {
     memory: &'m M,
     encoding: Unsigned5,
     position: u64,
+    /// The aligned word last loaded (address, value): a stream's bytes
+    /// are read a word at a time.
+    word: Option<(u64, u64)>,
 }
 
 impl<'m, M: VmMemory + ?Sized> CompressedReader<'m, M> {
     pub fn new(memory: &'m M, encoding: Unsigned5, position: u64) -> Self {
-        Self { memory, encoding, position }
+        Self { memory, encoding, position, word: None }
+    }
+
+    fn byte(&mut self, address: u64) -> Option<u8> {
+        let aligned = address & !7;
+        let value = match self.word {
+            Some((at, value)) if at == aligned => value,
+            _ => {
+                let value = self.memory.load(aligned)?;
+                self.word = Some((aligned, value));
+                value
+            }
+        };
+        Some((value >> ((address - aligned) * 8)) as u8)
     }
 
     /// The next unsigned value, or `None` if memory is unreadable or a
@@ -54,7 +70,7 @@ impl<'m, M: VmMemory + ?Sized> CompressedReader<'m, M> {
         let mut sum: u32 = 0;
         let mut shift = 0;
         for i in 0..MAX_LENGTH {
-            let byte = u32::from(self.memory.u8(self.position + i)?);
+            let byte = u32::from(self.byte(self.position + i)?);
             let digit = byte.checked_sub(x)?;
             sum = sum.wrapping_add(digit.wrapping_shl(shift));
             if digit < l || i == MAX_LENGTH - 1 {

@@ -13,7 +13,9 @@ pub mod tables;
 pub mod testing;
 pub mod walker;
 
-pub use walker::{Anchor, HotSpotWalker, JavaFrame, JavaFrameKind, SegmentEnd, VmFrame, WalkFailure, WalkMemo};
+pub use walker::{
+    Anchor, HotSpotWalker, JavaFrame, JavaFrameKind, MethodIds, SegmentEnd, VmFrame, WalkFailure, WalkMemo,
+};
 
 #[cfg(test)]
 mod tests;

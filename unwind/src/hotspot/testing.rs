@@ -223,11 +223,16 @@ pub fn add_stack(m: &mut FakeMemory, methods: &Methods) -> (u64, u64) {
 
 /// Walks Java frames from `frame` (up to 64), with the code cache and
 /// [`NATIVE_CALLER`] counted as code.
-pub fn walk(m: &FakeMemory, mut frame: VmFrame) -> (Vec<JavaFrame>, SegmentEnd, VmFrame) {
+pub fn walk(m: &FakeMemory, frame: VmFrame) -> (Vec<JavaFrame>, SegmentEnd, VmFrame) {
+    walk_with(m, frame, &mut MethodIds::default())
+}
+
+/// [`walk`] with a given jmethodID table (kept across walks).
+pub fn walk_with(m: &FakeMemory, mut frame: VmFrame, ids: &mut MethodIds) -> (Vec<JavaFrame>, SegmentEnd, VmFrame) {
     let w = walker();
     let code = |pc: u64| w.in_code_cache(pc) || pc == NATIVE_CALLER;
     let mut frames = Vec::new();
-    let mut memo = WalkMemo::default();
+    let mut memo = WalkMemo::new(ids);
     let end = w.walk_java(m, &code, &mut frame, &mut memo, &mut |f| {
         frames.push(f);
         frames.len() < 64

@@ -119,3 +119,22 @@ fn a_frame_being_deoptimized_decodes_at_its_original_pc() {
     assert_eq!(frames[0], JavaFrame { method: jmethod_id(1), bci: 3, kind: JavaFrameKind::Inlined });
     assert_eq!(frames[1], JavaFrame { method: jmethod_id(0), bci: 5, kind: JavaFrameKind::C2Compiled });
 }
+
+/// A jmethodID remembered from an earlier sample is used only while it
+/// still points at its method: when HotSpot replaces it, the chain is read
+/// again.
+#[test]
+fn remembered_jmethod_ids_are_checked_before_reuse() {
+    let (mut m, methods) = vm();
+    let mut ids = MethodIds::default();
+    let start = VmFrame::new(CODE + 0x40, SP, 0);
+    let (frames, _, _) = walk_with(&m, start, &mut ids);
+    assert_eq!(frames[1].method, jmethod_id(2));
+    // C's id is retired and a new one created.
+    let replacement = 0x63_1000;
+    m.put_u64(jmethod_id(2), 0);
+    m.put_u64(replacement, methods.c);
+    m.put_u64(IDS + 8 * 3, replacement);
+    let (frames, _, _) = walk_with(&m, start, &mut ids);
+    assert_eq!(frames[1].method, replacement);
+}

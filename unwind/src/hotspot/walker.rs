@@ -52,44 +52,46 @@ impl JavaFrame {
 
 /// Frames remembered per return address.
 const MEMO_FRAMES: usize = 8;
-/// Method-to-jmethodID translations remembered.
-const MEMO_IDS: usize = 8;
+/// Entries of a [`MethodIds`] table.
+const METHOD_IDS: usize = 512;
+
+/// jmethodIDs by `Method*`, kept across samples by one sampling stripe
+/// (used under its lock). The jmethodID chain is eight dependent reads; a
+/// hit is one, checking that the id still points at its method (HotSpot
+/// clears the slot when the method goes away). Not used from JDK 26, whose
+/// ids are opaque and cannot be checked that way.
+pub struct MethodIds {
+    entries: [(u64, u64); METHOD_IDS],
+}
+
+impl Default for MethodIds {
+    fn default() -> Self {
+        Self { entries: [(0, 0); METHOD_IDS] }
+    }
+}
+
+impl MethodIds {
+    fn slot(method: u64) -> usize {
+        ((method >> 3) ^ (method >> 12)) as usize % METHOD_IDS
+    }
+}
 
 /// What one sample's walk has decoded already. Deep recursion returns to
 /// the same pc again and again, and within one walk a pc decodes the same
 /// way each time (code on the walked stack cannot be freed under it), so
 /// repeats cost two stack reads instead of a code-cache lookup, a PcDesc
 /// search and scope decoding. Lives on the handler's stack, one per walk.
-pub struct WalkMemo {
+pub struct WalkMemo<'c> {
     pc: u64,
     frame_size: i64,
     frames: [JavaFrame; MEMO_FRAMES],
     len: usize,
-    ids: [(u64, u64); MEMO_IDS],
-    next_id: usize,
+    ids: &'c mut MethodIds,
 }
 
-impl Default for WalkMemo {
-    fn default() -> Self {
-        Self {
-            pc: 0,
-            frame_size: 0,
-            frames: [JavaFrame::EMPTY; MEMO_FRAMES],
-            len: 0,
-            ids: [(0, 0); MEMO_IDS],
-            next_id: 0,
-        }
-    }
-}
-
-impl WalkMemo {
-    fn id_of(&self, method: u64) -> Option<u64> {
-        self.ids.iter().find(|(m, _)| *m == method && method != 0).map(|(_, id)| *id)
-    }
-
-    fn remember_id(&mut self, method: u64, id: u64) {
-        self.ids[self.next_id % MEMO_IDS] = (method, id);
-        self.next_id = self.next_id.wrapping_add(1);
+impl<'c> WalkMemo<'c> {
+    pub fn new(ids: &'c mut MethodIds) -> Self {
+        Self { pc: 0, frame_size: 0, frames: [JavaFrame::EMPTY; MEMO_FRAMES], len: 0, ids }
     }
 }
 
@@ -673,11 +675,16 @@ impl HotSpotWalker {
     }
 
     fn memo_jmethod_id<M: VmMemory + ?Sized>(&self, memory: &M, memo: &mut WalkMemo, method: u64) -> Option<u64> {
-        if let Some(id) = memo.id_of(method) {
+        let checkable = self.layout.java_major < 26;
+        let slot = MethodIds::slot(method);
+        let (known, id) = memo.ids.entries[slot];
+        if checkable && known == method && method != 0 && memory.u64(id) == Some(method) {
             return Some(id);
         }
         let id = self.jmethod_id(memory, method)?;
-        memo.remember_id(method, id);
+        if checkable {
+            memo.ids.entries[slot] = (method, id);
+        }
         Some(id)
     }
 
