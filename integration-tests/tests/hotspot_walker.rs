@@ -51,6 +51,41 @@ fn vm_stacks_agree_with_async_get_call_trace_on_a_cpu_workload() {
     }
 }
 
+/// Virtual threads (JDK 21+): a mounted virtual thread's frames end at the
+/// continuation return barrier once they have been frozen and thawed; the
+/// walk continues at the continuation entry, into the carrier's frames.
+#[test]
+fn virtual_threads_are_walked_into_their_carrier() {
+    let mut walked = 0;
+    for java in installed_javas() {
+        let label = format!("virtual threads on {}", java.display());
+        let dir = scratch_dir("vm_virtual");
+        let file = dir.join("walk.jfr");
+        let options = format!("start,cpu=1ms,cstack=vm,verifywalk,file={}", file.display());
+        let mut command = java_command_on(&java, Some(&options), &[], &[], "VirtualThreads", &["3"]);
+        let output = ChildGuard::spawn(&mut command).wait(Duration::from_secs(120));
+        assert_success(&output);
+        if stdout(&output).contains("NO_VIRTUAL_THREADS") {
+            continue;
+        }
+        let recording = read_recording(&file);
+        assert_agreement(&label, &recording);
+        let in_burn: Vec<&Event> =
+            recording.samples().filter(|e| e.top().is_some_and(|f| f.method == "burn")).collect();
+        let carried = in_burn
+            .iter()
+            .filter(|e| {
+                e.frames.iter().any(|f| f.method == "enterSpecial")
+                    && e.frames.iter().any(|f| f.method == "runContinuation")
+            })
+            .count();
+        assert!(in_burn.len() >= 500, "{label}: {} samples in burn", in_burn.len());
+        assert!(carried * 10 >= in_burn.len() * 9, "{label}: {carried} of {} reach the carrier", in_burn.len());
+        walked += 1;
+    }
+    println!("virtual threads walked on {walked} JDK(s)");
+}
+
 /// The frame type of the `descend` frames of the "deep" thread's samples.
 fn descend_types(recording: &Recording) -> Vec<String> {
     recording

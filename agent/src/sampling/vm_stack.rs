@@ -122,7 +122,7 @@ impl VmStackWalker {
             return VmWalk::default();
         };
         // SAFETY: the caller holds stripe `stripe`, so its table is ours alone.
-        let mut memo = WalkMemo::new(unsafe { &mut *ids.get() });
+        let mut memo = WalkMemo::new(thread, unsafe { &mut *ids.get() });
         // Where the thread's Java frames are if the native part cannot
         // reach them: the thread's anchor at first, then an entry frame's.
         let mut anchor = if thread != 0 { hotspot.thread_anchor(&memory, thread) } else { None };

@@ -78,6 +78,20 @@ pub struct Deopt {
     pub orig_pc_offset: Field,
 }
 
+/// Where a mounted virtual thread's frames end (JDK 21+): the innermost
+/// `ContinuationEntry` of the thread lives on its stack, inside the frame
+/// of `Continuation.enterSpecial`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Continuations {
+    /// `JavaThread::_cont_entry`.
+    pub thread_entry: Field,
+    /// The address of the static `ContinuationEntry::_return_pc`: the
+    /// return address into `enterSpecial` (set once it is generated).
+    pub return_pc: u64,
+    /// `sizeof(ContinuationEntry)`: the entry frame's fp is just above it.
+    pub entry_size: u64,
+}
+
 #[derive(Clone, Debug)]
 pub struct VmLayout {
     pub java_major: u32,
@@ -103,6 +117,8 @@ pub struct VmLayout {
     /// `None` if the tables do not say (frames being deoptimized then
     /// decode at the handler, with the wrong bci).
     pub deopt: Option<Deopt>,
+    /// `None` before JDK 21.
+    pub continuations: Option<Continuations>,
     pub pc_desc_size: u64,
     pub pc_desc_pc_offset: Field,
     pub pc_desc_scope_offset: Field,
@@ -226,6 +242,16 @@ impl VmLayout {
         let deopt = handlers
             .zip(l.field("nmethod", "_orig_pc_offset").ok())
             .map(|(handlers, orig_pc_offset)| Deopt { handlers, orig_pc_offset });
+        let continuations = match (
+            l.field("JavaThread", "_cont_entry"),
+            l.static_address("ContinuationEntry", "_return_pc"),
+            l.size("ContinuationEntry"),
+        ) {
+            (Ok(thread_entry), Ok(return_pc), Ok(entry_size)) => {
+                Some(Continuations { thread_entry, return_pc, entry_size })
+            }
+            _ => None,
+        };
         let nmethod_type = if tables.field("nmethod", "_method").is_some() { "nmethod" } else { "CompiledMethod" };
         Ok(VmLayout {
             java_major,
@@ -247,6 +273,7 @@ impl VmLayout {
             nmethod_comp_level: l.field("nmethod", "_comp_level")?,
             debug_info,
             deopt,
+            continuations,
             pc_desc_size: l.size("PcDesc")?,
             pc_desc_pc_offset: l.field("PcDesc", "_pc_offset")?,
             pc_desc_scope_offset: l.field("PcDesc", "_scope_decode_offset")?,

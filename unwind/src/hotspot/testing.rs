@@ -4,7 +4,9 @@
 //! here and in gtest-compat. Built for tests and with feature `testing`.
 
 use super::compressed::Unsigned5;
-use super::layout::{BlobKind, CodeAddresses, CodeHeap, CodeStart, DebugInfo, Deopt, DeoptHandlers, Field, VmLayout};
+use super::layout::{
+    BlobKind, CodeAddresses, CodeHeap, CodeStart, Continuations, DebugInfo, Deopt, DeoptHandlers, Field, VmLayout,
+};
 use super::memory::VmMemory;
 use super::walker::*;
 use std::collections::BTreeMap;
@@ -54,6 +56,10 @@ pub const SCOPES: u64 = 0x40_0000;
 pub const DEOPT_HANDLER: u64 = CODE + 0x60;
 pub const NATIVE_CALLER: u64 = 0x5000_0000;
 pub const SP: u64 = 0x7000_0000;
+/// Where the static `ContinuationEntry::_return_pc` is.
+pub const CONT_RETURN_PC: u64 = 0x51_0000;
+/// The walked thread's `JavaThread*`.
+pub const THREAD: u64 = 0x52_0000;
 
 /// A field at `offset` of `width` bytes.
 pub fn field(offset: u64, width: u8) -> Field {
@@ -90,6 +96,7 @@ pub fn layout() -> VmLayout {
             handlers: DeoptHandlers::Pointers(field(0x58, 8), field(0x60, 8)),
             orig_pc_offset: field(0x68, 4),
         }),
+        continuations: Some(Continuations { thread_entry: field(0x200, 8), return_pc: CONT_RETURN_PC, entry_size: 64 }),
         pc_desc_size: 16,
         pc_desc_pc_offset: field(0, 4),
         pc_desc_scope_offset: field(4, 4),
@@ -232,7 +239,7 @@ pub fn walk_with(m: &FakeMemory, mut frame: VmFrame, ids: &mut MethodIds) -> (Ve
     let w = walker();
     let code = |pc: u64| w.in_code_cache(pc) || pc == NATIVE_CALLER;
     let mut frames = Vec::new();
-    let mut memo = WalkMemo::new(ids);
+    let mut memo = WalkMemo::new(THREAD, ids);
     let end = w.walk_java(m, &code, &mut frame, &mut memo, &mut |f| {
         frames.push(f);
         frames.len() < 64

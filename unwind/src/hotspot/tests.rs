@@ -138,3 +138,36 @@ fn remembered_jmethod_ids_are_checked_before_reuse() {
     let (frames, _, _) = walk_with(&m, start, &mut ids);
     assert_eq!(frames[1].method, replacement);
 }
+
+/// A mounted virtual thread's bottom frame returns to the continuation
+/// return barrier (a frameless stub); its caller is the frame of
+/// `enterSpecial` holding the thread's continuation entry, whose address
+/// is that frame's sp.
+#[test]
+fn a_virtual_thread_continues_at_its_continuation_entry() {
+    let (mut m, methods) = vm();
+    let fp = SP + 0x40;
+    let const_method_c = 0x60_8000 + 2 * 0x100;
+    m.put_u64(fp - 64, const_method_c + 48 + 2);
+    m.put_u64(fp - 24, methods.c);
+    m.put_u64(fp - 8, fp + 16);
+    m.put_u64(fp, 0);
+    m.put_u64(fp + 8, STUB_CODE + 0x10);
+    let without = walk(&m, VmFrame::interrupted(INTERPRETER.0 + 0x10, SP, fp));
+    assert_eq!(without.1, SegmentEnd::Failed(WalkFailure::BadCompiledFrame), "no continuation entry");
+
+    // The entry at E; enterSpecial (here A's nmethod) returns from E.
+    let entry = SP + 0x100;
+    m.put_u64(THREAD + 0x200, entry);
+    m.put_u64(CONT_RETURN_PC, CODE + 0x40);
+    m.put_u64(entry + 24, NATIVE_CALLER);
+    m.put_u64(entry + 16, 0);
+    let (frames, end, frame) = walk(&m, VmFrame::interrupted(INTERPRETER.0 + 0x10, SP, fp));
+    assert_eq!(frames.iter().map(|f| f.method).collect::<Vec<_>>(), [jmethod_id(2), jmethod_id(0)]);
+    assert_eq!(end, SegmentEnd::Native);
+    assert_eq!(frame.sp, entry + 32);
+
+    // An entry below the frame being left is not this frame's caller.
+    m.put_u64(THREAD + 0x200, SP - 0x100);
+    assert_eq!(walk(&m, VmFrame::interrupted(INTERPRETER.0 + 0x10, SP, fp)).1, without.1);
+}

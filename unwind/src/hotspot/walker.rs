@@ -82,6 +82,9 @@ impl MethodIds {
 /// repeats cost two stack reads instead of a code-cache lookup, a PcDesc
 /// search and scope decoding. Lives on the handler's stack, one per walk.
 pub struct WalkMemo<'c> {
+    /// The walked thread's `JavaThread*` (0 if unknown): where its
+    /// continuation entry is.
+    thread: u64,
     pc: u64,
     frame_size: i64,
     frames: [JavaFrame; MEMO_FRAMES],
@@ -90,8 +93,8 @@ pub struct WalkMemo<'c> {
 }
 
 impl<'c> WalkMemo<'c> {
-    pub fn new(ids: &'c mut MethodIds) -> Self {
-        Self { pc: 0, frame_size: 0, frames: [JavaFrame::EMPTY; MEMO_FRAMES], len: 0, ids }
+    pub fn new(thread: u64, ids: &'c mut MethodIds) -> Self {
+        Self { thread, pc: 0, frame_size: 0, frames: [JavaFrame::EMPTY; MEMO_FRAMES], len: 0, ids }
     }
 }
 
@@ -263,7 +266,7 @@ impl HotSpotWalker {
                     Some(blob) if self.is_nmethod(memory, blob) => {
                         self.compiled_frame(memory, code, blob, frame, memo, sink)
                     }
-                    Some(blob) => self.stub_frame(memory, code, blob, frame),
+                    Some(blob) => self.stub_frame(memory, code, blob, frame, memo.thread),
                     None => Step::End(SegmentEnd::Failed(WalkFailure::NoCodeBlob)),
                 }
             };
@@ -494,6 +497,7 @@ impl HotSpotWalker {
         code: &dyn CodeCheck,
         blob: u64,
         frame: &mut VmFrame,
+        thread: u64,
     ) -> Step {
         let l = &self.layout;
         let shape = FrameShape {
@@ -501,13 +505,32 @@ impl HotSpotWalker {
             complete: l.blob_frame_complete.read_signed(memory, blob).unwrap_or(-1),
             pc_offset: self.code_begin(memory, blob).map_or(0, |begin| frame.pc.wrapping_sub(begin) as i64),
         };
-        match self.compiled_caller(memory, code, frame, shape) {
+        let caller = self.compiled_caller(memory, code, frame, shape).or_else(|| {
+            // A frameless stub a Java frame returns to: a mounted virtual
+            // thread's bottom frame returns to the continuation return
+            // barrier, whose caller is the continuation entry.
+            (!frame.interrupted).then(|| self.continuation_entry(memory, thread, frame)).flatten()
+        });
+        match caller {
             Some(caller) => {
                 *frame = caller;
                 Step::Continue
             }
             None => Step::End(SegmentEnd::Failed(WalkFailure::BadCompiledFrame)),
         }
+    }
+
+    /// The frame of `Continuation.enterSpecial` holding the thread's
+    /// innermost continuation entry, if that entry lies above `frame`: the
+    /// entry's address is the frame's sp, the fp is just above the entry.
+    fn continuation_entry<M: VmMemory + ?Sized>(&self, memory: &M, thread: u64, frame: &VmFrame) -> Option<VmFrame> {
+        let c = self.layout.continuations?;
+        let entry = c.thread_entry.read(memory, Some(thread).filter(|&t| t != 0)?)?;
+        if entry <= frame.sp || entry - frame.sp > MAX_STACK_SPAN || !entry.is_multiple_of(8) {
+            return None;
+        }
+        let pc = memory.u64(c.return_pc).filter(|&pc| self.in_code_cache(pc))?;
+        Some(VmFrame::new(pc, entry, entry.checked_add(c.entry_size)?))
     }
 
     /// Gives `sink` the scopes (innermost first) of the PcDesc for
