@@ -200,6 +200,20 @@ pub fn run_java(agent_options: Option<&str>, main: &str, args: &[&str], timeout:
     ChildGuard::spawn(&mut java_command(agent_options, &[], main, args)).wait(timeout)
 }
 
+/// With `verifywalk`: at least 95% of the samples both the HotSpot walker
+/// and AsyncGetCallTrace walked agree, and the HotSpot walker succeeded at
+/// least as often.
+pub fn assert_walks_agree(label: &str, recording: &Recording) {
+    let compared = recording.counter("walk_verify_compared");
+    let agreed = recording.counter("walk_verify_agreed");
+    let vm = recording.counter("walk_verify_vm_succeeded");
+    let asgct = recording.counter("walk_verify_asgct_succeeded");
+    println!("{label}: {agreed}/{compared} agree; vm walked {vm}, AsyncGetCallTrace {asgct}");
+    assert!(compared >= 500, "{label}: only {compared} samples compared");
+    assert!(agreed * 100 >= compared * 95, "{label}: {agreed} of {compared} agree");
+    assert!(vm >= asgct, "{label}: vm walked {vm} samples, AsyncGetCallTrace {asgct}");
+}
+
 /// The number after `KEY ` on a line of a fixture's summary output
 /// (`DUMPS 1260`); panics with the whole output if it is missing.
 pub fn summary_value(out: &str, key: &str) -> u64 {

@@ -21,6 +21,22 @@ fn start_by_attach_samples_threads_that_already_run() {
     }
 }
 
+/// The HotSpot walker started through jcmd: the VMStructs layout and the
+/// JavaThread lookup are set up on the attach thread, and the stacks agree
+/// with AsyncGetCallTrace.
+#[test]
+fn the_hotspot_walker_starts_by_attach() {
+    let dir = scratch_dir("attach_vm");
+    let file = dir.join("attached.jfr");
+    let run = ChildGuard::spawn(&mut java_command(None, &[], "DeepStack", &["100", "4"]));
+    wait_attachable(run.id());
+    let options = format!("start,cpu=1ms,cstack=vmx,verifywalk,file={}", file.display());
+    let result = attach_agent(run.id(), &options);
+    assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stdout));
+    assert_success(&run.wait(Duration::from_secs(60)));
+    assert_walks_agree("attached vmx", &read_recording(&file));
+}
+
 #[test]
 fn invalid_options_through_attach_leave_the_jvm_running() {
     let run = ChildGuard::spawn(&mut java_command(None, &[], "CpuShares", &["2"]));

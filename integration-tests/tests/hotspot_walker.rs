@@ -17,25 +17,12 @@ fn record(java: &Path, test: &str, options: &str, jvm_args: &[&str], main: &str,
     read_recording(&file)
 }
 
-/// At least 95% of the samples both walkers walked agree, and the VM
-/// walker succeeded at least as often as AsyncGetCallTrace.
-fn assert_agreement(label: &str, recording: &Recording) {
-    let compared = recording.counter("walk_verify_compared");
-    let agreed = recording.counter("walk_verify_agreed");
-    let vm = recording.counter("walk_verify_vm_succeeded");
-    let asgct = recording.counter("walk_verify_asgct_succeeded");
-    println!("{label}: {agreed}/{compared} agree; vm walked {vm}, AsyncGetCallTrace {asgct}");
-    assert!(compared >= 500, "{label}: only {compared} samples compared");
-    assert!(agreed * 100 >= compared * 95, "{label}: {agreed} of {compared} agree");
-    assert!(vm >= asgct, "{label}: vm walked {vm} samples, AsyncGetCallTrace {asgct}");
-}
-
 #[test]
 fn vm_stacks_agree_with_async_get_call_trace_on_a_400_deep_recursion() {
     for java in installed_javas() {
         let label = format!("deep recursion on {}", java.display());
         let recording = record(&java, "vm_deep", "cpu=1ms,cstack=vm,verifywalk", &[], "DeepStack", &["400", "3"]);
-        assert_agreement(&label, &recording);
+        assert_walks_agree(&label, &recording);
         let deep: Vec<&Event> = recording.samples().filter(|e| e.thread == "deep").collect();
         let whole = deep.iter().filter(|e| e.frames.iter().filter(|f| f.method == "descend").count() >= 400).count();
         assert!(whole * 10 >= deep.len() * 9, "{label}: {whole} of {} samples show 400 descend frames", deep.len());
@@ -47,7 +34,7 @@ fn vm_stacks_agree_with_async_get_call_trace_on_a_cpu_workload() {
     for java in installed_javas() {
         let label = format!("CPU workload on {}", java.display());
         let recording = record(&java, "vm_cpu", "cpu=1ms,cstack=vmx,verifywalk", &[], "CpuShares", &["3"]);
-        assert_agreement(&label, &recording);
+        assert_walks_agree(&label, &recording);
     }
 }
 
@@ -69,7 +56,7 @@ fn virtual_threads_are_walked_into_their_carrier() {
             continue;
         }
         let recording = read_recording(&file);
-        assert_agreement(&label, &recording);
+        assert_walks_agree(&label, &recording);
         let in_burn: Vec<&Event> =
             recording.samples().filter(|e| e.top().is_some_and(|f| f.method == "burn")).collect();
         let carried = in_burn
@@ -104,18 +91,18 @@ fn interpreted_c1_and_c2_frames_are_walked_and_typed() {
     let java = jdk_tool("java");
     let options = "cpu=1ms,cstack=vm,verifywalk";
     let interpreted = record(&java, "vm_xint", options, &["-Xint"], "DeepStack", &["50", "2"]);
-    assert_agreement("-Xint", &interpreted);
+    assert_walks_agree("-Xint", &interpreted);
     let types = descend_types(&interpreted);
     assert!(share(&types, "Interpreted") > 0.99, "-Xint: {:?}", &types[..types.len().min(20)]);
 
     let c1 = record(&java, "vm_c1", options, &["-XX:TieredStopAtLevel=1"], "DeepStack", &["50", "3"]);
-    assert_agreement("C1", &c1);
+    assert_walks_agree("C1", &c1);
     let types = descend_types(&c1);
     assert!(share(&types, "C1 compiled") + share(&types, "Inlined") > 0.9, "C1: {:?}", &types[..types.len().min(20)]);
     assert!(share(&types, "C1 compiled") > 0.1, "C1");
 
     let c2 = record(&java, "vm_c2", options, &["-XX:-TieredCompilation"], "DeepStack", &["50", "3"]);
-    assert_agreement("C2", &c2);
+    assert_walks_agree("C2", &c2);
     let types = descend_types(&c2);
     assert!(share(&types, "JIT compiled") > 0.05, "C2: {:?}", &types[..types.len().min(20)]);
     assert!(share(&types, "Inlined") > 0.05, "C2 inlines the recursion: {:?}", &types[..types.len().min(20)]);
@@ -140,7 +127,7 @@ fn vmx_shows_java_jni_c_upcall_java_in_order() {
     let java = jdk_tool("java");
     let args = [library, "3", "0", "upcall"];
     let vmx = record(&java, "vmx_upcall", "cpu=1ms,cstack=vmx,verifywalk", &[], "NativeChain", &args);
-    assert_agreement("vmx upcall", &vmx);
+    assert_walks_agree("vmx upcall", &vmx);
     // Innermost first: the Java callee, the JNI upcall in libjvm, the C
     // code, the Java native method, its Java caller.
     let chain: [(&str, &[&str]); 6] = [
