@@ -38,6 +38,25 @@ fn vm_stacks_agree_with_async_get_call_trace_on_a_cpu_workload() {
     }
 }
 
+/// Wall-clock samples of sleeping, parked and waiting threads start in
+/// native code (a system call under libjvm): the native part is unwound,
+/// then the thread's last-Java-frame anchor leads to its Java frames.
+#[test]
+fn wall_clock_samples_of_blocked_threads_agree() {
+    let java = jdk_tool("java");
+    let recording = record(&java, "vm_wall", "wall=5ms,cstack=vm,verifywalk", &[], "WallThreads", &["4", "40", "3"]);
+    assert_walks_agree("wall clock, 40 threads", &recording);
+    let sleeping =
+        recording.events.iter().filter(|e| e.kind == "datadog.MethodSample" && e.thread.starts_with("sleep-"));
+    let (all, in_sleep) = sleeping.fold((0, 0), |(all, hit), e| {
+        (
+            all + 1,
+            hit + usize::from(e.frames.iter().any(|f| f.method.starts_with("sleep") && f.class == "java.lang.Thread")),
+        )
+    });
+    assert!(all > 100 && in_sleep * 10 >= all * 9, "{in_sleep} of {all} sleeping samples show Thread.sleep");
+}
+
 /// Virtual threads (JDK 21+): a mounted virtual thread's frames end at the
 /// continuation return barrier once they have been frozen and thawed; the
 /// walk continues at the continuation entry, into the carrier's frames.
