@@ -126,6 +126,9 @@ impl VmStackWalker {
         // Where the thread's Java frames are if the native part cannot
         // reach them: the thread's anchor at first, then an entry frame's.
         let mut anchor = if thread != 0 { hotspot.thread_anchor(&memory, thread) } else { None };
+        // The highest stack pointer the walk has reached: an anchor below
+        // it would walk frames again.
+        let mut reached = regs.sp;
         let mut next = if hotspot.in_code_cache(regs.pc) {
             Next::Java(VmFrame::interrupted(regs.pc, regs.sp, regs.fp))
         } else {
@@ -135,6 +138,7 @@ impl VmStackWalker {
             next = match next {
                 Next::Java(mut frame) => {
                     let end = hotspot.walk_java(&memory, &is_code, &mut frame, &mut memo, &mut |f| writer.push_java(f));
+                    reached = reached.max(frame.sp);
                     match end {
                         SegmentEnd::Native => {
                             anchor = None;
@@ -160,6 +164,7 @@ impl VmStackWalker {
                     Some(walker) => {
                         let walk = walker.walk_from(stripe, regs, kind, writer.rest(), marks_end);
                         writer.len += walk.frames;
+                        reached = reached.max(walk.regs.sp);
                         match walk.stop {
                             NativeStop::OutsideLibraries if hotspot.in_code_cache(walk.regs.pc) => {
                                 let r = walk.regs;
@@ -175,7 +180,7 @@ impl VmStackWalker {
                     None => Next::Anchor(anchor.take()),
                 },
                 Next::Anchor(Some(target)) => match hotspot.anchor_frame(&memory, target) {
-                    Some(frame) if hotspot.in_code_cache(frame.pc) => Next::Java(frame),
+                    Some(frame) if hotspot.in_code_cache(frame.pc) && frame.sp >= reached => Next::Java(frame),
                     _ => {
                         counters::increment(Counter::VmWalkBadAnchor);
                         Next::Stop { truncated: true }
