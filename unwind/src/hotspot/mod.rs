@@ -5,17 +5,19 @@
 //! addresses; in the signal handler [`walker::HotSpotWalker`] walks Java
 //! frames with them, reading memory only through a [`memory::VmMemory`].
 
+mod code_cache;
 pub mod compressed;
+mod debug_info;
 pub mod layout;
 pub mod memory;
+mod methods;
 pub mod tables;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod walker;
 
-pub use walker::{
-    Anchor, HotSpotWalker, JavaFrame, JavaFrameKind, MethodIds, SegmentEnd, VmFrame, WalkFailure, WalkMemo,
-};
+pub use methods::MethodIds;
+pub use walker::{Anchor, HotSpotWalker, JavaFrame, JavaFrameKind, SegmentEnd, VmFrame, WalkFailure, WalkMemo};
 
 #[cfg(test)]
 mod tests;

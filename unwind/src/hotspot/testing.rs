@@ -8,6 +8,7 @@ use super::layout::{
     BlobKind, CodeAddresses, CodeHeap, CodeStart, Continuations, DebugInfo, Deopt, DeoptHandlers, Field, VmLayout,
 };
 use super::memory::VmMemory;
+use super::methods::MethodIds;
 use super::walker::*;
 use std::collections::BTreeMap;
 

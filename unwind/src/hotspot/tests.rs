@@ -1,6 +1,7 @@
 //! The walker on the synthetic VM of [`super::testing`].
 
 use super::layout::VmLayout;
+use super::methods::MethodIds;
 use super::tables::VmTables;
 use super::testing::*;
 use super::walker::*;

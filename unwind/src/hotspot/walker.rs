@@ -4,28 +4,20 @@
 //! the scope descriptors), stubs (stepped over) and entry frames (where the
 //! VM called Java from native code, ending a Java segment).
 //!
-//! Every read goes through [`VmMemory`]; a broken invariant ends the walk
-//! with a [`WalkFailure`], never a fault. Nothing here allocates.
+//! Blob lookup, debug information and methods live in the sibling modules
+//! `code_cache`, `debug_info` and `methods`. Every read goes through
+//! [`VmMemory`]; a broken invariant ends the walk with a [`WalkFailure`],
+//! never a fault. Nothing here allocates.
 
-use super::compressed::CompressedReader;
-use super::layout::{BlobKind, CodeAddresses, CodeStart, DebugInfo, DeoptHandlers, VmLayout};
+use super::debug_info::{CodeSite, Scopes};
+use super::layout::{CodeAddresses, DeoptHandlers, VmLayout};
 use super::memory::VmMemory;
+use super::methods::MethodIds;
 use crate::MAX_STACK_SPAN;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 
-/// `DebugInformationRecorder::serialized_null`: no (more) scopes.
-const SERIALIZED_NULL: i32 = 0;
-/// `InvocationEntryBci`: scope bcis are stored minus this.
-const INVOCATION_ENTRY_BCI: i32 = -1;
 /// AsyncGetCallTrace's bci for `native` methods.
 pub const BCI_NATIVE: i32 = -3;
-const ACC_NATIVE: u64 = 0x100;
-/// `CodeBlobKind::Nmethod` (JDK 23+).
-const KIND_NMETHOD: u64 = 1;
-/// More inlining levels than C2 produces (MaxInlineLevel is 15).
-const MAX_INLINE_DEPTH: usize = 64;
-/// Segment-map hops before a lookup gives up.
-const MAX_SEGMENT_HOPS: usize = 1 << 14;
 
 /// What a Java frame is, as the JFR FrameType pool names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,35 +39,11 @@ pub struct JavaFrame {
 }
 
 impl JavaFrame {
-    const EMPTY: JavaFrame = JavaFrame { method: 0, bci: 0, kind: JavaFrameKind::Interpreted };
+    pub(super) const EMPTY: JavaFrame = JavaFrame { method: 0, bci: 0, kind: JavaFrameKind::Interpreted };
 }
 
 /// Frames remembered per return address.
 const MEMO_FRAMES: usize = 8;
-/// Entries of a [`MethodIds`] table.
-const METHOD_IDS: usize = 512;
-
-/// jmethodIDs by `Method*`, kept across samples by one sampling stripe
-/// (used under its lock). The jmethodID chain is eight dependent reads; a
-/// hit is one, checking that the id still points at its method (HotSpot
-/// clears the slot when the method goes away). Not used from JDK 26, whose
-/// ids are opaque and cannot be checked that way.
-pub struct MethodIds {
-    entries: [(u64, u64); METHOD_IDS],
-}
-
-impl Default for MethodIds {
-    fn default() -> Self {
-        Self { entries: [(0, 0); METHOD_IDS] }
-    }
-}
-
-impl MethodIds {
-    fn slot(method: u64) -> usize {
-        ((method >> 3) ^ (method >> 12)) as usize % METHOD_IDS
-    }
-}
-
 /// What one sample's walk has decoded already. Deep recursion returns to
 /// the same pc again and again, and within one walk a pc decodes the same
 /// way each time (code on the walked stack cannot be freed under it), so
@@ -89,7 +57,7 @@ pub struct WalkMemo<'c> {
     frame_size: i64,
     frames: [JavaFrame; MEMO_FRAMES],
     len: usize,
-    ids: &'c mut MethodIds,
+    pub(super) ids: &'c mut MethodIds,
 }
 
 impl<'c> WalkMemo<'c> {
@@ -129,14 +97,6 @@ struct FrameShape {
     words: i64,
     complete: i64,
     pc_offset: i64,
-}
-
-/// A pc in an nmethod.
-#[derive(Clone, Copy)]
-struct CodeSite {
-    blob: u64,
-    pc_offset: i64,
-    interrupted: bool,
 }
 
 /// A last-Java-frame anchor: where a thread left Java for the VM or
@@ -184,7 +144,7 @@ pub struct HotSpotWalker {
     pub code: CodeAddresses,
     /// Name pointers seen on nmethods (up to JDK 22 names tell blob kinds
     /// apart; every nmethod shares one of two string literals).
-    nmethod_names: [AtomicU64; 2],
+    pub(super) nmethod_names: [AtomicU64; 2],
 }
 
 /// Whether an address is code we know (a library or the code cache): used
@@ -200,7 +160,7 @@ impl<F: Fn(u64) -> bool> CodeCheck for F {
 }
 
 /// One step's result.
-enum Step {
+pub(super) enum Step {
     Continue,
     End(SegmentEnd),
 }
@@ -532,232 +492,4 @@ impl HotSpotWalker {
         let pc = memory.u64(c.return_pc).filter(|&pc| self.in_code_cache(pc))?;
         Some(VmFrame::new(pc, entry, entry.checked_add(c.entry_size)?))
     }
-
-    /// Gives `sink` the scopes (innermost first) of the PcDesc for
-    /// `pc_offset`.
-    fn emit_scopes<M: VmMemory + ?Sized>(
-        &self,
-        memory: &M,
-        site: CodeSite,
-        outer_kind: JavaFrameKind,
-        memo: &mut WalkMemo,
-        sink: &mut dyn FnMut(JavaFrame) -> bool,
-    ) -> Scopes {
-        let Some(tables) = self.debug_tables(memory, site.blob) else { return Scopes::None };
-        // The interrupted instruction has not executed yet: its state is
-        // the one recorded for the next PcDesc, as AsyncGetCallTrace reads
-        // it. Return addresses have a PcDesc of their own.
-        let target = if site.interrupted { site.pc_offset + 1 } else { site.pc_offset };
-        let desc = self.find_pc_desc(memory, &tables, target);
-        let Some(mut decode_offset) = desc else { return Scopes::None };
-        let mut emitted = Scopes::None;
-        for _ in 0..MAX_INLINE_DEPTH {
-            if decode_offset == SERIALIZED_NULL {
-                break;
-            }
-            let Some(position) = tables.scopes_data.checked_add(decode_offset as u64) else { break };
-            let mut reader = CompressedReader::new(memory, self.layout.encoding, position);
-            let (Some(sender), Some(index), Some(bci)) = (reader.read_i32(), reader.read_i32(), reader.read_i32())
-            else {
-                break;
-            };
-            let Some(method) = self.metadata_at(memory, &tables, index) else { break };
-            let Some(id) = self.memo_jmethod_id(memory, memo, method) else { break };
-            let kind = if sender == SERIALIZED_NULL { outer_kind } else { JavaFrameKind::Inlined };
-            if !sink(JavaFrame { method: id, bci: bci.wrapping_add(INVOCATION_ENTRY_BCI), kind }) {
-                return Scopes::Full;
-            }
-            emitted = Scopes::Some;
-            decode_offset = sender;
-        }
-        emitted
-    }
-
-    /// The scope decode offset of the first PcDesc at or after `target`
-    /// (PcDescs are sorted by pc offset).
-    fn find_pc_desc<M: VmMemory + ?Sized>(&self, memory: &M, tables: &DebugTables, target: i64) -> Option<i32> {
-        let l = &self.layout;
-        let size = l.pc_desc_size;
-        let count = tables.pcs_end.checked_sub(tables.pcs)? / size;
-        let pc_offset_at = |i: u64| l.pc_desc_pc_offset.read_signed(memory, tables.pcs + i * size);
-        let (mut low, mut high) = (0u64, count);
-        while low < high {
-            let mid = low + (high - low) / 2;
-            if pc_offset_at(mid)? < target {
-                low = mid + 1;
-            } else {
-                high = mid;
-            }
-        }
-        if low >= count {
-            return None;
-        }
-        Some(l.pc_desc_scope_offset.read_signed(memory, tables.pcs + low * size)? as i32)
-    }
-
-    fn debug_tables<M: VmMemory + ?Sized>(&self, memory: &M, blob: u64) -> Option<DebugTables> {
-        let offset = |f: super::layout::Field, base: u64| f.read(memory, blob).and_then(|o| base.checked_add(o));
-        match self.layout.debug_info {
-            DebugInfo::InBlob { pcs, pcs_end, scopes_data, metadata } => Some(DebugTables {
-                pcs: offset(pcs, blob)?,
-                pcs_end: offset(pcs_end, blob)?,
-                scopes_data: scopes_data.read(memory, blob)?,
-                metadata: offset(metadata, blob)?,
-            }),
-            DebugInfo::Immutable { data, pcs, scopes_data, mutable_data, relocation_size } => {
-                let base = data.read(memory, blob)?;
-                let relocations = relocation_size.read(memory, blob)?;
-                Some(DebugTables {
-                    pcs: offset(pcs, base)?,
-                    pcs_end: offset(scopes_data, base)?,
-                    scopes_data: offset(scopes_data, base)?,
-                    metadata: mutable_data.read(memory, blob)?.checked_add(relocations)?,
-                })
-            }
-        }
-    }
-
-    /// `nmethod::metadata_at`: index 0 is null, the others count from 1.
-    fn metadata_at<M: VmMemory + ?Sized>(&self, memory: &M, tables: &DebugTables, index: i32) -> Option<u64> {
-        let index = u64::try_from(index).ok().filter(|&i| i > 0)?;
-        memory.u64(tables.metadata.checked_add((index - 1) * 8)?).filter(|&m| m != 0)
-    }
-
-    fn code_begin<M: VmMemory + ?Sized>(&self, memory: &M, blob: u64) -> Option<u64> {
-        match self.layout.blob_code {
-            CodeStart::Pointer(field) => field.read(memory, blob),
-            CodeStart::Offset(field) => blob.checked_add(field.read(memory, blob)?),
-        }
-    }
-
-    fn is_nmethod<M: VmMemory + ?Sized>(&self, memory: &M, blob: u64) -> bool {
-        match self.layout.blob_kind {
-            BlobKind::Kind(field) => field.read(memory, blob) == Some(KIND_NMETHOD),
-            BlobKind::Name => {
-                let Some(name_ptr) = self.layout.blob_name.read(memory, blob).filter(|&p| p != 0) else {
-                    return false;
-                };
-                if self.nmethod_names.iter().any(|known| known.load(Ordering::Relaxed) == name_ptr) {
-                    return true;
-                }
-                let mut name = [0u8; 16];
-                let slot = match memory.c_string(name_ptr, &mut name).map(|len| &name[..len]) {
-                    Some(b"nmethod") => 0,
-                    Some(b"native nmethod") => 1,
-                    _ => return false,
-                };
-                self.nmethod_names[slot].store(name_ptr, Ordering::Relaxed);
-                true
-            }
-        }
-    }
-
-    /// The blob containing `pc`, through the segment map of its code heap:
-    /// each segment's byte is 0xFF if free, else the distance (in segments,
-    /// possibly in several hops) back to its block's first segment.
-    pub fn find_blob<M: VmMemory + ?Sized>(&self, memory: &M, pc: u64) -> Option<u64> {
-        let l = &self.layout;
-        let heap = self.code.heaps.iter().find(|h| pc >= h.low && pc < h.high)?;
-        let mut segment = (pc - heap.low) >> heap.log2_segment;
-        let mut hops = 0;
-        loop {
-            let tag = memory.u8(heap.segmap.checked_add(segment)?)?;
-            if tag == 0xFF {
-                return None;
-            }
-            if tag == 0 {
-                break;
-            }
-            segment = segment.checked_sub(u64::from(tag))?;
-            hops += 1;
-            if hops > MAX_SEGMENT_HOPS {
-                return None;
-            }
-        }
-        let block = heap.low + (segment << heap.log2_segment);
-        if l.heap_block_used.read(memory, block)? & 0xff == 0 {
-            return None;
-        }
-        let blob = block + l.heap_block_size;
-        let size = l.blob_size.read(memory, blob)?;
-        (pc < blob.checked_add(size)?).then_some(blob)
-    }
-
-    fn is_native<M: VmMemory + ?Sized>(&self, memory: &M, method: u64) -> bool {
-        self.layout.method_access_flags.read(memory, method).is_some_and(|flags| flags & ACC_NATIVE != 0)
-    }
-
-    /// The bci a bytecode pointer stands for, if it points into the
-    /// method's bytecodes.
-    fn bci_of_bcp<M: VmMemory + ?Sized>(&self, memory: &M, method: u64, bcp: u64) -> Option<i32> {
-        let l = &self.layout;
-        let const_method = l.method_const_method.read(memory, method)?;
-        let code_size = l.const_method_code_size.read(memory, const_method)?;
-        let bci = bcp.checked_sub(const_method + l.const_method_size)?;
-        (bci < code_size).then_some(bci as i32)
-    }
-
-    fn memo_jmethod_id<M: VmMemory + ?Sized>(&self, memory: &M, memo: &mut WalkMemo, method: u64) -> Option<u64> {
-        let checkable = self.layout.java_major < 26;
-        let slot = MethodIds::slot(method);
-        let (known, id) = memo.ids.entries[slot];
-        if checkable && known == method && method != 0 && memory.u64(id) == Some(method) {
-            return Some(id);
-        }
-        let id = self.jmethod_id(memory, method)?;
-        if checkable {
-            memo.ids.entries[slot] = (method, id);
-        }
-        Some(id)
-    }
-
-    /// The jmethodID of a `Method*`, from its holder's jmethodID cache
-    /// (`[length, id for idnum 0, ...]`). `None` if the method has none
-    /// yet or the pointer does not lead back to itself.
-    pub fn jmethod_id<M: VmMemory + ?Sized>(&self, memory: &M, method: u64) -> Option<u64> {
-        let l = &self.layout;
-        let const_method = l.method_const_method.read(memory, method).filter(|&p| p != 0)?;
-        let constants = l.const_method_constants.read(memory, const_method).filter(|&p| p != 0)?;
-        let holder = l.pool_holder.read(memory, constants).filter(|&p| p != 0)?;
-        let idnum = l.const_method_idnum.read(memory, const_method)?;
-        let ids = l.klass_jmethod_ids.read(memory, holder).filter(|&p| p != 0)?;
-        let length = memory.u64(ids)?;
-        if idnum >= length {
-            return None;
-        }
-        let id = memory.u64(ids.checked_add((idnum + 1) * 8)?).filter(|&id| id != 0)?;
-        self.id_names(memory, id, method, holder, idnum).then_some(id)
-    }
-
-    /// Whether `id` stands for `method`: a jmethodID that points at its
-    /// `Method*` (up to JDK 25) must; an opaque one (JDK 26+, JDK-8268406)
-    /// is checked through the holder's method array instead.
-    fn id_names<M: VmMemory + ?Sized>(&self, memory: &M, id: u64, method: u64, holder: u64, idnum: u64) -> bool {
-        if self.layout.java_major < 26 {
-            return memory.u64(id) == Some(method);
-        }
-        let Some(methods) = self.layout.klass_methods.read(memory, holder) else { return false };
-        // Array<Method*>: an int length, then the elements, word-aligned.
-        let Some(length) = memory.u32(methods) else { return false };
-        let at = |i: u64| memory.u64(methods + 8 + 8 * i);
-        if idnum < u64::from(length) && at(idnum) == Some(method) {
-            return true;
-        }
-        (0..u64::from(length).min(4096)).any(|i| at(i) == Some(method))
-    }
-}
-
-/// What [`HotSpotWalker::emit_scopes`] did.
-enum Scopes {
-    None,
-    Some,
-    Full,
-}
-
-/// Where one nmethod's debug information lies.
-struct DebugTables {
-    pcs: u64,
-    pcs_end: u64,
-    scopes_data: u64,
-    metadata: u64,
 }

@@ -1,0 +1,101 @@
+//! Methods: a `Method*`'s jmethodID (through its holder's cache, and the
+//! per-stripe table that remembers it across samples), whether it is
+//! `native`, and the bci a bytecode pointer stands for.
+
+use super::memory::VmMemory;
+use super::walker::{HotSpotWalker, WalkMemo};
+
+const ACC_NATIVE: u64 = 0x100;
+/// Entries of a [`MethodIds`] table.
+const METHOD_IDS: usize = 512;
+
+/// jmethodIDs by `Method*`, kept across samples by one sampling stripe
+/// (used under its lock). The jmethodID chain is eight dependent reads; a
+/// hit is one, checking that the id still points at its method (HotSpot
+/// clears the slot when the method goes away). Not used from JDK 26, whose
+/// ids are opaque and cannot be checked that way.
+pub struct MethodIds {
+    pub(super) entries: [(u64, u64); METHOD_IDS],
+}
+
+impl Default for MethodIds {
+    fn default() -> Self {
+        Self { entries: [(0, 0); METHOD_IDS] }
+    }
+}
+
+impl MethodIds {
+    fn slot(method: u64) -> usize {
+        ((method >> 3) ^ (method >> 12)) as usize % METHOD_IDS
+    }
+}
+
+impl HotSpotWalker {
+    pub(super) fn is_native<M: VmMemory + ?Sized>(&self, memory: &M, method: u64) -> bool {
+        self.layout.method_access_flags.read(memory, method).is_some_and(|flags| flags & ACC_NATIVE != 0)
+    }
+
+    /// The bci a bytecode pointer stands for, if it points into the
+    /// method's bytecodes.
+    pub(super) fn bci_of_bcp<M: VmMemory + ?Sized>(&self, memory: &M, method: u64, bcp: u64) -> Option<i32> {
+        let l = &self.layout;
+        let const_method = l.method_const_method.read(memory, method)?;
+        let code_size = l.const_method_code_size.read(memory, const_method)?;
+        let bci = bcp.checked_sub(const_method + l.const_method_size)?;
+        (bci < code_size).then_some(bci as i32)
+    }
+
+    pub(super) fn memo_jmethod_id<M: VmMemory + ?Sized>(
+        &self,
+        memory: &M,
+        memo: &mut WalkMemo,
+        method: u64,
+    ) -> Option<u64> {
+        let checkable = self.layout.java_major < 26;
+        let slot = MethodIds::slot(method);
+        let (known, id) = memo.ids.entries[slot];
+        if checkable && known == method && method != 0 && memory.u64(id) == Some(method) {
+            return Some(id);
+        }
+        let id = self.jmethod_id(memory, method)?;
+        if checkable {
+            memo.ids.entries[slot] = (method, id);
+        }
+        Some(id)
+    }
+
+    /// The jmethodID of a `Method*`, from its holder's jmethodID cache
+    /// (`[length, id for idnum 0, ...]`). `None` if the method has none
+    /// yet or the pointer does not lead back to itself.
+    pub fn jmethod_id<M: VmMemory + ?Sized>(&self, memory: &M, method: u64) -> Option<u64> {
+        let l = &self.layout;
+        let const_method = l.method_const_method.read(memory, method).filter(|&p| p != 0)?;
+        let constants = l.const_method_constants.read(memory, const_method).filter(|&p| p != 0)?;
+        let holder = l.pool_holder.read(memory, constants).filter(|&p| p != 0)?;
+        let idnum = l.const_method_idnum.read(memory, const_method)?;
+        let ids = l.klass_jmethod_ids.read(memory, holder).filter(|&p| p != 0)?;
+        let length = memory.u64(ids)?;
+        if idnum >= length {
+            return None;
+        }
+        let id = memory.u64(ids.checked_add((idnum + 1) * 8)?).filter(|&id| id != 0)?;
+        self.id_names(memory, id, method, holder, idnum).then_some(id)
+    }
+
+    /// Whether `id` stands for `method`: a jmethodID that points at its
+    /// `Method*` (up to JDK 25) must; an opaque one (JDK 26+, JDK-8268406)
+    /// is checked through the holder's method array instead.
+    fn id_names<M: VmMemory + ?Sized>(&self, memory: &M, id: u64, method: u64, holder: u64, idnum: u64) -> bool {
+        if self.layout.java_major < 26 {
+            return memory.u64(id) == Some(method);
+        }
+        let Some(methods) = self.layout.klass_methods.read(memory, holder) else { return false };
+        // Array<Method*>: an int length, then the elements, word-aligned.
+        let Some(length) = memory.u32(methods) else { return false };
+        let at = |i: u64| memory.u64(methods + 8 + 8 * i);
+        if idnum < u64::from(length) && at(idnum) == Some(method) {
+            return true;
+        }
+        (0..u64::from(length).min(4096)).any(|i| at(i) == Some(method))
+    }
+}
