@@ -81,6 +81,10 @@ fn foreign_sigvtalrm_is_forwarded_not_sampled_and_not_fatal() {
     let output = run.wait(Duration::from_secs(60));
     assert_success(&output);
     let recording = read_recording(&file);
-    assert!(recording.counter("signals_forwarded") >= 5);
+    // Standard signals do not queue: one sent while another is still
+    // pending merges with it, so fewer than five may arrive (it happened
+    // under CI load); at least one must have been forwarded.
+    let forwarded = recording.counter("signals_forwarded");
+    assert!((1..=5).contains(&forwarded), "{forwarded} forwarded");
     assert!(wall_samples(&recording).count() > 50);
 }
