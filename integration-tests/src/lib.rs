@@ -134,18 +134,7 @@ impl Drop for ChildGuard {
 
 /// `java [-agentpath:agent=options] [jvm_args] -cp fixtures main args`.
 pub fn java_command(agent_options: Option<&str>, jvm_args: &[&str], main: &str, args: &[&str]) -> Command {
-    java_command_with_classpath(agent_options, jvm_args, &[], main, args)
-}
-
-/// As [`java_command`], with `before` ahead of the fixtures on the class path.
-pub fn java_command_with_classpath(
-    agent_options: Option<&str>,
-    jvm_args: &[&str],
-    before: &[&Path],
-    main: &str,
-    args: &[&str],
-) -> Command {
-    java_command_on(&jdk_tool("java"), agent_options, jvm_args, before, main, args)
+    java_command_on(&jdk_tool("java"), agent_options, jvm_args, &[], main, args)
 }
 
 /// The `java` launchers of the JDKs on this machine: the default one
@@ -176,7 +165,8 @@ pub fn installed_javas() -> Vec<PathBuf> {
     javas
 }
 
-/// As [`java_command_with_classpath`], with a given `java` launcher.
+/// As [`java_command`], with a given `java` launcher and `before` ahead of
+/// the fixtures on the class path.
 pub fn java_command_on(
     java: &Path,
     agent_options: Option<&str>,

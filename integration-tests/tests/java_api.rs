@@ -86,7 +86,7 @@ fn verify(output: &std::process::Output, dir: &Path) {
 
 fn api_use(agent_options: Option<&str>, before: &[&Path], library: &str, dir: &Path) -> std::process::Output {
     let mut command =
-        java_command_with_classpath(agent_options, &[], before, "ApiUse", &[library, dir.to_str().unwrap()]);
+        java_command_on(&jdk_tool("java"), agent_options, &[], before, "ApiUse", &[library, dir.to_str().unwrap()]);
     ChildGuard::spawn(&mut command).wait(Duration::from_secs(60))
 }
 
