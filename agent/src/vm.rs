@@ -82,6 +82,7 @@ fn libjvm_symbol(java_vm: *mut JavaVM, name: &CStr) -> *mut c_void {
     if !symbol.is_null() {
         return symbol;
     }
+    // SAFETY: Dl_info is plain C data (pointers); all zeroes is a valid value.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
     // SAFETY: GetEnv's address lies in libjvm; dladdr only reads it.
     let get_env = unsafe { (**java_vm).v1_2.GetEnv } as *const c_void;

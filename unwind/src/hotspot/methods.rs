@@ -45,6 +45,7 @@ impl HotSpotWalker {
         (bci < code_size).then_some(bci as i32)
     }
 
+    /// [`Self::jmethod_id`] through the stripe's [`MethodIds`] table.
     pub(super) fn memo_jmethod_id<M: VmMemory + ?Sized>(
         &self,
         memory: &M,
@@ -52,14 +53,13 @@ impl HotSpotWalker {
         method: u64,
     ) -> Option<u64> {
         let checkable = self.layout.java_major < 26;
-        let slot = MethodIds::slot(method);
-        let (known, id) = memo.ids.entries[slot];
-        if checkable && known == method && method != 0 && memory.u64(id) == Some(method) {
-            return Some(id);
+        let entry = memo.ids.entries.get_mut(MethodIds::slot(method))?;
+        if checkable && entry.0 == method && method != 0 && memory.u64(entry.1) == Some(method) {
+            return Some(entry.1);
         }
         let id = self.jmethod_id(memory, method)?;
         if checkable {
-            memo.ids.entries[slot] = (method, id);
+            *entry = (method, id);
         }
         Some(id)
     }

@@ -394,7 +394,7 @@ impl HotSpotWalker {
         memo: &WalkMemo,
         sink: &mut dyn FnMut(JavaFrame) -> bool,
     ) -> Step {
-        for f in &memo.frames[..memo.len] {
+        for f in memo.frames.get(..memo.len).unwrap_or_default() {
             if !sink(*f) {
                 return Step::End(SegmentEnd::Full);
             }
