@@ -1,6 +1,9 @@
 //! The sampling path allocates nothing: real SIGPROF signals from the
 //! itimer engine run the real handler, recording samples and inserting new
-//! stack traces, while a counting global allocator watches.
+//! stack traces, while a counting global allocator watches; then the
+//! HotSpot walker (`cstack=vm`) walks the synthetic VM of
+//! `unwind::hotspot::testing` (compiled frame with an inlined method,
+//! interpreted frame, entry frame) a thousand times under the same watch.
 //!
 //! This test binary holds a single test so nothing else allocates while
 //! the counter is armed: the test thread itself only spins and reads
@@ -18,6 +21,7 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use unwind::hotspot::{testing, MethodIds, SegmentEnd, VmFrame, WalkMemo};
 
 struct CountingAllocator;
 
@@ -106,4 +110,23 @@ fn sampling_path_does_not_allocate() {
     assert!(samples >= 300, "only {samples} samples arrived");
     assert!(sampler.traces.len() >= 97, "new traces were inserted while armed");
     assert_eq!(ALLOCATIONS.load(Ordering::SeqCst), 0, "allocations during {samples} samples");
+
+    let (memory, _) = testing::vm();
+    let walker = testing::walker();
+    let code = |pc: u64| walker.in_code_cache(pc) || pc == testing::NATIVE_CALLER;
+    let mut ids = MethodIds::default();
+    let (mut frames, mut entries) = (0usize, 0usize);
+    ARMED.store(true, Ordering::SeqCst);
+    for _ in 0..1000 {
+        let mut frame = VmFrame::interrupted(testing::CODE + 0x1f, testing::SP, 0);
+        let mut memo = WalkMemo::new(testing::THREAD, &mut ids);
+        let end = walker.walk_java(&memory, &code, &mut frame, &mut memo, &mut |_| {
+            frames += 1;
+            true
+        });
+        entries += usize::from(end == SegmentEnd::Entry(None));
+    }
+    ARMED.store(false, Ordering::SeqCst);
+    assert_eq!((frames, entries), (3000, 1000), "every walk reached the entry frame with 3 Java frames");
+    assert_eq!(ALLOCATIONS.load(Ordering::SeqCst), 0, "allocations during 1000 HotSpot walks");
 }
