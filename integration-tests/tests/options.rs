@@ -14,6 +14,7 @@ fn bad_options_refuse_to_start_the_jvm_with_a_clear_error() {
         ("start,file=", &["file", "requires a value"]),
         ("start,jstackdepth=0", &["jstackdepth", "out of range"]),
         ("start,cstack=lbr", &["cstack", "fp, dwarf"]),
+        ("start,cstack=vm,verifywalk=sometimes", &["verifywalk", "not a boolean"]),
     ];
     let runs: Vec<_> = cases
         .iter()
@@ -27,6 +28,17 @@ fn bad_options_refuse_to_start_the_jvm_with_a_clear_error() {
             assert!(err.contains(needle), "{options}: stderr lacks {needle:?}:\n{err}");
         }
     }
+}
+
+/// A valid option that cannot be honoured in this combination: `start`
+/// reports why and the program runs on unprofiled.
+#[test]
+fn verifywalk_without_the_hotspot_walker_is_refused_and_the_jvm_runs() {
+    let output = run_java(Some("start,cpu,verifywalk"), "CpuShares", &["0"], Duration::from_secs(60));
+    assert_success(&output);
+    let err = stderr(&output);
+    assert!(err.contains("verifywalk") && err.contains("cstack=vm or vmx"), "{err}");
+    assert!(stdout(&output).contains("cpu heavy"), "the program ran to its end");
 }
 
 #[test]

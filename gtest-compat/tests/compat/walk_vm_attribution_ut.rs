@@ -30,9 +30,3 @@ fn walk_dwarf_stops_on_an_unhandled_cfa_register() {
     let outcome = probe(&unwinder(&eh, None), FUNCTION.start + 8);
     assert!(matches!(outcome, Outcome::FramePointer | Outcome::Other(Err(_))), "{outcome:?}");
 }
-
-/// The same under the HotSpot walker: its native part is this unwinder.
-#[test]
-fn walk_vm_also_stops_on_an_unhandled_cfa_register() {
-    walk_dwarf_stops_on_an_unhandled_cfa_register();
-}
