@@ -328,7 +328,8 @@ impl HotSpotWalker {
             sink(f)
         };
         let sink = &mut remember;
-        let scopes = if self.is_native(memory, method) {
+        let native = self.is_native(memory, method);
+        let scopes = if native {
             Scopes::None
         } else {
             let site = CodeSite { blob, pc_offset, interrupted: frame.interrupted };
@@ -340,9 +341,10 @@ impl HotSpotWalker {
             Scopes::None => {
                 // A native wrapper, or no debug information at this pc: the
                 // method alone (at bci 0), as AsyncGetCallTrace reports it.
-                let Some(id) = self.jmethod_id(memory, method) else { return fail(WalkFailure::UnknownMethod) };
-                let (bci, kind) =
-                    if self.is_native(memory, method) { (BCI_NATIVE, JavaFrameKind::Native) } else { (0, outer_kind) };
+                let Some(id) = self.memo_jmethod_id(memory, memo, method) else {
+                    return fail(WalkFailure::UnknownMethod);
+                };
+                let (bci, kind) = if native { (BCI_NATIVE, JavaFrameKind::Native) } else { (0, outer_kind) };
                 if !sink(JavaFrame { method: id, bci, kind }) {
                     return Step::End(SegmentEnd::Full);
                 }
