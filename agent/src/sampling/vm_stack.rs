@@ -156,7 +156,12 @@ impl VmStackWalker {
                         SegmentEnd::Full => Next::Stop { truncated: true },
                         SegmentEnd::Failed(failure) => {
                             count(failure);
-                            Next::Stop { truncated: true }
+                            // An anchor not used yet still leads to sound
+                            // Java frames further up.
+                            match anchor.take() {
+                                Some(target) => Next::Anchor(Some(target)),
+                                None => Next::Stop { truncated: true },
+                            }
                         }
                     }
                 }
