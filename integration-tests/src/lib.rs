@@ -101,6 +101,11 @@ impl ChildGuard {
         stdin.write_all(text.as_bytes()).and_then(|()| stdin.flush()).expect("write to the child's stdin");
     }
 
+    /// Lets a fixture started with [`gated_java_command`] begin its work.
+    pub fn go(&mut self) {
+        self.send("go\n");
+    }
+
     /// Waits for the process; kills it and panics after `timeout`.
     pub fn wait(mut self, timeout: Duration) -> Output {
         let deadline = Instant::now() + timeout;
@@ -135,6 +140,15 @@ impl Drop for ChildGuard {
 /// `java [-agentpath:agent=options] [jvm_args] -cp fixtures main args`.
 pub fn java_command(agent_options: Option<&str>, jvm_args: &[&str], main: &str, args: &[&str]) -> Command {
     java_command_on(&jdk_tool("java"), agent_options, jvm_args, &[], main, args)
+}
+
+/// [`java_command`] for a fixture that starts its timed work only when told
+/// to ([`ChildGuard::go`]; `FixtureSupport.awaitGo` in the fixture), so a
+/// test can attach or send signals first, however slowly `jcmd` answers.
+pub fn gated_java_command(agent_options: Option<&str>, main: &str, args: &[&str]) -> Command {
+    let mut command = java_command(agent_options, &["-Dfixture.gate=true"], main, args);
+    command.stdin(Stdio::piped());
+    command
 }
 
 /// The `java` launchers of the JDKs on this machine: the default one
@@ -192,9 +206,9 @@ pub fn run_java(agent_options: Option<&str>, main: &str, args: &[&str], timeout:
 
 /// With `verifywalk`: at least 95% of the samples both the HotSpot walker
 /// and AsyncGetCallTrace walked agree, and the HotSpot walker succeeded at
-/// least as often, give or take one sample in a thousand: about once in
-/// fifty wall-clock runs one sample of a thread inside the VM found no
-/// Java frames where AsyncGetCallTrace did (not yet explained).
+/// least as often, give or take one sample in a thousand (at least one):
+/// about once in fifty wall-clock runs one sample of a thread inside the
+/// VM found no Java frames where AsyncGetCallTrace did (not yet explained).
 pub fn assert_walks_agree(label: &str, recording: &Recording) {
     let compared = recording.counter("walk_verify_compared");
     let agreed = recording.counter("walk_verify_agreed");
@@ -203,7 +217,8 @@ pub fn assert_walks_agree(label: &str, recording: &Recording) {
     println!("{label}: {agreed}/{compared} agree; vm walked {vm}, AsyncGetCallTrace {asgct}");
     assert!(compared >= 500, "{label}: only {compared} samples compared");
     assert!(agreed * 100 >= compared * 95, "{label}: {agreed} of {compared} agree");
-    assert!(vm * 1000 >= asgct * 999, "{label}: vm walked {vm} samples, AsyncGetCallTrace {asgct}");
+    let allowed_misses = (asgct / 1000).max(1);
+    assert!(vm + allowed_misses >= asgct, "{label}: vm walked {vm} samples, AsyncGetCallTrace {asgct}");
 }
 
 /// The number after `KEY ` on a line of a fixture's summary output

@@ -8,10 +8,11 @@ use std::time::Duration;
 fn start_by_attach_samples_threads_that_already_run() {
     let dir = scratch_dir("attach_start");
     let file = dir.join("attached.jfr");
-    let run = ChildGuard::spawn(&mut java_command(None, &[], "CpuShares", &["5"]));
+    let mut run = ChildGuard::spawn(&mut gated_java_command(None, "CpuShares", &["5"]));
     wait_attachable(run.id());
     let result = attach_agent(run.id(), &format!("start,interval=5ms,file={}", file.display()));
     assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stdout));
+    run.go();
     assert_success(&run.wait(Duration::from_secs(60)));
 
     let recording = read_recording(&file);
@@ -28,22 +29,24 @@ fn start_by_attach_samples_threads_that_already_run() {
 fn the_hotspot_walker_starts_by_attach() {
     let dir = scratch_dir("attach_vm");
     let file = dir.join("attached.jfr");
-    let run = ChildGuard::spawn(&mut java_command(None, &[], "DeepStack", &["100", "4"]));
+    let mut run = ChildGuard::spawn(&mut gated_java_command(None, "DeepStack", &["100", "4"]));
     wait_attachable(run.id());
     let options = format!("start,cpu=1ms,cstack=vmx,verifywalk,file={}", file.display());
     let result = attach_agent(run.id(), &options);
     assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stdout));
+    run.go();
     assert_success(&run.wait(Duration::from_secs(60)));
     assert_walks_agree("attached vmx", &read_recording(&file));
 }
 
 #[test]
 fn invalid_options_through_attach_leave_the_jvm_running() {
-    let run = ChildGuard::spawn(&mut java_command(None, &[], "CpuShares", &["2"]));
+    let mut run = ChildGuard::spawn(&mut gated_java_command(None, "CpuShares", &["2"]));
     wait_attachable(run.id());
     let result = attach_agent(run.id(), "start,interval=fast");
     let text = String::from_utf8_lossy(&result.stdout);
     assert!(text.contains("return code: -1") || !result.status.success(), "{text}");
+    run.go();
     let output = run.wait(Duration::from_secs(60));
     assert_success(&output);
     assert!(stderr(&output).contains("interval: 'fast' is not a number"), "{}", stderr(&output));
@@ -54,13 +57,16 @@ fn invalid_options_through_attach_leave_the_jvm_running() {
 fn foreign_sigprof_is_forwarded_not_fatal() {
     let dir = scratch_dir("foreign_signal");
     let file = dir.join("f.jfr");
-    let run =
-        ChildGuard::spawn(&mut java_command(Some(&format!("start,file={}", file.display())), &[], "CpuShares", &["3"]));
+    let options = format!("start,file={}", file.display());
+    let mut run = ChildGuard::spawn(&mut gated_java_command(Some(&options), "CpuShares", &["3"]));
     wait_attachable(run.id());
     for _ in 0..20 {
         // SAFETY: sending a signal to our own child process.
         assert_eq!(unsafe { libc::kill(run.id() as libc::pid_t, libc::SIGPROF) }, 0);
     }
+    // Only now may the program run towards its end (and restore the
+    // default disposition, which a late signal would find).
+    run.go();
     assert_success(&run.wait(Duration::from_secs(60)));
     assert!(read_recording(&file).counter("signals_forwarded") >= 1);
 }

@@ -10,8 +10,9 @@ fn dump_writes_a_complete_recording_while_sampling_continues() {
     let session = dir.join("session.jfr");
     let dumped = dir.join("dumped.jfr");
     let options = format!("start,interval=2ms,file={}", session.display());
-    let run = ChildGuard::spawn(&mut java_command(Some(&options), &[], "CpuShares", &["6"]));
+    let mut run = ChildGuard::spawn(&mut gated_java_command(Some(&options), "CpuShares", &["6"]));
     wait_attachable(run.id());
+    run.go();
     let agent = agent_library();
     let result =
         jcmd(run.id(), &["JVMTI.agent_load", agent.to_str().unwrap(), &format!("\"dump,file={}\"", dumped.display())]);

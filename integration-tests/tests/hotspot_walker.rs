@@ -120,7 +120,14 @@ fn interpreted_c1_and_c2_frames_are_walked_and_typed() {
     assert!(share(&types, "C1 compiled") + share(&types, "Inlined") > 0.9, "C1: {:?}", &types[..types.len().min(20)]);
     assert!(share(&types, "C1 compiled") > 0.1, "C1");
 
-    let c2 = record(&java, "vm_c2", options, &["-XX:-TieredCompilation"], "DeepStack", &["50", "3"]);
+    let c2 = record(
+        &java,
+        "vm_c2",
+        options,
+        &["-XX:-TieredCompilation", "-XX:CompileThreshold=1000"],
+        "DeepStack",
+        &["50", "3"],
+    );
     assert_walks_agree("C2", &c2);
     let types = descend_types(&c2);
     assert!(share(&types, "JIT compiled") > 0.05, "C2: {:?}", &types[..types.len().min(20)]);

@@ -72,12 +72,13 @@ fn foreign_sigvtalrm_is_forwarded_not_sampled_and_not_fatal() {
     let dir = scratch_dir("wall-foreign");
     let file = dir.join("wall.jfr");
     let options = format!("start,wall=10ms,file={}", file.display());
-    let run = ChildGuard::spawn(&mut java_command(Some(&options), &[], "WallThreads", &["1", "8", "3"]));
+    let mut run = ChildGuard::spawn(&mut gated_java_command(Some(&options), "WallThreads", &["1", "8", "3"]));
     wait_attachable(run.id());
     for _ in 0..5 {
         let status = std::process::Command::new("kill").args(["-VTALRM", &run.id().to_string()]).status().unwrap();
         assert!(status.success());
     }
+    run.go();
     let output = run.wait(Duration::from_secs(60));
     assert_success(&output);
     let recording = read_recording(&file);

@@ -38,8 +38,9 @@ fn page_size() -> u64 {
     unsafe { libc::sysconf(libc::_SC_PAGESIZE) as u64 }
 }
 
-/// Two adjacent pages of which only the first stays mapped; returns the
-/// mapped page and the address where the unmapped one begins.
+/// Two adjacent pages of which only the first is readable: the second is
+/// made `PROT_NONE` (it stays reserved, so nothing else can be mapped there
+/// while a case reads it, as could happen to an unmapped page).
 struct PageBeforeHole {
     base: *mut u8,
     size: usize,
@@ -49,7 +50,7 @@ impl PageBeforeHole {
     fn new() -> Self {
         let size = page_size() as usize;
         // SAFETY: an anonymous private mapping of two pages; the second is
-        // unmapped again at once.
+        // made inaccessible at once.
         let base = unsafe {
             let base = libc::mmap(
                 std::ptr::null_mut(),
@@ -60,13 +61,13 @@ impl PageBeforeHole {
                 0,
             );
             assert_ne!(base, libc::MAP_FAILED);
-            assert_eq!(libc::munmap(base.cast::<u8>().add(size).cast(), size), 0);
+            assert_eq!(libc::mprotect(base.cast::<u8>().add(size).cast(), size, libc::PROT_NONE), 0);
             base.cast::<u8>()
         };
         Self { base, size }
     }
 
-    /// The first address past the mapped page.
+    /// The first address past the readable page.
     fn end(&self) -> u64 {
         self.base as u64 + self.size as u64
     }
@@ -80,8 +81,8 @@ impl PageBeforeHole {
 
 impl Drop for PageBeforeHole {
     fn drop(&mut self) {
-        // SAFETY: unmaps the page mapped in `new`.
-        unsafe { libc::munmap(self.base.cast(), self.size) };
+        // SAFETY: unmaps the two pages mapped in `new`.
+        unsafe { libc::munmap(self.base.cast(), 2 * self.size) };
     }
 }
 
