@@ -98,7 +98,7 @@ impl JniEnv {
     pub fn current_thread_eetop(&self) -> Option<i64> {
         self.with_local_frame(4, || {
             // SAFETY: valid env; constant NUL-terminated names and signatures.
-            unsafe {
+            let thread = unsafe {
                 let functions = &**self.0;
                 let class = (functions.v1_1.FindClass)(self.0, c"java/lang/Thread".as_ptr());
                 if class.is_null() {
@@ -111,16 +111,39 @@ impl JniEnv {
                     c"currentThread".as_ptr(),
                     c"()Ljava/lang/Thread;".as_ptr(),
                 );
-                let field = (functions.v1_1.GetFieldID)(self.0, class, c"eetop".as_ptr(), c"J".as_ptr());
-                if current.is_null() || field.is_null() {
+                if current.is_null() {
                     self.clear_exception();
                     return None;
                 }
-                let thread = (functions.v1_1.CallStaticObjectMethodA)(self.0, class, current, ptr::null());
-                if thread.is_null() || self.clear_exception() {
+                (functions.v1_1.CallStaticObjectMethodA)(self.0, class, current, ptr::null())
+            };
+            if thread.is_null() || self.clear_exception() {
+                return None;
+            }
+            // SAFETY: a live java.lang.Thread reference of this thread.
+            self.thread_eetop(unsafe { ThreadRef::from_raw(thread) })
+        })
+    }
+
+    /// `thread.eetop`: HotSpot's JavaThread* of a started thread, 0 once it
+    /// has terminated.
+    pub fn thread_eetop(&self, thread: ThreadRef) -> Option<i64> {
+        self.with_local_frame(2, || {
+            // SAFETY: valid env; constant NUL-terminated names; `thread` is a
+            // live java.lang.Thread reference.
+            unsafe {
+                let functions = &**self.0;
+                let class = (functions.v1_1.FindClass)(self.0, c"java/lang/Thread".as_ptr());
+                if class.is_null() {
+                    self.clear_exception();
                     return None;
                 }
-                Some((functions.v1_1.GetLongField)(self.0, thread, field))
+                let field = (functions.v1_1.GetFieldID)(self.0, class, c"eetop".as_ptr(), c"J".as_ptr());
+                if field.is_null() {
+                    self.clear_exception();
+                    return None;
+                }
+                Some((functions.v1_1.GetLongField)(self.0, thread.as_raw(), field))
             }
         })
     }

@@ -13,6 +13,7 @@ pub mod counters;
 pub mod dictionary;
 pub mod engine;
 pub mod entry;
+pub mod existing_threads;
 pub mod java_api;
 pub mod jni_env;
 pub mod jvmti;

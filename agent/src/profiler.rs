@@ -5,6 +5,7 @@ use crate::args::{self, Action, CStack, Options};
 use crate::context;
 use crate::counters;
 use crate::engine;
+use crate::existing_threads;
 use crate::jni_env::JniEnv;
 use crate::libraries::sections::Wanted;
 use crate::libraries::LibraryTable;
@@ -274,6 +275,13 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
     // Handlers read memory fault-safely: the JNIEnv check, native walks,
     // the wall-clock state check.
     safe_read::install_fault_handlers().map_err(|e| io(format!("cannot install the fault handler: {e}")))?;
+    if let Some(env) = env {
+        // After an attach, threads already running get their Java names
+        // (those started later are named by ThreadStart).
+        if let Err(e) = existing_threads::name_existing_threads(vm, env) {
+            log::warn!("threads that were already running keep their kernel names: {e}");
+        }
+    }
     context::set_filter(options.filter);
     context::set_attribute_count(options.attributes.len());
     sampling::publish(&sampler);

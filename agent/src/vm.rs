@@ -108,19 +108,24 @@ impl Vm {
         self.asgct
     }
 
+    /// libjvm's VMStructs tables. Not signal-safe.
+    pub fn vm_tables(&self) -> Result<VmTables, String> {
+        let lookup = |name: &str| {
+            let name = CString::new(name).ok()?;
+            let symbol = libjvm_symbol(self.java_vm, &name);
+            (!symbol.is_null()).then_some(symbol as u64)
+        };
+        VmTables::read(&lookup, &ProcessMemory)
+    }
+
     /// The HotSpot walker for this JVM, from libjvm's VMStructs tables.
     /// Not signal-safe; call after VM init (the code cache must exist).
     pub fn hotspot_walker(&self) -> Result<HotSpotWalker, String> {
         if !cfg!(target_arch = "x86_64") {
             return Err("the HotSpot walker knows x86-64 frame layouts only".into());
         }
-        let lookup = |name: &str| {
-            let name = CString::new(name).ok()?;
-            let symbol = libjvm_symbol(self.java_vm, &name);
-            (!symbol.is_null()).then_some(symbol as u64)
-        };
         let memory = ProcessMemory;
-        let tables = VmTables::read(&lookup, &memory)?;
+        let tables = self.vm_tables()?;
         let major = tables
             .field("Abstract_VM_Version", "_vm_major_version")
             .filter(|f| f.is_static)

@@ -73,7 +73,8 @@ fn foreign_sigprof_is_forwarded_not_fatal() {
 
 /// Attached to a JVM that already runs 50 threads: the CPU engine arms every
 /// one of them (they exist before `start`), so all are sampled once they
-/// burn CPU.
+/// burn CPU, and each is named with its Java name (longer than a kernel
+/// thread name can be, so it was found through the JavaThread).
 #[test]
 fn attach_samples_threads_that_already_exist() {
     let dir = scratch_dir("attach-50");
@@ -88,11 +89,11 @@ fn attach_samples_threads_that_already_exist() {
     assert_success(&run.wait(Duration::from_secs(120)));
     let recording = read_recording(&file);
     let mut per_thread: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-    for sample in recording.samples().filter(|e| e.thread.starts_with("spin-")) {
+    for sample in recording.samples().filter(|e| e.thread.starts_with("spinning-")) {
         *per_thread.entry(sample.thread.as_str()).or_default() += 1;
     }
     let missing: Vec<String> =
-        (0..50).map(|i| format!("spin-{i}")).filter(|t| !per_thread.contains_key(t.as_str())).collect();
+        (0..50).map(|i| format!("spinning-worker-{i}")).filter(|t| !per_thread.contains_key(t.as_str())).collect();
     assert!(missing.is_empty(), "never sampled: {missing:?}");
     assert!(per_thread.values().all(|&n| n >= 10), "{per_thread:?}");
 }

@@ -73,6 +73,7 @@ macro_rules! slots {
 
 slots! {
     SET_EVENT_NOTIFICATION_MODE = 2 "SetEventNotificationMode";
+    GET_ALL_THREADS = 4 "GetAllThreads";
     GET_THREAD_INFO = 9 "GetThreadInfo";
     GET_CURRENT_THREAD = 18 "GetCurrentThread";
     DEALLOCATE = 47 "Deallocate";
@@ -266,6 +267,18 @@ impl Jvmti {
         // SAFETY: valid env and out pointer.
         self.check(unsafe { f(self.as_raw(), &mut thread) })?;
         Ok(ThreadRef(thread))
+    }
+
+    /// Every live platform thread (local references).
+    pub fn all_threads(&self) -> JvmtiResult<Vec<ThreadRef>> {
+        type F = unsafe extern "C" fn(*mut c_void, *mut jint, *mut *mut jthread) -> jint;
+        let (mut count, mut threads) = (0, ptr::null_mut());
+        // SAFETY: slot 4 has this signature.
+        let f: F = unsafe { std::mem::transmute(self.function(GET_ALL_THREADS)) };
+        // SAFETY: valid env and out pointers.
+        self.check(unsafe { f(self.as_raw(), &mut count, &mut threads) })?;
+        // SAFETY: JVMTI allocated `count` thread references, local to this thread.
+        Ok(unsafe { self.take_array(threads, count) }.into_iter().map(ThreadRef).collect())
     }
 
     /// The Java name of `thread`.
