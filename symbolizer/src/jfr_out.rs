@@ -1,15 +1,15 @@
 //! A copy of a recording in which remote frames are replaced by named
 //! native frames (their inline chains expanded), so JDK Mission Control
 //! and other JFR tools show function names. Everything else is carried
-//! over chunk by chunk with the original clocks (CPU samples, settings,
-//! libraries, counters); remote frames that could not be resolved stay as
-//! they were.
+//! over chunk by chunk with the original clocks (CPU and wall-clock
+//! samples, endpoints, settings, libraries, counters); remote frames that
+//! could not be resolved stay as they were.
 
 use crate::recording::{Chunk, Frame, FrameKind, Recording, Sample, Thread};
 use crate::resolve::{Resolution, Resolver};
 use jfr_writer::{
-    schema, ActiveSetting, ChunkClock, ChunkEnd, ChunkWriter, ConstantPools, ExecutionSample, FrameDef, FrameType,
-    MethodDef, NativeLibrary, ProfilerCounter, ThreadDef, ThreadState,
+    schema, ActiveSetting, ChunkClock, ChunkEnd, ChunkWriter, ConstantPools, Endpoint, ExecutionSample, FrameDef,
+    FrameType, MethodDef, MethodSample, NativeLibrary, ProfilerCounter, ThreadDef, ThreadState,
 };
 use std::collections::HashMap;
 
@@ -123,6 +123,17 @@ impl ChunkBuilder<'_> {
     }
 }
 
+/// The pool key of `text`, defining it (keys 1, 2, ...) on first use.
+fn intern(keys: &mut HashMap<String, u64>, text: &str, define: impl FnOnce(u64, &str)) -> u64 {
+    if let Some(&key) = keys.get(text) {
+        return key;
+    }
+    let key = keys.len() as u64 + 1;
+    define(key, text);
+    keys.insert(text.to_owned(), key);
+    key
+}
+
 fn write_chunk(chunk: &Chunk, resolver: Option<&mut Resolver>, final_chunk: bool) -> Vec<u8> {
     let clock = ChunkClock {
         start_nanos: chunk.clock.start_nanos,
@@ -142,18 +153,12 @@ fn write_chunk(chunk: &Chunk, resolver: Option<&mut Resolver>, final_chunk: bool
         writer.write(&ActiveSetting { start_ticks: start, event_type: schema::id::EXECUTION_SAMPLE, name, value });
     }
     let mut values: HashMap<String, u64> = HashMap::new();
-    for sample in chunk.samples.iter().filter(|s| s.event == "datadog.ExecutionSample") {
+    for sample in &chunk.samples {
         let context: Vec<u64> = sample
             .attributes
             .iter()
             .map(|value| match value {
-                Some(text) => {
-                    let next = values.len() as u64 + 1;
-                    *values.entry(text.clone()).or_insert_with(|| {
-                        builder.pools.attribute_value(next, text);
-                        next
-                    })
-                }
+                Some(text) => intern(&mut values, text, |key, text| builder.pools.attribute_value(key, text)),
                 None => 0,
             })
             .collect();
@@ -166,6 +171,23 @@ fn write_chunk(chunk: &Chunk, resolver: Option<&mut Resolver>, final_chunk: bool
             span_id: sample.span_id,
             local_root_span_id: sample.root_span_id,
             context: &context,
+        };
+        if sample.event == "datadog.MethodSample" {
+            writer.write(&MethodSample(event));
+        } else {
+            writer.write(&event);
+        }
+    }
+    let mut labels = HashMap::new();
+    for endpoint in &chunk.endpoints {
+        let thread = builder.thread(&endpoint.thread);
+        let pools = &mut builder.pools;
+        let event = Endpoint {
+            start_ticks: endpoint.start_ticks,
+            thread,
+            endpoint: intern(&mut labels, &endpoint.endpoint, |key, text| pools.string(key, text)),
+            operation: intern(&mut labels, &endpoint.operation, |key, text| pools.string(key, text)),
+            local_root_span_id: endpoint.root_span_id,
         };
         writer.write(&event);
     }

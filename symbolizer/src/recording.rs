@@ -1,6 +1,6 @@
 //! Reading our recordings with the `jfrs` parser into plain data: per
-//! chunk, its clock, its sample events with full stacks, its settings and
-//! counters, and the native libraries it lists. A chunk that cannot be
+//! chunk, its clock, its sample events with full stacks, its endpoints,
+//! settings and counters, and the native libraries it lists. A chunk that cannot be
 //! parsed ends the read with what came before it and an error describing
 //! the rest.
 
@@ -122,6 +122,16 @@ pub struct NativeLibrary {
     pub load_bias: u64,
 }
 
+/// A `datadog.Endpoint` event: the endpoint a trace root served.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Endpoint {
+    pub start_ticks: i64,
+    pub thread: Thread,
+    pub endpoint: String,
+    pub operation: String,
+    pub root_span_id: u64,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Clock {
     pub start_nanos: i64,
@@ -136,6 +146,7 @@ pub struct Chunk {
     /// Context attribute names (the `attributes` setting).
     pub attributes: Vec<String>,
     pub samples: Vec<Sample>,
+    pub endpoints: Vec<Endpoint>,
     pub settings: Vec<(String, String)>,
     pub counters: Vec<(String, i64)>,
     pub libraries: Vec<NativeLibrary>,
@@ -267,6 +278,7 @@ pub fn read(path: &Path) -> Result<ReadOutcome, ReadError> {
             },
             attributes: Vec::new(),
             samples: Vec::new(),
+            endpoints: Vec::new(),
             settings: Vec::new(),
             counters: Vec::new(),
             libraries: Vec::new(),
@@ -302,6 +314,13 @@ pub fn read(path: &Path) -> Result<ReadOutcome, ReadError> {
                     top_address: long(value.get_field("topAddress")).unwrap_or(0) as u64,
                     build_id: string(value.get_field("buildId")),
                     load_bias: long(value.get_field("loadBias")).unwrap_or(0) as u64,
+                }),
+                "datadog.Endpoint" => data.endpoints.push(Endpoint {
+                    start_ticks: long(value.get_field("startTime")).unwrap_or(0),
+                    thread: thread(&value),
+                    endpoint: string(value.get_field("endpoint")).unwrap_or_default(),
+                    operation: string(value.get_field("operation")).unwrap_or_default(),
+                    root_span_id: long(value.get_field("localRootSpanId")).unwrap_or(0) as u64,
                 }),
                 _ if SAMPLE_EVENTS.contains(&name) => data.samples.push(sample(name, value, &data.attributes)),
                 _ => {}

@@ -4,6 +4,12 @@ use jfr_writer::*;
 use symbolizer::{collapsed, flamegraph, profile, recording};
 
 fn sample_recording() -> Vec<u8> {
+    recording_with(|_, _| {})
+}
+
+/// The CPU samples of [`sample_recording`], plus whatever `more` writes
+/// (thread 1 and stack traces 2 and 3 exist).
+fn recording_with(more: impl FnOnce(&mut ChunkWriter, &mut ConstantPools)) -> Vec<u8> {
     let clock = ChunkClock { start_nanos: 0, start_ticks: 0, ticks_per_second: 1_000_000 };
     let mut chunk = ChunkWriter::new(clock);
     let mut pools = ConstantPools::new();
@@ -39,6 +45,7 @@ fn sample_recording() -> Vec<u8> {
             context: &[],
         });
     }
+    more(&mut chunk, &mut pools);
     chunk.finish(&pools, ChunkEnd { duration_nanos: 1, final_chunk: true }, &[])
 }
 
@@ -92,4 +99,43 @@ fn truncated_recording_is_reported_not_fatal() {
 fn missing_file_is_a_clear_error() {
     let error = recording::read(std::path::Path::new("/nonexistent/x.jfr")).err().unwrap();
     assert!(error.to_string().contains("cannot open /nonexistent/x.jfr"));
+}
+
+/// `symbolize jfr` keeps every event kind it reads: wall-clock samples stay
+/// wall-clock samples, endpoints are carried over with their labels.
+#[test]
+fn the_jfr_copy_keeps_wall_clock_samples_and_endpoints() {
+    let bytes = recording_with(|chunk, pools| {
+        let sample = |start_ticks, weight| ExecutionSample {
+            start_ticks,
+            thread: 1,
+            stack_trace: 3,
+            state: ThreadState::Sleeping,
+            weight,
+            span_id: 7,
+            local_root_span_id: 8,
+            context: &[],
+        };
+        chunk.write(&MethodSample(sample(5, 10)));
+        chunk.write(&MethodSample(sample(6, 20)));
+        pools.string(1, "GET /users");
+        pools.string(2, "servlet.request");
+        chunk.write(&Endpoint { start_ticks: 9, thread: 1, endpoint: 1, operation: 2, local_root_span_id: 8 });
+    });
+    let original = recording::read(&write_temp("w.jfr", &bytes)).unwrap().recording;
+    let copy_path = write_temp("w-copy.jfr", &symbolizer::jfr_out::rewrite(&original, None));
+    let outcome = recording::read(&copy_path).unwrap();
+    assert!(outcome.error.is_none());
+    let summary = |r: &recording::Recording| {
+        r.samples().map(|s| (s.event.clone(), s.weight, s.state.clone(), s.frames.len())).collect::<Vec<_>>()
+    };
+    assert_eq!(summary(&outcome.recording), summary(&original));
+    assert_eq!(summary(&original).iter().filter(|s| s.0 == "datadog.MethodSample").count(), 2);
+    let endpoints: Vec<_> = outcome.recording.chunks.iter().flat_map(|c| c.endpoints.clone()).collect();
+    assert_eq!(endpoints, original.chunks[0].endpoints);
+    assert_eq!(
+        (endpoints[0].endpoint.as_str(), endpoints[0].operation.as_str(), endpoints[0].root_span_id),
+        ("GET /users", "servlet.request", 8)
+    );
+    assert_eq!(endpoints[0].thread.java_name.as_deref(), Some("main"));
 }
