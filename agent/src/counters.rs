@@ -55,6 +55,7 @@ counters! {
     VmWalkBadCompiledFrame => "vm_walk_bad_compiled_frame",
     VmWalkNoProgress => "vm_walk_no_progress",
     VmWalkBadAnchor => "vm_walk_bad_anchor",
+    VmWalkMethodWithoutId => "vm_walk_method_without_id",
     WalkVerified => "walk_verify_samples",
     WalkCompared => "walk_verify_compared",
     WalkAgreed => "walk_verify_agreed",

@@ -4,7 +4,7 @@
 //! agree (same methods and bytecode indexes, hence lines, in order).
 
 use integration_tests::*;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 fn record(java: &Path, test: &str, options: &str, jvm_args: &[&str], main: &str, args: &[&str]) -> Recording {
@@ -181,4 +181,56 @@ fn vmx_shows_java_jni_c_upcall_java_in_order() {
         })
         .count();
     assert!(java_only >= 500, "vm: only {java_only} samples go straight from upcallTarget to upcall");
+}
+
+/// A jar holding only a manifest that names `main` (found on the class
+/// path) as its Premain-Class, for a fixture that needs Instrumentation.
+fn java_agent_jar(main: &str) -> PathBuf {
+    let dir = scratch_dir(&format!("agent_jar_{main}"));
+    let manifest = dir.join("manifest.txt");
+    std::fs::write(&manifest, format!("Premain-Class: {main}\nCan-Redefine-Classes: true\n")).unwrap();
+    let jar = dir.join(format!("{main}.jar"));
+    let status = std::process::Command::new(jdk_tool("jar"))
+        .args(["--create", "--file"])
+        .arg(&jar)
+        .arg("--manifest")
+        .arg(&manifest)
+        .status()
+        .expect("run jar");
+    assert!(status.success());
+    jar
+}
+
+/// A thread keeps running a method whose class is redefined every 50 ms.
+/// With the same bytes, HotSpot moves the method's jmethodID to the new
+/// version, and the old version's frame is named by it; with a changed
+/// method the old version is obsolete and gets an id of its own (HotSpot
+/// creates it when it reports that version's compiled code). Either way
+/// the frame is named and the walk goes on to the thread's first frame, as
+/// AsyncGetCallTrace's does.
+#[test]
+fn frames_of_methods_redefined_while_they_run_are_walked() {
+    let jar = java_agent_jar("Redefine");
+    let agent = format!("-javaagent:{}", jar.display());
+    for java in installed_javas() {
+        for mode in ["same", "changed"] {
+            let label = format!("redefined ({mode}) on {}", java.display());
+            let options = "cpu=1ms,cstack=vm,verifywalk";
+            let recording = record(&java, "vm_redefine", options, &[&agent], "Redefine", &[mode, "3"]);
+            assert_walks_agree(&label, &recording);
+            let spinner: Vec<&Event> = recording.samples().filter(|e| e.thread == "spinner").collect();
+            let whole = spinner
+                .iter()
+                .filter(|e| {
+                    let methods: Vec<&str> = e.frames.iter().map(|f| f.method.as_str()).collect();
+                    methods.contains(&"spin") && methods.last() == Some(&"run")
+                })
+                .count();
+            assert!(
+                whole * 10 >= spinner.len() * 9,
+                "{label}: {whole} of {} spinner samples show spin and reach Thread.run",
+                spinner.len()
+            );
+        }
+    }
 }

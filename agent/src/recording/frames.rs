@@ -59,6 +59,17 @@ impl<'a> FrameNames<'a> {
                 };
                 FrameDef { method, line: -1, bci: -1, frame_type: FrameType::RemoteNative }
             }
+            // A frame whose method had no jmethodID when it was sampled.
+            FrameKind::Java | FrameKind::Interpreted | FrameKind::C1Compiled | FrameKind::Inlined
+                if frame.method == 0 =>
+            {
+                FrameDef {
+                    method: synthetic(pools, "[unknown_Java_method]"),
+                    line: -1,
+                    bci: frame.bci,
+                    frame_type: java_frame_type(frame.kind),
+                }
+            }
             FrameKind::Java | FrameKind::Interpreted | FrameKind::C1Compiled | FrameKind::Inlined => {
                 let classes = self.classes;
                 match self.methods.method(frame.method) {

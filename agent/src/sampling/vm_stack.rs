@@ -16,6 +16,7 @@ use crate::storage::frame::{Frame, FrameKind, BCI_NATIVE_METHOD};
 use std::cell::UnsafeCell;
 use unwind::hotspot::{
     Anchor, HotSpotWalker, JavaFrame, JavaFrameKind, MethodIds, SegmentEnd, VmFrame, WalkFailure, WalkMemo,
+    NO_JMETHOD_ID,
 };
 use unwind::{PcKind, Registers};
 
@@ -59,6 +60,14 @@ impl FrameWriter<'_> {
             JavaFrameKind::Inlined => FrameKind::Inlined,
             JavaFrameKind::C2Compiled | JavaFrameKind::Native => FrameKind::Java,
         };
+        if frame.method == NO_JMETHOD_ID {
+            counters::increment(Counter::VmWalkMethodWithoutId);
+            // A leaf without a method names nothing: dropped, as in the
+            // AsyncGetCallTrace walk.
+            if self.len == 0 {
+                return true;
+            }
+        }
         let bci = if frame.kind == JavaFrameKind::Native { BCI_NATIVE_METHOD } else { frame.bci };
         *slot = Frame::java_of_kind(frame.method, bci, kind);
         self.len += 1;

@@ -6,6 +6,8 @@ use super::memory::VmMemory;
 use super::walker::{HotSpotWalker, WalkMemo};
 
 const ACC_NATIVE: u64 = 0x100;
+/// The method of a frame whose `Method*` has no jmethodID.
+pub const NO_JMETHOD_ID: u64 = 0;
 /// Entries of a [`MethodIds`] table.
 const METHOD_IDS: usize = 512;
 
@@ -45,7 +47,8 @@ impl HotSpotWalker {
         (bci < code_size).then_some(bci as i32)
     }
 
-    /// [`Self::jmethod_id`] through the stripe's [`MethodIds`] table.
+    /// [`Self::jmethod_id`] through the stripe's [`MethodIds`] table (ids
+    /// only; a method without one is looked up again each time).
     pub(super) fn memo_jmethod_id<M: VmMemory + ?Sized>(
         &self,
         memory: &M,
@@ -58,36 +61,57 @@ impl HotSpotWalker {
             return Some(entry.1);
         }
         let id = self.jmethod_id(memory, method)?;
-        if checkable {
+        if checkable && id != NO_JMETHOD_ID {
             *entry = (method, id);
         }
         Some(id)
     }
 
     /// The jmethodID of a `Method*`, from its holder's jmethodID cache
-    /// (`[length, id for idnum 0, ...]`). `None` if the method has none
-    /// yet or the pointer does not lead back to itself.
+    /// (`[length, id for idnum 0, ...]`); [`NO_JMETHOD_ID`] if its class
+    /// has none for it (being prepared, or an old version left running by
+    /// a redefinition that changed it: AsyncGetCallTrace reports such a
+    /// frame without a method too). `None` if the pointers do not lead to
+    /// a method with an id slot, or its id leads to another method.
     pub fn jmethod_id<M: VmMemory + ?Sized>(&self, memory: &M, method: u64) -> Option<u64> {
+        let (holder, idnum) = self.holder_and_idnum(memory, method)?;
+        let ids = self.layout.klass_jmethod_ids.read(memory, holder)?;
+        if ids == 0 {
+            return Some(NO_JMETHOD_ID);
+        }
+        let length = memory.u64(ids)?;
+        if idnum >= length {
+            return Some(NO_JMETHOD_ID);
+        }
+        match memory.u64(ids.checked_add((idnum + 1) * 8)?)? {
+            NO_JMETHOD_ID => Some(NO_JMETHOD_ID),
+            id => self.id_names(memory, id, method, holder, idnum).then_some(id),
+        }
+    }
+
+    /// A method's class (`InstanceKlass*`) and its index there.
+    fn holder_and_idnum<M: VmMemory + ?Sized>(&self, memory: &M, method: u64) -> Option<(u64, u64)> {
         let l = &self.layout;
         let const_method = l.method_const_method.read(memory, method).filter(|&p| p != 0)?;
         let constants = l.const_method_constants.read(memory, const_method).filter(|&p| p != 0)?;
         let holder = l.pool_holder.read(memory, constants).filter(|&p| p != 0)?;
-        let idnum = l.const_method_idnum.read(memory, const_method)?;
-        let ids = l.klass_jmethod_ids.read(memory, holder).filter(|&p| p != 0)?;
-        let length = memory.u64(ids)?;
-        if idnum >= length {
-            return None;
-        }
-        let id = memory.u64(ids.checked_add((idnum + 1) * 8)?).filter(|&id| id != 0)?;
-        self.id_names(memory, id, method, holder, idnum).then_some(id)
+        Some((holder, l.const_method_idnum.read(memory, const_method)?))
     }
 
     /// Whether `id` stands for `method`: a jmethodID that points at its
-    /// `Method*` (up to JDK 25) must; an opaque one (JDK 26+, JDK-8268406)
-    /// is checked through the holder's method array instead.
+    /// `Method*` (up to JDK 25) must, or at the method that replaced it
+    /// when its class was redefined (HotSpot moves the id to the new
+    /// version, same holder and idnum, while frames of the old one may
+    /// still run; AsyncGetCallTrace names them by that id too). An opaque
+    /// id (JDK 26+, JDK-8268406) is checked through the holder's method
+    /// array instead.
     fn id_names<M: VmMemory + ?Sized>(&self, memory: &M, id: u64, method: u64, holder: u64, idnum: u64) -> bool {
         if self.layout.java_major < 26 {
-            return memory.u64(id) == Some(method);
+            return match memory.u64(id) {
+                Some(current) if current == method => true,
+                Some(current) => current != 0 && self.holder_and_idnum(memory, current) == Some((holder, idnum)),
+                None => false,
+            };
         }
         let Some(methods) = self.layout.klass_methods.read(memory, holder) else { return false };
         // Array<Method*>: an int length, then the elements, word-aligned.

@@ -16,7 +16,7 @@ pub mod tables;
 pub mod testing;
 pub mod walker;
 
-pub use methods::MethodIds;
+pub use methods::{MethodIds, NO_JMETHOD_ID};
 pub use walker::{Anchor, HotSpotWalker, JavaFrame, JavaFrameKind, SegmentEnd, VmFrame, WalkFailure, WalkMemo};
 
 #[cfg(test)]

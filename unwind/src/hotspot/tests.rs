@@ -1,7 +1,7 @@
 //! The walker on the synthetic VM of [`super::testing`].
 
 use super::layout::VmLayout;
-use super::methods::MethodIds;
+use super::methods::{MethodIds, NO_JMETHOD_ID};
 use super::tables::VmTables;
 use super::testing::*;
 use super::walker::*;
@@ -49,16 +49,58 @@ fn segment_map_finds_the_block_start_and_refuses_free_segments() {
     assert_eq!(w.find_blob(&m, HEAP + 0x10_0000), None, "outside every heap");
 }
 
+/// A method whose class has no jmethodID for it (being prepared, or an
+/// old version left running by a redefinition) is reported without a
+/// method, as AsyncGetCallTrace reports it, and the walk goes on.
 #[test]
-fn a_method_without_jmethod_id_ends_the_walk_with_a_reason() {
+fn a_method_without_jmethod_id_is_reported_without_one_and_the_walk_goes_on() {
     let (mut m, methods) = vm();
+    let start = VmFrame::new(CODE + 0x40, SP, 0);
+    let (named, named_end, _) = walk(&m, start);
     m.put_u64(IDS + 8 * 3, 0);
+    let (frames, end, _) = walk(&m, start);
+    assert_eq!(frames.iter().map(|f| f.method).collect::<Vec<_>>(), [jmethod_id(0), NO_JMETHOD_ID]);
+    assert_eq!((frames[1].bci, frames[1].kind), (named[1].bci, named[1].kind));
+    assert_eq!(end, named_end);
+    // Without an id, an interpreted frame whose bcp is not in its method's
+    // bytecodes is not trusted.
+    let (interpreted_fp, _) = add_stack(&mut m, &methods);
+    m.put_u64(interpreted_fp - 64, 0x10);
+    let (frames, end, _) = walk(&m, start);
+    assert_eq!(frames.len(), 1);
+    assert_eq!(end, SegmentEnd::Failed(WalkFailure::UnknownMethod));
+}
+
+/// A jmethodID that leads to another method says the `Method*` was not
+/// what the frame claimed: the walk ends with a reason.
+#[test]
+fn a_jmethod_id_of_another_method_ends_the_walk_with_a_reason() {
+    let (mut m, methods) = vm();
+    m.put_u64(IDS + 8 * 3, jmethod_id(0));
+    assert_eq!(walker().jmethod_id(&m, methods.c), None);
     let (frames, end, _) = walk(&m, VmFrame::new(CODE + 0x40, SP, 0));
     assert_eq!(frames.len(), 1, "A is named; C is not");
     assert_eq!(end, SegmentEnd::Failed(WalkFailure::UnknownMethod));
-    // A jmethodID that does not lead back to its method is refused too.
-    m.put_u64(IDS + 8 * 3, jmethod_id(0));
-    assert_eq!(walker().jmethod_id(&m, methods.c), None);
+}
+
+/// A class redefined while its method runs: the jmethodID now points at
+/// the new version (same holder and idnum); the old version's frame is
+/// still named by it. An id leading to a method of another slot is not.
+#[test]
+fn a_frame_of_a_redefined_method_is_named_by_the_moved_jmethod_id() {
+    let (mut m, methods) = vm();
+    let new_version = 0x60_0800;
+    let new_const_method = 0x60_8800;
+    m.put_u64(new_version + 8, new_const_method);
+    m.put_u64(new_const_method + 8, 0x61_8000);
+    m.put_u16(new_const_method + 38, 2);
+    m.put_u64(jmethod_id(2), new_version);
+    let (before, before_end, _) = walk(&vm().0, VmFrame::new(CODE + 0x40, SP, 0));
+    let (frames, end, _) = walk(&m, VmFrame::new(CODE + 0x40, SP, 0));
+    assert_eq!(frames.iter().map(|f| f.method).collect::<Vec<_>>(), [jmethod_id(0), jmethod_id(2)]);
+    assert_eq!((frames, end), (before, before_end), "walked as before the redefinition");
+    m.put_u16(new_const_method + 38, 1);
+    assert_eq!(walker().jmethod_id(&m, methods.c), None, "another method's slot");
 }
 
 #[test]

@@ -12,7 +12,7 @@
 use super::debug_info::{CodeSite, Scopes};
 use super::layout::{CodeAddresses, DeoptHandlers, VmLayout};
 use super::memory::VmMemory;
-use super::methods::MethodIds;
+use super::methods::{MethodIds, NO_JMETHOD_ID};
 use crate::MAX_STACK_SPAN;
 use std::sync::atomic::AtomicU64;
 
@@ -275,10 +275,16 @@ impl HotSpotWalker {
         let Some(method) = word(l.interpreter_method) else { return fail(WalkFailure::BadInterpretedFrame) };
         let Some(id) = self.memo_jmethod_id(memory, memo, method) else { return fail(WalkFailure::UnknownMethod) };
         let bci = if self.is_native(memory, method) {
-            BCI_NATIVE
+            Some(BCI_NATIVE)
         } else {
-            word(l.interpreter_bcp).and_then(|bcp| self.bci_of_bcp(memory, method, bcp)).unwrap_or(0)
+            word(l.interpreter_bcp).and_then(|bcp| self.bci_of_bcp(memory, method, bcp))
         };
+        // Without an id, only a bcp inside the method's bytecodes vouches
+        // for the frame.
+        if id == NO_JMETHOD_ID && bci.is_none() {
+            return fail(WalkFailure::UnknownMethod);
+        }
+        let bci = bci.unwrap_or(0);
         let kind = if bci == BCI_NATIVE { JavaFrameKind::Native } else { JavaFrameKind::Interpreted };
         if !sink(JavaFrame { method: id, bci, kind }) {
             return Step::End(SegmentEnd::Full);
