@@ -261,20 +261,23 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
     }
     counters::reset();
     let depth = options.jstackdepth as usize;
+    let traces = CallTraceStorage::new(TRACE_SLOTS, ARENA_FRAMES)
+        .map_err(|e| io(format!("cannot reserve trace storage: {e}")))?;
+    let stripes =
+        SampleStripes::new(STRIPE_CAPACITY, depth).map_err(|e| io(format!("cannot reserve sample buffers: {e}")))?;
+    // Handlers read memory fault-safely (the JNIEnv check, native and
+    // HotSpot walks, the wall-clock state check), and so do setting up the
+    // HotSpot walker and naming running threads below.
+    safe_read::install_fault_handlers().map_err(|e| io(format!("cannot install the fault handler: {e}")))?;
     let sampler = Arc::new(Sampler {
-        traces: CallTraceStorage::new(TRACE_SLOTS, ARENA_FRAMES)
-            .map_err(|e| io(format!("cannot reserve trace storage: {e}")))?,
-        stripes: SampleStripes::new(STRIPE_CAPACITY, depth)
-            .map_err(|e| io(format!("cannot reserve sample buffers: {e}")))?,
+        traces,
+        stripes,
         max_depth: depth,
         walker: JavaWalker { asgct: vm.asgct(), current_env: env_lookup(env) },
         native: native_mode(options.cstack).map(|mode| native_walker(mode, options.remote_symbolication)),
         hotspot: hotspot_walker(vm, options.cstack),
         verify_walk: options.verify_walk,
     });
-    // Handlers read memory fault-safely: the JNIEnv check, native walks,
-    // the wall-clock state check.
-    safe_read::install_fault_handlers().map_err(|e| io(format!("cannot install the fault handler: {e}")))?;
     if let Some(env) = env {
         // After an attach, threads already running get their Java names
         // (those started later are named by ThreadStart).

@@ -88,7 +88,8 @@ pub struct Continuations {
     /// The address of the static `ContinuationEntry::_return_pc`: the
     /// return address into `enterSpecial` (set once it is generated).
     pub return_pc: u64,
-    /// `sizeof(ContinuationEntry)`: the entry frame's fp is just above it.
+    /// `ContinuationEntry::size()`, its size rounded up to 16 bytes: the
+    /// entry frame's fp is just above it.
     pub entry_size: u64,
 }
 
@@ -248,7 +249,7 @@ impl VmLayout {
             l.size("ContinuationEntry"),
         ) {
             (Ok(thread_entry), Ok(return_pc), Ok(entry_size)) => {
-                Some(Continuations { thread_entry, return_pc, entry_size })
+                Some(Continuations { thread_entry, return_pc, entry_size: entry_size.next_multiple_of(16) })
             }
             _ => None,
         };

@@ -182,6 +182,25 @@ fn remembered_jmethod_ids_are_checked_before_reuse() {
     assert_eq!(frames[1].method, replacement);
 }
 
+/// Stub frames emit nothing, so a walk stepping from stub to stub is
+/// stopped after a run longer than real stacks have.
+#[test]
+fn a_long_run_of_stub_frames_ends_the_walk() {
+    let (mut m, _) = vm();
+    m.put_u32(STUB + 0x14, 2);
+    let chain = |m: &mut FakeMemory, stubs: u64| {
+        for k in 0..stubs {
+            m.put_u64(SP + 16 * k, 0);
+            m.put_u64(SP + 16 * k + 8, STUB_CODE + 0x10);
+        }
+        m.put_u64(SP + 16 * stubs - 8, NATIVE_CALLER);
+    };
+    chain(&mut m, 8);
+    assert_eq!(walk(&m, VmFrame::new(STUB_CODE + 0x10, SP, 0)).1, SegmentEnd::Native, "8 stubs, then native code");
+    chain(&mut m, 40);
+    assert_eq!(walk(&m, VmFrame::new(STUB_CODE + 0x10, SP, 0)).1, SegmentEnd::Failed(WalkFailure::NoProgress));
+}
+
 /// A mounted virtual thread's bottom frame returns to the continuation
 /// return barrier (a frameless stub); its caller is the frame of
 /// `enterSpecial` holding the thread's continuation entry, whose address

@@ -44,6 +44,9 @@ impl JavaFrame {
 
 /// Frames remembered per return address.
 const MEMO_FRAMES: usize = 8;
+/// More stub frames in a row than real stacks have (adapters, runtime
+/// stubs and the frames they call are a handful at most).
+const MAX_STUBS_IN_A_ROW: usize = 16;
 /// What one sample's walk has decoded already. Deep recursion returns to
 /// the same pc again and again, and within one walk a pc decodes the same
 /// way each time (code on the walked stack cannot be freed under it), so
@@ -210,11 +213,14 @@ impl HotSpotWalker {
         sink: &mut dyn FnMut(JavaFrame) -> bool,
     ) -> SegmentEnd {
         let start_sp = frame.sp;
+        // Stubs emit no frame: a long run of them is a walk gone astray.
+        let mut stubs_in_a_row = 0;
         loop {
             if !self.in_code_cache(frame.pc) {
                 return SegmentEnd::Native;
             }
             let before = *frame;
+            let stubs_before = stubs_in_a_row;
             let step = if frame.pc == self.code.call_stub_return {
                 self.entry_frame(memory, frame)
             } else if frame.pc >= self.code.interpreter.0 && frame.pc < self.code.interpreter.1 {
@@ -226,12 +232,21 @@ impl HotSpotWalker {
                     Some(blob) if self.is_nmethod(memory, blob) => {
                         self.compiled_frame(memory, code, blob, frame, memo, sink)
                     }
-                    Some(blob) => self.stub_frame(memory, code, blob, frame, memo.thread),
+                    Some(_) if stubs_in_a_row >= MAX_STUBS_IN_A_ROW => {
+                        Step::End(SegmentEnd::Failed(WalkFailure::NoProgress))
+                    }
+                    Some(blob) => {
+                        stubs_in_a_row += 1;
+                        self.stub_frame(memory, code, blob, frame, memo.thread)
+                    }
                     None => Step::End(SegmentEnd::Failed(WalkFailure::NoCodeBlob)),
                 }
             };
             if let Step::End(end) = step {
                 return end;
+            }
+            if stubs_in_a_row == stubs_before {
+                stubs_in_a_row = 0;
             }
             if frame.sp <= before.sp || frame.sp - start_sp > MAX_STACK_SPAN || !frame.sp.is_multiple_of(8) {
                 return SegmentEnd::Failed(WalkFailure::NoProgress);
