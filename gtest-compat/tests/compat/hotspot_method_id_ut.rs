@@ -4,9 +4,13 @@
 //! (`Method → ConstMethod → ConstantPool → pool holder →
 //! _methods_jmethod_ids`, whose slot 0 is the length and slot idnum + 1 the
 //! id). Checked on `HotSpotWalker::jmethod_id` over the synthetic VM of
-//! `unwind::hotspot::testing` (methods A, B, C with idnums 0, 1, 2).
+//! `unwind::hotspot::testing` (methods A, B, C with idnums 0, 1, 2). The
+//! null id is `NO_JMETHOD_ID`: a real method without an id (the walk
+//! reports it without a method and goes on); `None` is kept for pointers
+//! that do not lead to a method.
 
 use unwind::hotspot::testing::*;
+use unwind::hotspot::NO_JMETHOD_ID;
 
 /// Where the holder keeps its jmethodID cache.
 fn cache_slot() -> u64 {
@@ -17,14 +21,14 @@ fn cache_slot() -> u64 {
 fn id_returns_nullptr_for_unprimed_cache() {
     let (mut m, methods) = vm();
     m.put_u64(cache_slot(), 0);
-    assert_eq!(walker().jmethod_id(&m, methods.a), None);
+    assert_eq!(walker().jmethod_id(&m, methods.a), Some(NO_JMETHOD_ID));
 }
 
 #[test]
 fn id_returns_nullptr_for_shrunk_cache() {
     let (mut m, methods) = vm();
     m.put_u64(IDS, 1);
-    assert_eq!(walker().jmethod_id(&m, methods.c), None, "idnum 2 with length 1");
+    assert_eq!(walker().jmethod_id(&m, methods.c), Some(NO_JMETHOD_ID), "idnum 2 with length 1");
     assert_eq!(walker().jmethod_id(&m, methods.a), Some(jmethod_id(0)), "idnum 0 is still inside");
 }
 
@@ -33,7 +37,7 @@ fn id_returns_null_for_empty_slot() {
     let (mut m, methods) = vm();
     m.put_u64(IDS, 2);
     m.put_u64(IDS + 8, 0);
-    assert_eq!(walker().jmethod_id(&m, methods.a), None);
+    assert_eq!(walker().jmethod_id(&m, methods.a), Some(NO_JMETHOD_ID));
 }
 
 #[test]

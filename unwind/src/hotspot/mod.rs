@@ -8,6 +8,7 @@
 mod code_cache;
 pub mod compressed;
 mod debug_info;
+mod frame_state;
 pub mod layout;
 pub mod memory;
 mod methods;

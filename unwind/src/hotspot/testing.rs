@@ -236,14 +236,25 @@ pub fn walk(m: &FakeMemory, frame: VmFrame) -> (Vec<JavaFrame>, SegmentEnd, VmFr
 }
 
 /// [`walk`] with a given jmethodID table (kept across walks).
-pub fn walk_with(m: &FakeMemory, mut frame: VmFrame, ids: &mut MethodIds) -> (Vec<JavaFrame>, SegmentEnd, VmFrame) {
+pub fn walk_with(m: &FakeMemory, frame: VmFrame, ids: &mut MethodIds) -> (Vec<JavaFrame>, SegmentEnd, VmFrame) {
+    walk_until(m, frame, ids, |frames| frames.len() >= 64)
+}
+
+/// Walks until `full` says the frames so far fill the sink (the walk then
+/// ends `Full`, at the frame of the last one).
+pub fn walk_until(
+    m: &FakeMemory,
+    mut frame: VmFrame,
+    ids: &mut MethodIds,
+    full: impl Fn(&[JavaFrame]) -> bool,
+) -> (Vec<JavaFrame>, SegmentEnd, VmFrame) {
     let w = walker();
     let code = |pc: u64| w.in_code_cache(pc) || pc == NATIVE_CALLER;
     let mut frames = Vec::new();
     let mut memo = WalkMemo::new(THREAD, ids);
     let end = w.walk_java(m, &code, &mut frame, &mut memo, &mut |f| {
         frames.push(f);
-        frames.len() < 64
+        !full(&frames)
     });
     (frames, end, frame)
 }

@@ -201,6 +201,46 @@ fn a_long_run_of_stub_frames_ends_the_walk() {
     assert_eq!(walk(&m, VmFrame::new(STUB_CODE + 0x10, SP, 0)).1, SegmentEnd::Failed(WalkFailure::NoProgress));
 }
 
+/// Interrupted in A's epilogue (`add rsp; pop rbp; cmp rsp, [r15+d];
+/// ja; ret`): the instructions say how much of the frame is left, whatever
+/// the slot the frame size points at holds (here a code address).
+#[test]
+fn an_epilogue_is_unwound_from_its_instructions() {
+    let (mut m, vm_methods) = vm();
+    m.put_bytes(CODE + 0x50, &[0x90; 0x30]);
+    m.put_bytes(CODE + 0x60, &[0x5D, 0x49, 0x3B, 0x67, 0x28, 0x0F, 0x87, 0, 0, 0, 0, 0xC3]);
+    let expected = walk(&m, VmFrame::interrupted(CODE + 0x1f, SP, 0));
+    let methods = |frames: &[JavaFrame]| frames.iter().map(|f| f.method).collect::<Vec<_>>();
+    // At `pop rbp`: rsp is at the saved rbp.
+    m.put_u64(SP + 40, CODE + 0x40);
+    let (frames, end, frame) = walk(&m, VmFrame::interrupted(CODE + 0x60, SP + 16, 0));
+    assert_eq!(methods(&frames[1..]), methods(&expected.0[2..]), "A, then C");
+    assert_eq!((end, frame.pc), (expected.1, expected.2.pc));
+    // At the poll, its ja and the ret: rsp is at the return address.
+    let (interpreted_fp, _) = add_stack(&mut m, &vm_methods);
+    for pc in [CODE + 0x61, CODE + 0x65, CODE + 0x6B] {
+        m.put_u64(SP + 48, CODE + 0x40);
+        let (frames, end, _) = walk(&m, VmFrame::interrupted(pc, SP + 24, interpreted_fp));
+        assert_eq!(methods(&frames[1..]), methods(&expected.0[2..]), "at {:#x}", pc - CODE);
+        assert_eq!(end, expected.1);
+    }
+}
+
+/// Interrupted in A's prologue (`sub rsp, 0x18; mov [rsp+0x10], rbp`)
+/// at the `mov`: the frame is allocated, rbp still the caller's fp.
+#[test]
+fn a_prologue_is_unwound_from_its_instructions() {
+    let (mut m, vm_methods) = vm();
+    let expected = walk(&m, VmFrame::interrupted(CODE + 0x1f, SP, 0));
+    m.put_u32(BLOB + 0x18, 0x20);
+    m.put_bytes(CODE, &[0x90; 0x20]);
+    m.put_bytes(CODE + 0x08, &[0x48, 0x81, 0xEC, 0x18, 0, 0, 0, 0x48, 0x89, 0x6C, 0x24, 0x10]);
+    let (interpreted_fp, _) = add_stack(&mut m, &vm_methods);
+    m.put_u64(SP + 16, 0x7777); // rbp is not stored yet
+    let (frames, end, _) = walk(&m, VmFrame::interrupted(CODE + 0x0F, SP, interpreted_fp));
+    assert_eq!((frames, end), (expected.0, expected.1), "B inlined in A, then C");
+}
+
 /// A mounted virtual thread's bottom frame returns to the continuation
 /// return barrier (a frameless stub); its caller is the frame of
 /// `enterSpecial` holding the thread's continuation entry, whose address
@@ -218,16 +258,18 @@ fn a_virtual_thread_continues_at_its_continuation_entry() {
     let without = walk(&m, VmFrame::interrupted(INTERPRETER.0 + 0x10, SP, fp));
     assert_eq!(without.1, SegmentEnd::Failed(WalkFailure::BadCompiledFrame), "no continuation entry");
 
-    // The entry at E; enterSpecial (here A's nmethod) returns from E.
-    let entry = SP + 0x100;
+    // The entry at E; enterSpecial (here A's nmethod) returns from E to
+    // the carrier's frames: C interpreted, then the entry frame.
+    let entry = SP + 0xC0;
+    let (carrier_fp, _) = add_stack(&mut m, &methods);
     m.put_u64(THREAD + 0x200, entry);
     m.put_u64(CONT_RETURN_PC, CODE + 0x40);
-    m.put_u64(entry + 24, NATIVE_CALLER);
-    m.put_u64(entry + 16, 0);
+    m.put_u64(entry + 24, INTERPRETER.0 + 0x100);
+    m.put_u64(entry + 16, carrier_fp);
     let (frames, end, frame) = walk(&m, VmFrame::interrupted(INTERPRETER.0 + 0x10, SP, fp));
-    assert_eq!(frames.iter().map(|f| f.method).collect::<Vec<_>>(), [jmethod_id(2), jmethod_id(0)]);
-    assert_eq!(end, SegmentEnd::Native);
-    assert_eq!(frame.sp, entry + 32);
+    let methods = frames.iter().map(|f| f.method).collect::<Vec<_>>();
+    assert_eq!(methods, [jmethod_id(2), jmethod_id(0), jmethod_id(2)]);
+    assert_eq!((end, frame.pc), (SegmentEnd::Entry(None), NATIVE_CALLER));
 
     // An entry below the frame being left is not this frame's caller.
     m.put_u64(THREAD + 0x200, SP - 0x100);

@@ -10,6 +10,7 @@
 //! never a fault. Nothing here allocates.
 
 use super::debug_info::{CodeSite, Scopes};
+use super::frame_state::{frame_state, FrameState};
 use super::layout::{CodeAddresses, DeoptHandlers, VmLayout};
 use super::memory::VmMemory;
 use super::methods::{MethodIds, NO_JMETHOD_ID};
@@ -100,6 +101,10 @@ struct FrameShape {
     words: i64,
     complete: i64,
     pc_offset: i64,
+    /// An nmethod's frame: its caller is Java code, in the code cache.
+    java: bool,
+    /// What the instructions at an interrupted pc say.
+    state: FrameState,
 }
 
 /// A last-Java-frame anchor: where a thread left Java for the VM or
@@ -381,7 +386,12 @@ impl HotSpotWalker {
             memo.frame_size = frame_size;
         }
         let complete = l.blob_frame_complete.read_signed(memory, blob).unwrap_or(-1);
-        let shape = FrameShape { words: frame_size, complete, pc_offset };
+        let state = if frame.interrupted {
+            frame_state(memory, frame.pc, complete >= 0 && pc_offset < complete)
+        } else {
+            FrameState::Unknown
+        };
+        let shape = FrameShape { words: frame_size, complete, pc_offset, java: true, state };
         match self.compiled_caller(memory, code, frame, shape) {
             Some(caller) => {
                 *frame = caller;
@@ -422,7 +432,8 @@ impl HotSpotWalker {
                 return Step::End(SegmentEnd::Full);
             }
         }
-        let shape = FrameShape { words: memo.frame_size, complete: -1, pc_offset: 0 };
+        let shape =
+            FrameShape { words: memo.frame_size, complete: -1, pc_offset: 0, java: true, state: FrameState::Unknown };
         match self.compiled_caller(memory, code, frame, shape) {
             Some(caller) => {
                 *frame = caller;
@@ -434,8 +445,9 @@ impl HotSpotWalker {
 
     /// The caller of a compiled or stub frame of `frame_size` words. An
     /// interrupted frame may not be set up yet (prologue) or torn down
-    /// already (epilogue): then its return address is at the sp (or one
-    /// word above, after `push rbp`).
+    /// already (epilogue): then its return address is where the
+    /// instructions at its pc say, else tried at the sp (or one word above,
+    /// after `push rbp`).
     fn compiled_caller<M: VmMemory + ?Sized>(
         &self,
         memory: &M,
@@ -443,18 +455,34 @@ impl HotSpotWalker {
         frame: &VmFrame,
         shape: FrameShape,
     ) -> Option<VmFrame> {
-        let frameless = |skip: u64| {
-            let slot = frame.sp.checked_add(skip * 8)?;
-            let pc = memory.u64(slot)?;
-            let fp = if skip == 1 { memory.u64(frame.sp)? } else { frame.fp };
-            code.is_code(pc).then(|| VmFrame::new(pc, slot + 8, fp))
+        let is_caller = |pc: u64| if shape.java { self.in_code_cache(pc) } else { code.is_code(pc) };
+        // The caller's fp stored at `slot`, its return address above it.
+        let stored = |slot: u64| {
+            let pc = memory.u64(slot.checked_add(8)?).filter(|&pc| is_caller(pc))?;
+            Some(VmFrame::new(pc, slot + 16, memory.u64(slot)?))
+        };
+        // The return address at `slot`, the caller's fp still in rbp.
+        let returns_at = |slot: u64| {
+            let pc = memory.u64(slot).filter(|&pc| is_caller(pc))?;
+            Some(VmFrame::new(pc, slot.checked_add(8)?, frame.fp))
         };
         let in_prologue = shape.complete >= 0 && shape.pc_offset < shape.complete;
         let framed = || {
             let sender_sp = frame.unextended_sp.checked_add(shape.words as u64 * 8)?;
-            let pc = memory.u64(sender_sp - 8).filter(|&pc| code.is_code(pc))?;
-            Some(VmFrame::new(pc, sender_sp, memory.u64(sender_sp - 16)?))
+            stored(sender_sp.checked_sub(16)?)
         };
+        if frame.interrupted {
+            let decoded = match shape.state {
+                FrameState::ReturnAddressAtSp => returns_at(frame.sp),
+                FrameState::RbpPushed => stored(frame.sp),
+                FrameState::RspLowered(offset) => returns_at(frame.sp.checked_add(offset + 8)?),
+                FrameState::Built if shape.words > 0 => framed(),
+                FrameState::Built | FrameState::Unknown => None,
+            };
+            if decoded.is_some() {
+                return decoded;
+            }
+        }
         if shape.words > 0 && !(frame.interrupted && in_prologue) {
             if let Some(caller) = framed() {
                 return Some(caller);
@@ -463,14 +491,13 @@ impl HotSpotWalker {
         if !frame.interrupted {
             return None;
         }
-        frameless(0).or_else(|| frameless(1)).or_else(|| {
+        returns_at(frame.sp).or_else(|| stored(frame.sp)).or_else(|| {
             // A stub with an fp-based frame (`enter`/`leave`).
             let fp = frame.fp;
             if fp <= frame.sp || fp - frame.sp > MAX_STACK_SPAN || !fp.is_multiple_of(8) {
                 return None;
             }
-            let pc = memory.u64(fp + 8)?;
-            code.is_code(pc).then_some(VmFrame::new(pc, fp + 16, memory.u64(fp)?))
+            stored(fp)
         })
     }
 
@@ -487,6 +514,8 @@ impl HotSpotWalker {
             words: l.blob_frame_size.read_signed(memory, blob).unwrap_or(0),
             complete: l.blob_frame_complete.read_signed(memory, blob).unwrap_or(-1),
             pc_offset: self.code_begin(memory, blob).map_or(0, |begin| frame.pc.wrapping_sub(begin) as i64),
+            java: false,
+            state: FrameState::Unknown,
         };
         let caller = self.compiled_caller(memory, code, frame, shape).or_else(|| {
             // A frameless stub a Java frame returns to: a mounted virtual

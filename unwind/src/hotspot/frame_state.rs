@@ -1,0 +1,172 @@
+//! How far an interrupted compiled frame is set up, read from the x86-64
+//! instructions at its pc. The frame size applies only once the prologue
+//! has built the frame and until the epilogue tears it down; in between
+//! those the return address is found from what the instructions did.
+//!
+//! C2 and C1 prologues: an optional stack bang (`mov [rsp-N], eax`), then
+//! `push rbp; sub rsp, N` (or, without a bang, `sub rsp, N;
+//! mov [rsp+N-8], rbp`), then the nmethod entry barrier
+//! (`cmp dword [r15+d], imm; jne`), all before `frame_complete` (checked
+//! against the code of JDK 17 and 25).
+//! Epilogue: `add rsp, N; pop rbp`, the return poll
+//! (`cmp rsp, [r15+d]; ja`), `ret`.
+
+use super::memory::VmMemory;
+
+/// Where the caller's return address is, relative to the interrupted sp.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum FrameState {
+    /// Nothing pushed yet, or all of the frame popped: at sp.
+    ReturnAddressAtSp,
+    /// rbp pushed and not popped: the caller's fp at sp, the return
+    /// address above it.
+    RbpPushed,
+    /// rsp lowered by the frame but rbp not stored yet (`sub rsp, N;
+    /// mov [rsp+offset], rbp` at the `mov`): rbp is still the caller's
+    /// fp, the return address is at sp + offset + 8.
+    RspLowered(u64),
+    /// The frame is built: its size applies.
+    Built,
+    /// Nothing recognised.
+    Unknown,
+}
+
+/// Bytes of code from 8 before the pc to 8 after it.
+struct Code([u8; 16]);
+
+impl Code {
+    fn read<M: VmMemory + ?Sized>(memory: &M, pc: u64) -> Option<Self> {
+        let start = pc.checked_sub(8)?;
+        let base = start & !7;
+        let mut bytes = [0u8; 24];
+        for (i, chunk) in bytes.chunks_exact_mut(8).enumerate() {
+            chunk.copy_from_slice(&memory.u64(base + 8 * i as u64)?.to_le_bytes());
+        }
+        let skip = (start - base) as usize;
+        let mut window = [0u8; 16];
+        window.copy_from_slice(bytes.get(skip..skip + 16)?);
+        Some(Self(window))
+    }
+
+    /// The byte at pc + `offset` (-8..8).
+    fn at(&self, offset: i64) -> u8 {
+        usize::try_from(8 + offset).ok().and_then(|i| self.0.get(i).copied()).unwrap_or(0)
+    }
+
+    /// Whether the bytes from pc + `offset` are `pattern`.
+    fn has(&self, offset: i64, pattern: &[u8]) -> bool {
+        pattern.iter().zip(offset..).all(|(&b, at)| self.at(at) == b)
+    }
+}
+
+const PUSH_RBP: u8 = 0x55;
+const POP_RBP: u8 = 0x5D;
+const RET: u8 = 0xC3;
+/// `mov dword [rsp+disp32], eax`: the stack bang.
+const STACK_BANG: [u8; 3] = [0x89, 0x84, 0x24];
+/// `mov qword [rsp+disp8], rbp`.
+const STORE_RBP: [u8; 4] = [0x48, 0x89, 0x6C, 0x24];
+/// `sub rsp, imm32` and `sub rsp, imm8`.
+const SUB_RSP_IMM32: [u8; 3] = [0x48, 0x81, 0xEC];
+const SUB_RSP_IMM8: [u8; 3] = [0x48, 0x83, 0xEC];
+/// `cmp dword [r15+disp8], imm32`: the nmethod entry barrier (8 bytes).
+const ENTRY_BARRIER: [u8; 3] = [0x41, 0x81, 0x7F];
+/// `cmp rsp, qword [r15+disp8]` (4 bytes) and `[r15+disp32]` (7 bytes):
+/// the return poll, followed by `ja`.
+const POLL_DISP8: [u8; 3] = [0x49, 0x3B, 0x67];
+const POLL_DISP32: [u8; 3] = [0x49, 0x3B, 0xA7];
+const JA: [u8; 2] = [0x0F, 0x87];
+
+/// The state of a compiled frame interrupted at `pc`; `in_prologue` says
+/// whether the pc is before the nmethod's `frame_complete` offset.
+pub(super) fn frame_state<M: VmMemory + ?Sized>(memory: &M, pc: u64, in_prologue: bool) -> FrameState {
+    match Code::read(memory, pc) {
+        Some(code) if in_prologue => prologue_state(&code),
+        Some(code) => body_state(&code),
+        None => FrameState::Unknown,
+    }
+}
+
+fn prologue_state(code: &Code) -> FrameState {
+    if code.at(0) == PUSH_RBP || code.has(0, &STACK_BANG) {
+        FrameState::ReturnAddressAtSp
+    } else if code.has(0, &STORE_RBP) {
+        FrameState::RspLowered(u64::from(code.at(4)))
+    } else if code.has(0, &ENTRY_BARRIER) || code.has(-8, &ENTRY_BARRIER) {
+        FrameState::Built
+    } else if code.at(-1) == PUSH_RBP {
+        FrameState::RbpPushed
+    } else if code.has(0, &SUB_RSP_IMM32) || code.has(0, &SUB_RSP_IMM8) {
+        FrameState::ReturnAddressAtSp
+    } else {
+        FrameState::Unknown
+    }
+}
+
+fn body_state(code: &Code) -> FrameState {
+    let at_poll = code.has(0, &POLL_DISP8) || code.has(0, &POLL_DISP32);
+    let after_poll = code.has(0, &JA) && (code.has(-4, &POLL_DISP8) || code.has(-7, &POLL_DISP32));
+    if code.at(0) == RET || at_poll || after_poll {
+        FrameState::ReturnAddressAtSp
+    } else if code.at(0) == POP_RBP {
+        FrameState::RbpPushed
+    } else {
+        FrameState::Built
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hotspot::testing::FakeMemory;
+
+    const PC: u64 = 0x7000_0013;
+
+    /// The state at a pc whose code is `before` then `at` (the pc is at
+    /// the first byte of `at`).
+    fn state(before: &[u8], at: &[u8], in_prologue: bool) -> FrameState {
+        let mut memory = FakeMemory::default();
+        memory.put_bytes(PC - 16, &[0x90; 40]);
+        memory.put_bytes(PC - before.len() as u64, before);
+        memory.put_bytes(PC, at);
+        frame_state(&memory, PC, in_prologue)
+    }
+
+    #[test]
+    fn prologue_states() {
+        use FrameState::*;
+        assert_eq!(state(&[], &[0x55, 0x48, 0x83, 0xEC, 0x20], true), ReturnAddressAtSp, "at push rbp");
+        assert_eq!(state(&[], &[0x89, 0x84, 0x24, 0x00, 0xC0, 0xFE, 0xFF], true), ReturnAddressAtSp, "stack bang");
+        assert_eq!(state(&[0x55], &[0x48, 0x83, 0xEC, 0x20], true), RbpPushed, "after push rbp");
+        assert_eq!(state(&[0x55], &[0x48, 0x81, 0xEC, 0x20, 0, 0, 0], true), RbpPushed, "sub rsp after push rbp");
+        assert_eq!(
+            state(&[0x0F, 0x1F, 0], &[0x48, 0x81, 0xEC, 0x18, 0, 0, 0], true),
+            ReturnAddressAtSp,
+            "sub rsp first"
+        );
+        let sub = [0x48, 0x81, 0xEC, 0x18, 0, 0, 0];
+        assert_eq!(state(&sub, &[0x48, 0x89, 0x6C, 0x24, 0x10], true), RspLowered(0x10), "then mov [rsp+0x10], rbp");
+        let barrier = [0x41, 0x81, 0x7F, 0x20, 0x01, 0x00, 0x00, 0x00];
+        assert_eq!(state(&[], &barrier, true), Built, "at the entry barrier");
+        assert_eq!(state(&barrier, &[0x0F, 0x85, 0, 0, 0, 0], true), Built, "at its jne");
+        assert_eq!(state(&[], &[0x90], true), Unknown);
+    }
+
+    #[test]
+    fn epilogue_and_body_states() {
+        use FrameState::*;
+        assert_eq!(state(&[0x48, 0x83, 0xC4, 0x20], &[0x5D, 0x49, 0x3B, 0x67, 0x28], false), RbpPushed, "pop rbp");
+        assert_eq!(state(&[0x5D], &[0x49, 0x3B, 0x67, 0x28, 0x0F, 0x87], false), ReturnAddressAtSp, "the poll");
+        assert_eq!(state(&[0x5D], &[0x49, 0x3B, 0xA7, 0x28, 0x01, 0, 0], false), ReturnAddressAtSp, "disp32 poll");
+        assert_eq!(state(&[0x49, 0x3B, 0x67, 0x28], &[0x0F, 0x87, 1, 0, 0, 0], false), ReturnAddressAtSp, "its ja");
+        assert_eq!(state(&[0x49, 0x3B, 0xA7, 0x28, 1, 0, 0], &[0x0F, 0x87], false), ReturnAddressAtSp, "disp32 ja");
+        assert_eq!(state(&[0x0F, 0x87, 1, 0, 0, 0], &[0xC3], false), ReturnAddressAtSp, "ret");
+        assert_eq!(state(&[0x48, 0x83, 0xC4], &[0x0F, 0x87, 1, 0, 0, 0], false), Built, "a ja in the body");
+        assert_eq!(state(&[], &[0x48, 0x83, 0xC4, 0x20], false), Built, "add rsp: the frame is still whole");
+    }
+
+    #[test]
+    fn unreadable_code_is_unknown() {
+        assert_eq!(frame_state(&FakeMemory::default(), PC, false), FrameState::Unknown);
+    }
+}
