@@ -48,20 +48,27 @@ impl OsThreadIds {
 /// its kernel thread id. Needs the fault handlers installed. Returns how
 /// many threads were named.
 pub fn name_existing_threads(vm: &Vm, env: JniEnv) -> Result<usize, String> {
-    let ids = OsThreadIds::from_tables(&vm.vm_tables()?)?;
+    let ids = OsThreadIds::from_tables(vm.vm_tables()?)?;
     let jvmti = vm.jvmti();
-    env.with_local_frame(16, || {
+    // Threads ending meanwhile wait in ThreadEnd (their JavaThread intact)
+    // and are marked ended after being named; those that ended before are
+    // skipped.
+    let _naming = threads::naming();
+    let live = threads::process_threads();
+    // Room for a reference to each thread (at most one per kernel thread).
+    let capacity = i32::try_from(live.len()).unwrap_or(i32::MAX - 16) + 16;
+    env.with_local_frame(capacity, || {
         let all = jvmti.all_threads().map_err(|e| format!("GetAllThreads: {e}"))?;
-        let live = threads::process_threads();
         let mut named = 0;
         for thread in all {
-            let Some(java_thread) = env.thread_eetop(thread).filter(|&p| p != 0) else { continue };
-            let Some(tid) = ids.tid(&ProcessMemory, java_thread as u64).filter(|tid| live.contains(tid)) else {
-                continue;
-            };
-            let name = jvmti.thread_name(thread).ok();
-            threads::java_thread_started(tid, name, env.java_thread_id(thread).unwrap_or(0));
-            named += 1;
+            env.with_local_frame(16, || {
+                let java_thread = env.thread_eetop(thread).filter(|&p| p != 0)?;
+                let tid = ids.tid(&ProcessMemory, java_thread as u64).filter(|tid| live.contains(tid))?;
+                let name = jvmti.thread_name(thread).ok();
+                threads::name_running_thread(tid, name, env.java_thread_id(thread).unwrap_or(0));
+                named += 1;
+                Some(())
+            });
         }
         Ok(named)
     })

@@ -70,12 +70,35 @@ pub fn java_thread_started(tid: u32, java_name: Option<String>, java_id: i64) {
     });
 }
 
-/// The thread on `tid` is ending. Its entry stays until [`purge_ended`],
-/// so samples it took before ending still resolve.
+/// Held while threads that were already running are named, and by a
+/// thread ending: a thread cannot end unseen while it is being named.
+static NAMING: Mutex<()> = Mutex::new(());
+
+/// Holds off threads ending while the caller names running threads with
+/// [`name_running_thread`].
+pub fn naming() -> std::sync::MutexGuard<'static, ()> {
+    NAMING.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Names a thread found running (not reported by ThreadStart), unless it
+/// has ended already. Call with [`naming`] held.
+pub fn name_running_thread(tid: u32, java_name: Option<String>, java_id: i64) {
+    let ended = with_registry(|r| r.by_tid.get(&tid).and_then(|key| r.by_key.get(key)).is_some_and(|i| i.ended));
+    if !ended {
+        java_thread_started(tid, java_name, java_id);
+    }
+}
+
+/// The thread on `tid` is ending. Its entry (made now if it had none, so
+/// that naming running threads skips it) stays until [`purge_ended`], so
+/// samples it took before ending still resolve.
 pub fn thread_ended(tid: u32) {
-    with_registry(|r| {
-        if let Some(info) = r.by_tid.get(&tid).and_then(|key| r.by_key.get_mut(key)) {
-            info.ended = true;
+    let _naming = naming();
+    let os_name = os_thread_name(tid).unwrap_or_default();
+    with_registry(|r| match r.by_tid.get(&tid).and_then(|key| r.by_key.get_mut(key)) {
+        Some(info) => info.ended = true,
+        None => {
+            r.insert(ThreadInfo { tid, os_name, java_name: None, java_id: 0, ended: true });
         }
     });
 }
@@ -132,6 +155,21 @@ mod tests {
         java_thread_started(tid, Some("adopted".into()), 40);
         assert_eq!(key_for(tid), fresh, "a thread seen before the JVM named it keeps its key");
         assert_eq!(info(fresh).unwrap().java_name.as_deref(), Some("adopted"));
+    }
+
+    #[test]
+    fn a_thread_that_ended_is_not_named_as_running() {
+        let tid = 4_000_002; // not a live thread
+        thread_ended(tid);
+        {
+            let _naming = naming();
+            name_running_thread(tid, Some("gone".into()), 7);
+        }
+        assert_eq!(info(key_for(tid)).unwrap().java_name, None);
+        purge_ended();
+        let _naming = naming();
+        name_running_thread(tid, Some("running".into()), 8);
+        assert_eq!(info(key_for(tid)).unwrap().java_name.as_deref(), Some("running"));
     }
 
     #[test]

@@ -23,6 +23,8 @@ pub struct Vm {
     java_vm: *mut JavaVM,
     jvmti: Jvmti,
     asgct: Option<AsgctFn>,
+    /// libjvm's VMStructs tables, read on first use (they never change).
+    tables: OnceLock<Result<VmTables, String>>,
 }
 
 // SAFETY: `JavaVM*` and `jvmtiEnv*` are process-wide and thread-safe.
@@ -71,7 +73,7 @@ pub unsafe fn init(java_vm: *mut JavaVM, callbacks: fn() -> EventCallbacks) -> R
     if asgct.is_none() {
         log::warn!("AsyncGetCallTrace not found in libjvm: Java stacks will not be collected");
     }
-    Ok(VM.get_or_init(|| Vm { java_vm, jvmti, asgct }))
+    Ok(VM.get_or_init(|| Vm { java_vm, jvmti, asgct, tables: OnceLock::new() }))
 }
 
 /// A symbol of the library that implements the JavaVM function table
@@ -109,13 +111,14 @@ impl Vm {
     }
 
     /// libjvm's VMStructs tables. Not signal-safe.
-    pub fn vm_tables(&self) -> Result<VmTables, String> {
+    /// Needs the fault handlers installed (the first call reads them).
+    pub fn vm_tables(&self) -> Result<&VmTables, String> {
         let lookup = |name: &str| {
             let name = CString::new(name).ok()?;
             let symbol = libjvm_symbol(self.java_vm, &name);
             (!symbol.is_null()).then_some(symbol as u64)
         };
-        VmTables::read(&lookup, &ProcessMemory)
+        self.tables.get_or_init(|| VmTables::read(&lookup, &ProcessMemory)).as_ref().map_err(Clone::clone)
     }
 
     /// The HotSpot walker for this JVM, from libjvm's VMStructs tables.
@@ -131,8 +134,8 @@ impl Vm {
             .filter(|f| f.is_static)
             .and_then(|f| memory.u32(f.value))
             .ok_or("VMStructs has no Abstract_VM_Version::_vm_major_version")?;
-        let layout = VmLayout::from_tables(&tables, major)?;
-        let code = CodeAddresses::read(&tables, &memory)?;
+        let layout = VmLayout::from_tables(tables, major)?;
+        let code = CodeAddresses::read(tables, &memory)?;
         Ok(HotSpotWalker::new(layout, code))
     }
 

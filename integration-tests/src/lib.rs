@@ -3,8 +3,10 @@
 //! through the JDK's own parser.
 
 use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// The compiled Java fixtures and tools.
@@ -67,15 +69,6 @@ pub fn jcmd(pid: u32, args: &[&str]) -> Output {
     Command::new(jdk_tool("jcmd")).arg(pid.to_string()).args(args).output().expect("run jcmd")
 }
 
-/// Polls until the JVM answers jcmd (its attach mechanism is up): a
-/// readiness check, not a timed wait.
-pub fn wait_attachable(pid: u32) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !jcmd(pid, &["VM.version"]).status.success() {
-        assert!(Instant::now() < deadline, "JVM {pid} never became attachable");
-    }
-}
-
 /// Loads the agent into a running JVM with `options`.
 pub fn attach_agent(pid: u32, options: &str) -> Output {
     let agent = agent_library();
@@ -83,21 +76,27 @@ pub fn attach_agent(pid: u32, options: &str) -> Output {
 }
 
 /// A child process that is killed if the test ends before it does.
-pub struct ChildGuard(Option<Child>);
+pub struct ChildGuard {
+    child: Option<Child>,
+    /// The child's stdout once [`ChildGuard::wait_for_line`] took it: lines
+    /// read so far, and the rest as a reader thread sends them.
+    stdout: Option<(String, mpsc::Receiver<String>)>,
+}
 
 impl ChildGuard {
     pub fn spawn(command: &mut Command) -> Self {
-        Self(Some(command.spawn().unwrap_or_else(|e| panic!("spawn {command:?}: {e}"))))
+        let child = command.spawn().unwrap_or_else(|e| panic!("spawn {command:?}: {e}"));
+        Self { child: Some(child), stdout: None }
     }
 
     pub fn id(&self) -> u32 {
-        self.0.as_ref().unwrap().id()
+        self.child.as_ref().unwrap().id()
     }
 
     /// Writes `text` to the child's stdin (spawned with `Stdio::piped()`).
     pub fn send(&mut self, text: &str) {
         use std::io::Write;
-        let stdin = self.0.as_mut().unwrap().stdin.as_mut().expect("child spawned with a piped stdin");
+        let stdin = self.child.as_mut().unwrap().stdin.as_mut().expect("child spawned with a piped stdin");
         stdin.write_all(text.as_bytes()).and_then(|()| stdin.flush()).expect("write to the child's stdin");
     }
 
@@ -106,13 +105,42 @@ impl ChildGuard {
         self.send("go\n");
     }
 
+    /// Reads the child's stdout up to a line equal to `line` (a fixture's
+    /// readiness signal), for at most a minute; the lines read stay part of
+    /// the output [`ChildGuard::wait`] returns.
+    pub fn wait_for_line(&mut self, line: &str) {
+        let child = self.child.as_mut().unwrap();
+        let (read, lines) = self.stdout.get_or_insert_with(|| {
+            let stdout = child.stdout.take().expect("child spawned with a piped stdout");
+            let (send, receive) = mpsc::channel();
+            std::thread::spawn(move || {
+                for text in BufReader::new(stdout).lines().map_while(Result::ok) {
+                    if send.send(text).is_err() {
+                        break;
+                    }
+                }
+            });
+            (String::new(), receive)
+        });
+        loop {
+            let text = lines
+                .recv_timeout(Duration::from_secs(60))
+                .unwrap_or_else(|e| panic!("no line {line:?} on the child's stdout ({e}); it printed:\n{read}"));
+            read.push_str(&text);
+            read.push('\n');
+            if text == line {
+                return;
+            }
+        }
+    }
+
     /// Waits for the process; kills it and panics after `timeout`.
     pub fn wait(mut self, timeout: Duration) -> Output {
         let deadline = Instant::now() + timeout;
-        let mut child = self.0.take().unwrap();
-        loop {
+        let mut child = self.child.take().unwrap();
+        let mut output = loop {
             if child.try_wait().expect("wait for child").is_some() {
-                return child.wait_with_output().expect("collect output");
+                break child.wait_with_output().expect("collect output");
             }
             if Instant::now() > deadline {
                 let _ = child.kill();
@@ -124,13 +152,22 @@ impl ChildGuard {
                 );
             }
             std::thread::sleep(Duration::from_millis(20));
+        };
+        if let Some((mut read, lines)) = self.stdout.take() {
+            // The reader thread ends at the end of the output, now the child has exited.
+            for text in lines {
+                read.push_str(&text);
+                read.push('\n');
+            }
+            output.stdout = read.into_bytes();
         }
+        output
     }
 }
 
 impl Drop for ChildGuard {
     fn drop(&mut self) {
-        if let Some(mut child) = self.0.take() {
+        if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
         }

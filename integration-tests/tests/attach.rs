@@ -9,7 +9,7 @@ fn start_by_attach_samples_threads_that_already_run() {
     let dir = scratch_dir("attach_start");
     let file = dir.join("attached.jfr");
     let mut run = ChildGuard::spawn(&mut gated_java_command(None, "CpuShares", &["5"]));
-    wait_attachable(run.id());
+    run.wait_for_line("READY");
     let result = attach_agent(run.id(), &format!("start,interval=5ms,file={}", file.display()));
     assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stdout));
     run.go();
@@ -30,7 +30,7 @@ fn the_hotspot_walker_starts_by_attach() {
     let dir = scratch_dir("attach_vm");
     let file = dir.join("attached.jfr");
     let mut run = ChildGuard::spawn(&mut gated_java_command(None, "DeepStack", &["100", "4"]));
-    wait_attachable(run.id());
+    run.wait_for_line("READY");
     let options = format!("start,cpu=1ms,cstack=vmx,verifywalk,file={}", file.display());
     let result = attach_agent(run.id(), &options);
     assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stdout));
@@ -42,7 +42,7 @@ fn the_hotspot_walker_starts_by_attach() {
 #[test]
 fn invalid_options_through_attach_leave_the_jvm_running() {
     let mut run = ChildGuard::spawn(&mut gated_java_command(None, "CpuShares", &["2"]));
-    wait_attachable(run.id());
+    run.wait_for_line("READY");
     let result = attach_agent(run.id(), "start,interval=fast");
     let text = String::from_utf8_lossy(&result.stdout);
     assert!(text.contains("return code: -1") || !result.status.success(), "{text}");
@@ -59,7 +59,7 @@ fn foreign_sigprof_is_forwarded_not_fatal() {
     let file = dir.join("f.jfr");
     let options = format!("start,file={}", file.display());
     let mut run = ChildGuard::spawn(&mut gated_java_command(Some(&options), "CpuShares", &["3"]));
-    wait_attachable(run.id());
+    run.wait_for_line("READY");
     for _ in 0..20 {
         // SAFETY: sending a signal to our own child process.
         assert_eq!(unsafe { libc::kill(run.id() as libc::pid_t, libc::SIGPROF) }, 0);
@@ -82,7 +82,7 @@ fn attach_samples_threads_that_already_exist() {
     let mut command = java_command(None, &[], "ManyThreads", &["50", "150"]);
     command.stdin(std::process::Stdio::piped());
     let mut run = ChildGuard::spawn(&mut command);
-    wait_attachable(run.id());
+    run.wait_for_line("READY");
     let attached = attach_agent(run.id(), &format!("start,cpu=2ms,file={}", file.display()));
     assert!(attached.status.success(), "{}", String::from_utf8_lossy(&attached.stdout));
     run.send("go\n");

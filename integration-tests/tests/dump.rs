@@ -11,7 +11,7 @@ fn dump_writes_a_complete_recording_while_sampling_continues() {
     let dumped = dir.join("dumped.jfr");
     let options = format!("start,interval=2ms,file={}", session.display());
     let mut run = ChildGuard::spawn(&mut gated_java_command(Some(&options), "CpuShares", &["6"]));
-    wait_attachable(run.id());
+    run.wait_for_line("READY");
     run.go();
     let agent = agent_library();
     let result =

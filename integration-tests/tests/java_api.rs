@@ -119,7 +119,7 @@ fn the_api_binds_to_an_agent_attached_at_runtime() {
     let mut command = java_command(None, &[], "ApiUse", &["-", dir.to_str().unwrap(), "wait"]);
     command.stdin(Stdio::piped());
     let mut run = ChildGuard::spawn(&mut command);
-    wait_attachable(run.id());
+    run.wait_for_line("READY");
     let attached = attach_agent(run.id(), "status");
     assert!(attached.status.success(), "{}", String::from_utf8_lossy(&attached.stdout));
     run.send("go\n");

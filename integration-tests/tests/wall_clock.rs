@@ -73,7 +73,7 @@ fn foreign_sigvtalrm_is_forwarded_not_sampled_and_not_fatal() {
     let file = dir.join("wall.jfr");
     let options = format!("start,wall=10ms,file={}", file.display());
     let mut run = ChildGuard::spawn(&mut gated_java_command(Some(&options), "WallThreads", &["1", "8", "3"]));
-    wait_attachable(run.id());
+    run.wait_for_line("READY");
     for _ in 0..5 {
         let status = std::process::Command::new("kill").args(["-VTALRM", &run.id().to_string()]).status().unwrap();
         assert!(status.success());

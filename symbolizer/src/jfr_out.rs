@@ -153,7 +153,9 @@ fn write_chunk(chunk: &Chunk, resolver: Option<&mut Resolver>, final_chunk: bool
         writer.write(&ActiveSetting { start_ticks: start, event_type: schema::id::EXECUTION_SAMPLE, name, value });
     }
     let mut values: HashMap<String, u64> = HashMap::new();
-    for sample in &chunk.samples {
+    // The profiler's own sample events (a JDK recording's are not copied).
+    let ours = |s: &&Sample| s.event == "datadog.ExecutionSample" || s.event == "datadog.MethodSample";
+    for sample in chunk.samples.iter().filter(ours) {
         let context: Vec<u64> = sample
             .attributes
             .iter()

@@ -62,9 +62,9 @@ impl FrameWriter<'_> {
         };
         if frame.method == NO_JMETHOD_ID {
             counters::increment(Counter::VmWalkMethodWithoutId);
-            // A leaf without a method names nothing: dropped, as in the
-            // AsyncGetCallTrace walk.
-            if self.len == 0 {
+            // A leaf Java frame without a method names nothing: dropped,
+            // as in the AsyncGetCallTrace walk.
+            if self.java == 0 {
                 return true;
             }
         }
@@ -165,9 +165,9 @@ impl VmStackWalker {
                         SegmentEnd::Full => Next::Stop { truncated: true },
                         SegmentEnd::Failed(failure) => {
                             count(failure);
-                            // An anchor not used yet still leads to sound
-                            // Java frames further up.
-                            match anchor.take() {
+                            // An anchor not used yet, above what was
+                            // walked, still leads to sound Java frames.
+                            match anchor.take().filter(|a| a.sp >= reached) {
                                 Some(target) => Next::Anchor(Some(target)),
                                 None => Next::Stop { truncated: true },
                             }

@@ -31,26 +31,28 @@ pub(super) enum FrameState {
     Unknown,
 }
 
-/// Bytes of code from 8 before the pc to 8 after it.
-struct Code([u8; 16]);
+/// Bytes of code from 24 before the pc to 16 after it.
+struct Code([u8; 40]);
 
 impl Code {
+    const BEFORE: u64 = 24;
+
     fn read<M: VmMemory + ?Sized>(memory: &M, pc: u64) -> Option<Self> {
-        let start = pc.checked_sub(8)?;
+        let start = pc.checked_sub(Self::BEFORE)?;
         let base = start & !7;
-        let mut bytes = [0u8; 24];
+        let mut bytes = [0u8; 48];
         for (i, chunk) in bytes.chunks_exact_mut(8).enumerate() {
             chunk.copy_from_slice(&memory.u64(base + 8 * i as u64)?.to_le_bytes());
         }
         let skip = (start - base) as usize;
-        let mut window = [0u8; 16];
-        window.copy_from_slice(bytes.get(skip..skip + 16)?);
+        let mut window = [0u8; 40];
+        window.copy_from_slice(bytes.get(skip..skip + 40)?);
         Some(Self(window))
     }
 
-    /// The byte at pc + `offset` (-8..8).
+    /// The byte at pc + `offset` (-24..16).
     fn at(&self, offset: i64) -> u8 {
-        usize::try_from(8 + offset).ok().and_then(|i| self.0.get(i).copied()).unwrap_or(0)
+        usize::try_from(Self::BEFORE as i64 + offset).ok().and_then(|i| self.0.get(i).copied()).unwrap_or(0)
     }
 
     /// Whether the bytes from pc + `offset` are `pattern`.
@@ -62,20 +64,32 @@ impl Code {
 const PUSH_RBP: u8 = 0x55;
 const POP_RBP: u8 = 0x5D;
 const RET: u8 = 0xC3;
+const JMP_REL32: u8 = 0xE9;
 /// `mov dword [rsp+disp32], eax`: the stack bang.
 const STACK_BANG: [u8; 3] = [0x89, 0x84, 0x24];
-/// `mov qword [rsp+disp8], rbp`.
-const STORE_RBP: [u8; 4] = [0x48, 0x89, 0x6C, 0x24];
+/// `mov rbp, rsp` (with `-XX:+PreserveFramePointer`).
+const MOV_RBP_RSP: [u8; 3] = [0x48, 0x89, 0xE5];
+/// `mov qword [rsp], rbp`, `[rsp+disp8]`, `[rsp+disp32]`.
+const STORE_RBP: [u8; 4] = [0x48, 0x89, 0x2C, 0x24];
+const STORE_RBP_DISP8: [u8; 4] = [0x48, 0x89, 0x6C, 0x24];
+const STORE_RBP_DISP32: [u8; 4] = [0x48, 0x89, 0xAC, 0x24];
 /// `sub rsp, imm32` and `sub rsp, imm8`.
 const SUB_RSP_IMM32: [u8; 3] = [0x48, 0x81, 0xEC];
 const SUB_RSP_IMM8: [u8; 3] = [0x48, 0x83, 0xEC];
-/// `cmp dword [r15+disp8], imm32`: the nmethod entry barrier (8 bytes).
+/// `cmp dword [r15+disp8], imm32`: the nmethod entry barrier (8 bytes),
+/// followed by `jne` (C2) or `je +5; call` (C1).
 const ENTRY_BARRIER: [u8; 3] = [0x41, 0x81, 0x7F];
+const JE_OVER_CALL: [u8; 2] = [0x74, 0x05];
 /// `cmp rsp, qword [r15+disp8]` (4 bytes) and `[r15+disp32]` (7 bytes):
-/// the return poll, followed by `ja`.
+/// the return poll (then `ja`), and the reserved-stack check (then `jb`).
 const POLL_DISP8: [u8; 3] = [0x49, 0x3B, 0x67];
 const POLL_DISP32: [u8; 3] = [0x49, 0x3B, 0xA7];
 const JA: [u8; 2] = [0x0F, 0x87];
+const JB: [u8; 2] = [0x0F, 0x82];
+/// The return poll's slow path: `movabs r10, imm64` (10 bytes),
+/// `mov [r15+disp32], r10` (7 bytes), `jmp`.
+const MOVABS_R10: [u8; 2] = [0x49, 0xBA];
+const STORE_R10: [u8; 3] = [0x4D, 0x89, 0x97];
 
 /// The state of a compiled frame interrupted at `pc`; `in_prologue` says
 /// whether the pc is before the nmethod's `frame_complete` offset.
@@ -88,13 +102,18 @@ pub(super) fn frame_state<M: VmMemory + ?Sized>(memory: &M, pc: u64, in_prologue
 }
 
 fn prologue_state(code: &Code) -> FrameState {
+    let disp32 = || u32::from_le_bytes([code.at(4), code.at(5), code.at(6), code.at(7)]);
     if code.at(0) == PUSH_RBP || code.has(0, &STACK_BANG) {
         FrameState::ReturnAddressAtSp
     } else if code.has(0, &STORE_RBP) {
+        FrameState::RspLowered(0)
+    } else if code.has(0, &STORE_RBP_DISP8) {
         FrameState::RspLowered(u64::from(code.at(4)))
-    } else if code.has(0, &ENTRY_BARRIER) || code.has(-8, &ENTRY_BARRIER) {
+    } else if code.has(0, &STORE_RBP_DISP32) {
+        FrameState::RspLowered(u64::from(disp32()))
+    } else if at_entry_barrier(code) {
         FrameState::Built
-    } else if code.at(-1) == PUSH_RBP {
+    } else if code.at(-1) == PUSH_RBP || code.has(-3, &MOV_RBP_RSP) {
         FrameState::RbpPushed
     } else if code.has(0, &SUB_RSP_IMM32) || code.has(0, &SUB_RSP_IMM8) {
         FrameState::ReturnAddressAtSp
@@ -103,10 +122,26 @@ fn prologue_state(code: &Code) -> FrameState {
     }
 }
 
+/// At the entry barrier, its branch, C1's call after it, or the alignment
+/// nops before it: the frame is built.
+fn at_entry_barrier(code: &Code) -> bool {
+    let nop = code.at(0) == 0x90 || code.at(0) == 0x66 || code.has(0, &[0x0F, 0x1F]);
+    code.has(0, &ENTRY_BARRIER)
+        || code.has(-8, &ENTRY_BARRIER)
+        || (code.has(-10, &ENTRY_BARRIER) && code.has(-2, &JE_OVER_CALL))
+        || (nop && (1..=8).any(|k| code.has(k, &ENTRY_BARRIER)))
+}
+
 fn body_state(code: &Code) -> FrameState {
     let at_poll = code.has(0, &POLL_DISP8) || code.has(0, &POLL_DISP32);
-    let after_poll = code.has(0, &JA) && (code.has(-4, &POLL_DISP8) || code.has(-7, &POLL_DISP32));
-    if code.at(0) == RET || at_poll || after_poll {
+    let after_poll =
+        (code.has(0, &JA) || code.has(0, &JB)) && (code.has(-4, &POLL_DISP8) || code.has(-7, &POLL_DISP32));
+    let poll_stub = (code.has(0, &MOVABS_R10) && code.has(10, &STORE_R10))
+        || (code.has(-10, &MOVABS_R10) && code.has(0, &STORE_R10))
+        || (code.at(0) == JMP_REL32 && code.has(-17, &MOVABS_R10) && code.has(-7, &STORE_R10));
+    // C1's exception unwind: `pop rbp; jmp` to the unwind stub.
+    let unwinding = code.at(0) == JMP_REL32 && code.at(-1) == POP_RBP;
+    if code.at(0) == RET || at_poll || after_poll || poll_stub || unwinding {
         FrameState::ReturnAddressAtSp
     } else if code.at(0) == POP_RBP {
         FrameState::RbpPushed
@@ -120,13 +155,13 @@ mod tests {
     use super::*;
     use crate::hotspot::testing::FakeMemory;
 
-    const PC: u64 = 0x7000_0013;
+    const PC: u64 = 0x7000_0033;
 
     /// The state at a pc whose code is `before` then `at` (the pc is at
     /// the first byte of `at`).
     fn state(before: &[u8], at: &[u8], in_prologue: bool) -> FrameState {
         let mut memory = FakeMemory::default();
-        memory.put_bytes(PC - 16, &[0x90; 40]);
+        memory.put_bytes(PC - 32, &[0xCC; 64]);
         memory.put_bytes(PC - before.len() as u64, before);
         memory.put_bytes(PC, at);
         frame_state(&memory, PC, in_prologue)
@@ -149,7 +184,21 @@ mod tests {
         let barrier = [0x41, 0x81, 0x7F, 0x20, 0x01, 0x00, 0x00, 0x00];
         assert_eq!(state(&[], &barrier, true), Built, "at the entry barrier");
         assert_eq!(state(&barrier, &[0x0F, 0x85, 0, 0, 0, 0], true), Built, "at its jne");
-        assert_eq!(state(&[], &[0x90], true), Unknown);
+        assert_eq!(state(&[0x48, 0x83, 0xEC, 0x08], &[0x48, 0x89, 0x2C, 0x24], true), RspLowered(0), "mov [rsp], rbp");
+        let store32 = [0x48, 0x89, 0xAC, 0x24, 0x80, 0x01, 0, 0];
+        assert_eq!(state(&[0x48, 0x81, 0xEC, 0x88, 0x01, 0, 0], &store32, true), RspLowered(0x180), "disp32");
+        assert_eq!(
+            state(&[0x55, 0x48, 0x89, 0xE5], &[0x48, 0x83, 0xEC, 0x20], true),
+            RbpPushed,
+            "PreserveFramePointer"
+        );
+        let nops_then_barrier = [0x0F, 0x1F, 0x40, 0x00, 0x41, 0x81, 0x7F, 0x20, 1, 0, 0, 0];
+        assert_eq!(state(&[], &nops_then_barrier, true), Built, "alignment before the barrier");
+        assert_eq!(
+            state(&[0x66, 0x90, 0x41, 0x81, 0x7F, 0x20, 1, 0, 0, 0, 0x74, 0x05], &[0xE8, 0, 0, 0, 0], true),
+            Built
+        );
+        assert_eq!(state(&[], &[0xCC], true), Unknown);
     }
 
     #[test]
@@ -163,6 +212,17 @@ mod tests {
         assert_eq!(state(&[0x0F, 0x87, 1, 0, 0, 0], &[0xC3], false), ReturnAddressAtSp, "ret");
         assert_eq!(state(&[0x48, 0x83, 0xC4], &[0x0F, 0x87, 1, 0, 0, 0], false), Built, "a ja in the body");
         assert_eq!(state(&[], &[0x48, 0x83, 0xC4, 0x20], false), Built, "add rsp: the frame is still whole");
+        assert_eq!(
+            state(&[0x49, 0x3B, 0xA7, 0x28, 1, 0, 0], &[0x0F, 0x82], false),
+            ReturnAddressAtSp,
+            "reserved stack"
+        );
+        let poll_stub = [0x49, 0xBA, 1, 2, 3, 4, 5, 6, 7, 8, 0x4D, 0x89, 0x97, 0x38, 0x05, 0, 0, 0xE9, 0, 0, 0, 0];
+        for at in [0, 10, 17] {
+            assert_eq!(state(&poll_stub[..at], &poll_stub[at..], false), ReturnAddressAtSp, "poll stub +{at}");
+        }
+        assert_eq!(state(&[0x49, 0xBA, 1, 2, 3, 4, 5, 6, 7, 8], &[0x48, 0x89, 0x07], false), Built, "a constant load");
+        assert_eq!(state(&[0x5D], &[0xE9, 0, 0, 0, 0], false), ReturnAddressAtSp, "C1 unwind");
     }
 
     #[test]

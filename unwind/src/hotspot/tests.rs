@@ -207,7 +207,7 @@ fn a_long_run_of_stub_frames_ends_the_walk() {
 #[test]
 fn an_epilogue_is_unwound_from_its_instructions() {
     let (mut m, vm_methods) = vm();
-    m.put_bytes(CODE + 0x50, &[0x90; 0x30]);
+    m.put_bytes(CODE + 0x30, &[0xCC; 0x50]);
     m.put_bytes(CODE + 0x60, &[0x5D, 0x49, 0x3B, 0x67, 0x28, 0x0F, 0x87, 0, 0, 0, 0, 0xC3]);
     let expected = walk(&m, VmFrame::interrupted(CODE + 0x1f, SP, 0));
     let methods = |frames: &[JavaFrame]| frames.iter().map(|f| f.method).collect::<Vec<_>>();
@@ -233,7 +233,7 @@ fn a_prologue_is_unwound_from_its_instructions() {
     let (mut m, vm_methods) = vm();
     let expected = walk(&m, VmFrame::interrupted(CODE + 0x1f, SP, 0));
     m.put_u32(BLOB + 0x18, 0x20);
-    m.put_bytes(CODE, &[0x90; 0x20]);
+    m.put_bytes(CODE - 0x10, &[0xCC; 0x30]);
     m.put_bytes(CODE + 0x08, &[0x48, 0x81, 0xEC, 0x18, 0, 0, 0, 0x48, 0x89, 0x6C, 0x24, 0x10]);
     let (interpreted_fp, _) = add_stack(&mut m, &vm_methods);
     m.put_u64(SP + 16, 0x7777); // rbp is not stored yet

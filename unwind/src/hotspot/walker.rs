@@ -294,17 +294,15 @@ impl HotSpotWalker {
         let word = |index: i64| fp.checked_add_signed(index * 8).and_then(|a| memory.u64(a));
         let Some(method) = word(l.interpreter_method) else { return fail(WalkFailure::BadInterpretedFrame) };
         let Some(id) = self.memo_jmethod_id(memory, memo, method) else { return fail(WalkFailure::UnknownMethod) };
-        let bci = if self.is_native(memory, method) {
-            Some(BCI_NATIVE)
-        } else {
-            word(l.interpreter_bcp).and_then(|bcp| self.bci_of_bcp(memory, method, bcp))
-        };
+        let native = self.is_native(memory, method);
+        let bcp_bci =
+            if native { None } else { word(l.interpreter_bcp).and_then(|bcp| self.bci_of_bcp(memory, method, bcp)) };
         // Without an id, only a bcp inside the method's bytecodes vouches
         // for the frame.
-        if id == NO_JMETHOD_ID && bci.is_none() {
+        if id == NO_JMETHOD_ID && bcp_bci.is_none() {
             return fail(WalkFailure::UnknownMethod);
         }
-        let bci = bci.unwrap_or(0);
+        let bci = if native { BCI_NATIVE } else { bcp_bci.unwrap_or(0) };
         let kind = if bci == BCI_NATIVE { JavaFrameKind::Native } else { JavaFrameKind::Interpreted };
         if !sink(JavaFrame { method: id, bci, kind }) {
             return Step::End(SegmentEnd::Full);
@@ -483,7 +481,8 @@ impl HotSpotWalker {
                 return decoded;
             }
         }
-        if shape.words > 0 && !(frame.interrupted && in_prologue) {
+        let tried = frame.interrupted && shape.state == FrameState::Built;
+        if shape.words > 0 && !tried && !(frame.interrupted && in_prologue) {
             if let Some(caller) = framed() {
                 return Some(caller);
             }
