@@ -9,7 +9,8 @@
 //! (`cmp dword [r15+d], imm; jne`), all before `frame_complete` (checked
 //! against the code of JDK 17 and 25).
 //! Epilogue: `add rsp, N; pop rbp`, the return poll
-//! (`cmp rsp, [r15+d]; ja`), `ret`.
+//! (`cmp rsp, [r15+d]; ja`, whose slow path is a stub in the nmethod),
+//! `ret`; C1's exception unwind leaves by `pop rbp; jmp`.
 
 use super::memory::VmMemory;
 
