@@ -271,14 +271,24 @@ impl Jvmti {
 
     /// Every live platform thread (local references).
     pub fn all_threads(&self) -> JvmtiResult<Vec<ThreadRef>> {
-        type F = unsafe extern "C" fn(*mut c_void, *mut jint, *mut *mut jthread) -> jint;
-        let (mut count, mut threads) = (0, ptr::null_mut());
-        // SAFETY: slot 4 has this signature.
-        let f: F = unsafe { std::mem::transmute(self.function(GET_ALL_THREADS)) };
+        // SAFETY: slot 4 is `GetAllThreads(env, jint*, jthread**)`.
+        Ok(unsafe { self.references(GET_ALL_THREADS) }?.into_iter().map(ThreadRef).collect())
+    }
+
+    /// Calls a function of the shape `(env, jint* count, jobject** refs)`
+    /// and takes the array of local references it allocates.
+    ///
+    /// # Safety
+    /// `slot` must have that signature.
+    unsafe fn references(&self, slot: Slot) -> JvmtiResult<Vec<jobject>> {
+        type F = unsafe extern "C" fn(*mut c_void, *mut jint, *mut *mut jobject) -> jint;
+        let (mut count, mut refs) = (0, ptr::null_mut());
+        // SAFETY: the caller promises the signature.
+        let f: F = unsafe { std::mem::transmute(self.function(slot)) };
         // SAFETY: valid env and out pointers.
-        self.check(unsafe { f(self.as_raw(), &mut count, &mut threads) })?;
-        // SAFETY: JVMTI allocated `count` thread references, local to this thread.
-        Ok(unsafe { self.take_array(threads, count) }.into_iter().map(ThreadRef).collect())
+        self.check(unsafe { f(self.as_raw(), &mut count, &mut refs) })?;
+        // SAFETY: JVMTI allocated `count` references, local to this thread.
+        Ok(unsafe { self.take_array(refs, count) })
     }
 
     /// The Java name of `thread`.
@@ -300,14 +310,8 @@ impl Jvmti {
     }
 
     pub fn loaded_classes(&self) -> JvmtiResult<Vec<ClassRef>> {
-        type F = unsafe extern "C" fn(*mut c_void, *mut jint, *mut *mut jclass) -> jint;
-        let (mut count, mut classes) = (0, ptr::null_mut());
-        // SAFETY: slot 78 has this signature.
-        let f: F = unsafe { std::mem::transmute(self.function(GET_LOADED_CLASSES)) };
-        // SAFETY: valid env and out pointers.
-        self.check(unsafe { f(self.as_raw(), &mut count, &mut classes) })?;
-        // SAFETY: JVMTI allocated `count` class references, local to this thread.
-        Ok(unsafe { self.take_array(classes, count) }.into_iter().map(ClassRef).collect())
+        // SAFETY: slot 78 is `GetLoadedClasses(env, jint*, jclass**)`.
+        Ok(unsafe { self.references(GET_LOADED_CLASSES) }?.into_iter().map(ClassRef).collect())
     }
 
     /// The class's methods. Calling this makes HotSpot create a jmethodID
