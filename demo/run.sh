@@ -17,5 +17,9 @@ target/release/symbolize flamegraph demo/out/profile.jfr --threads -o demo/out/f
 target/release/symbolize collapsed demo/out/profile.jfr -o demo/out/profile.collapsed
 echo "recording:   demo/out/profile.jfr ($(jfr summary demo/out/profile.jfr | awk '/datadog.ExecutionSample/ {print $2}') samples)"
 echo "flame graph: demo/out/flamegraph.html"
-echo "top frames:"
-sort -t' ' -k2 -nr demo/out/profile.collapsed | head -5 | awk '{ n = split($1, f, ";"); printf "  %6d  %s\n", $2, f[n] }'
+echo "top frames (self samples):"
+# A collapsed line is `frame;frame;...;leaf COUNT`; frame names may hold
+# spaces. awk, not head, ends the pipeline, so nothing dies of SIGPIPE.
+awk '{ count = $NF; sub(/ [0-9]+$/, ""); n = split($0, f, ";"); self[f[n]] += count }
+     END { for (leaf in self) printf "%d\t%s\n", self[leaf], leaf }' demo/out/profile.collapsed |
+    sort -nr | awk -F'\t' 'NR <= 5 { printf "  %6d  %s\n", $1, $2 }'
