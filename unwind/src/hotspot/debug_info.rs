@@ -37,7 +37,7 @@ impl HotSpotWalker {
         // The interrupted instruction has not executed yet: its state is
         // the one recorded for the next PcDesc, as AsyncGetCallTrace reads
         // it. Return addresses have a PcDesc of their own.
-        let target = if site.interrupted { site.pc_offset + 1 } else { site.pc_offset };
+        let target = if site.interrupted { site.pc_offset.saturating_add(1) } else { site.pc_offset };
         let desc = self.find_pc_desc(memory, &tables, target);
         let Some(mut decode_offset) = desc else { return Scopes::None };
         let mut emitted = Scopes::None;

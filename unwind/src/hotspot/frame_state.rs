@@ -43,7 +43,7 @@ impl Code {
         let base = start & !7;
         let mut bytes = [0u8; 48];
         for (i, chunk) in bytes.chunks_exact_mut(8).enumerate() {
-            chunk.copy_from_slice(&memory.u64(base + 8 * i as u64)?.to_le_bytes());
+            chunk.copy_from_slice(&memory.u64(base.checked_add(8 * i as u64)?)?.to_le_bytes());
         }
         let skip = (start - base) as usize;
         let mut window = [0u8; 40];

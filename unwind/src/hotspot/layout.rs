@@ -275,7 +275,7 @@ impl VmLayout {
             debug_info,
             deopt,
             continuations,
-            pc_desc_size: l.size("PcDesc")?,
+            pc_desc_size: Some(l.size("PcDesc")?).filter(|&size| size > 0).ok_or("VMTypes gives PcDesc size 0")?,
             pc_desc_pc_offset: l.field("PcDesc", "_pc_offset")?,
             pc_desc_scope_offset: l.field("PcDesc", "_scope_decode_offset")?,
             method_const_method: l.field("Method", "_constMethod")?,
@@ -346,7 +346,10 @@ impl CodeAddresses {
                 low: deref(heap + memory_offset + low_boundary, "a code heap's bounds")?,
                 high: deref(heap + memory_offset + high_boundary, "a code heap's bounds")?,
                 segmap: deref(heap + segmap_offset + low_boundary, "a segment map")?,
-                log2_segment: log2.read(memory, heap).ok_or_else(|| unreadable("a segment size"))? as u32,
+                log2_segment: log2
+                    .read(memory, heap)
+                    .filter(|&log2| log2 < 64)
+                    .ok_or_else(|| unreadable("a segment size below 2^64"))? as u32,
             });
         }
         if heaps.is_empty() {

@@ -43,7 +43,7 @@ impl HotSpotWalker {
         let l = &self.layout;
         let const_method = l.method_const_method.read(memory, method)?;
         let code_size = l.const_method_code_size.read(memory, const_method)?;
-        let bci = bcp.checked_sub(const_method + l.const_method_size)?;
+        let bci = bcp.checked_sub(const_method.checked_add(l.const_method_size)?)?;
         (bci < code_size).then_some(bci as i32)
     }
 

@@ -457,7 +457,7 @@ impl HotSpotWalker {
         // The caller's fp stored at `slot`, its return address above it.
         let stored = |slot: u64| {
             let pc = memory.u64(slot.checked_add(8)?).filter(|&pc| is_caller(pc))?;
-            Some(VmFrame::new(pc, slot + 16, memory.u64(slot)?))
+            Some(VmFrame::new(pc, slot.checked_add(16)?, memory.u64(slot)?))
         };
         // The return address at `slot`, the caller's fp still in rbp.
         let returns_at = |slot: u64| {
@@ -466,7 +466,7 @@ impl HotSpotWalker {
         };
         let in_prologue = shape.complete >= 0 && shape.pc_offset < shape.complete;
         let framed = || {
-            let sender_sp = frame.unextended_sp.checked_add(shape.words as u64 * 8)?;
+            let sender_sp = frame.unextended_sp.checked_add(u64::try_from(shape.words).ok()?.checked_mul(8)?)?;
             stored(sender_sp.checked_sub(16)?)
         };
         if frame.interrupted {
