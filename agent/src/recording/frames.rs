@@ -63,24 +63,16 @@ impl<'a> FrameNames<'a> {
             FrameKind::Java | FrameKind::Interpreted | FrameKind::C1Compiled | FrameKind::Inlined
                 if frame.method == 0 =>
             {
-                FrameDef {
-                    method: synthetic(pools, "[unknown_Java_method]"),
-                    line: -1,
-                    bci: frame.bci,
-                    frame_type: java_frame_type(frame.kind),
-                }
+                let native = frame.bci == BCI_NATIVE_METHOD;
+                java_frame(synthetic(pools, "[unknown_Java_method]"), -1, frame, native)
             }
             FrameKind::Java | FrameKind::Interpreted | FrameKind::C1Compiled | FrameKind::Inlined => {
                 let classes = self.classes;
                 match self.methods.method(frame.method) {
                     Some(info) => {
                         let native = frame.bci == BCI_NATIVE_METHOD || info.modifiers & ACC_NATIVE != 0;
-                        FrameDef {
-                            method: java_method(pools, classes, frame.method, info),
-                            line: if native { -1 } else { info.line_of(frame.bci) },
-                            bci: if native { -1 } else { frame.bci },
-                            frame_type: if native { FrameType::Native } else { java_frame_type(frame.kind) },
-                        }
+                        let method = java_method(pools, classes, frame.method, info);
+                        java_frame(method, info.line_of(frame.bci), frame, native)
                     }
                     // JVMTI no longer knows the id: its class was unloaded
                     // between the sample and this chunk.
@@ -114,6 +106,15 @@ impl<'a> FrameNames<'a> {
 /// The JFR frame type of a Java frame. AsyncGetCallTrace does not say
 /// whether a frame is interpreted or compiled; like async-profiler we call
 /// its frames JIT compiled.
+/// A Java method's frame; a native method has no line or bci.
+fn java_frame(method: MethodId, line: i32, frame: &Frame, native: bool) -> FrameDef {
+    if native {
+        FrameDef { method, line: -1, bci: -1, frame_type: FrameType::Native }
+    } else {
+        FrameDef { method, line, bci: frame.bci, frame_type: java_frame_type(frame.kind) }
+    }
+}
+
 fn java_frame_type(kind: FrameKind) -> FrameType {
     match kind {
         FrameKind::Interpreted => FrameType::Interpreted,
@@ -181,4 +182,35 @@ fn remote_method(pools: &mut ConstantPools, build_id: &str, remote: RemoteFrame)
 
 fn name_hash64(name: &str) -> u64 {
     name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)) >> 2
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// JVMTI knows no method: every id is unloaded.
+    struct NoMethods;
+
+    impl MethodSource for NoMethods {
+        fn method(&mut self, _id: u64) -> Option<&MethodInfo> {
+            None
+        }
+    }
+
+    #[test]
+    fn java_frames_without_a_method_id_are_unknown_java_methods() {
+        let mut methods = NoMethods;
+        let mut names = FrameNames::new(&mut methods, None, None);
+        let mut pools = ConstantPools::new();
+        let unknown = synthetic(&mut pools, "[unknown_Java_method]");
+        let compiled = names.frame(&mut pools, &Frame::java_of_kind(0, 7, FrameKind::C1Compiled));
+        assert_eq!((compiled.method, compiled.line, compiled.bci), (unknown, -1, 7));
+        assert_eq!(compiled.frame_type, FrameType::C1Compiled);
+        let native = names.frame(&mut pools, &Frame::java_of_kind(0, BCI_NATIVE_METHOD, FrameKind::Java));
+        assert_eq!((native.method, native.bci, native.frame_type), (unknown, -1, FrameType::Native));
+        // An id JVMTI does not know is another case: its class was unloaded.
+        let unloaded = names.frame(&mut pools, &Frame::java(0x7f00_1234, 3));
+        assert_ne!(unloaded.method, unknown);
+        assert_eq!(unloaded.method, synthetic(&mut pools, "[unloaded_Java_method]"));
+    }
 }
