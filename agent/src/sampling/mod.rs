@@ -118,7 +118,9 @@ impl Sampler {
             // frames, and the stripe lock makes it ours alone.
             let frames = unsafe { std::slice::from_raw_parts_mut(scratch.frames.as_ptr(), capacity) };
             let raw = scratch.words.as_ptr().cast::<AsgctFrame>();
-            let (len, truncated) = self.walk(index, frames, raw, request.ucontext);
+            // SAFETY: `stripe` is the guard of stripe `index`, held until
+            // the sample is recorded.
+            let (len, truncated) = unsafe { self.walk(index, frames, raw, request.ucontext) };
             let walked = frames.get(..len).unwrap_or_default();
             if request.kind == SampleKind::Wall {
                 state = thread_state::classify(thread_state::in_syscall(request.ucontext), walked);
@@ -147,13 +149,24 @@ impl Sampler {
     /// Fills `frames` with the mixed stack, innermost first: native frames
     /// down to the JVM boundary, then the Java frames. Returns the frame
     /// count and whether the depth limit cut the stack.
-    fn walk(&self, stripe: usize, frames: &mut [Frame], raw: *mut AsgctFrame, ucontext: *mut c_void) -> (usize, bool) {
+    ///
+    /// # Safety
+    /// The caller holds stripe `stripe`.
+    unsafe fn walk(
+        &self,
+        stripe: usize,
+        frames: &mut [Frame],
+        raw: *mut AsgctFrame,
+        ucontext: *mut c_void,
+    ) -> (usize, bool) {
         if let Some(hotspot) = &self.hotspot {
-            return self.walk_hotspot(hotspot, stripe, frames, raw, ucontext);
+            // SAFETY: the caller holds `stripe` (this function's contract).
+            return unsafe { self.walk_hotspot(hotspot, stripe, frames, raw, ucontext) };
         }
         let native_budget = frames.len().min(MAX_NATIVE_FRAMES);
         let native = match (&self.native, frames.get_mut(..native_budget)) {
-            (Some(walker), Some(out)) => walker.walk(stripe, ucontext, out),
+            // SAFETY: the caller holds `stripe` (this function's contract).
+            (Some(walker), Some(out)) => unsafe { walker.walk(stripe, ucontext, out) },
             _ => 0,
         };
         let Some(rest) = frames.get_mut(native..) else { return (native, true) };
@@ -163,7 +176,10 @@ impl Sampler {
 
     /// The mixed stack from HotSpot's structures, checked against
     /// AsyncGetCallTrace when verifying.
-    fn walk_hotspot(
+    ///
+    /// # Safety
+    /// The caller holds stripe `stripe`.
+    unsafe fn walk_hotspot(
         &self,
         hotspot: &vm_stack::VmStackWalker,
         stripe: usize,
@@ -182,7 +198,8 @@ impl Sampler {
             reference = verify::reference_walk(&self.walker, raw, frames.len(), ucontext);
         }
         let started = if verify { crate::clock::monotonic_ns() } else { 0 };
-        let walk = hotspot.walk(self.native.as_ref(), stripe, regs, thread, frames);
+        // SAFETY: the caller holds `stripe` (this function's contract).
+        let walk = unsafe { hotspot.walk(self.native.as_ref(), stripe, regs, thread, frames) };
         if verify {
             counters::add(Counter::WalkVmNanos, crate::clock::monotonic_ns().saturating_sub(started));
             if !reference_first {

@@ -113,11 +113,15 @@ impl NativeWalker {
     }
 
     /// Writes the native frames of the interrupted thread into `out`
-    /// (innermost first) and returns how many. Signal-safe; `stripe` must
-    /// be the index of a stripe the caller holds.
-    pub fn walk(&self, stripe: usize, ucontext: *mut c_void, out: &mut [Frame]) -> usize {
+    /// (innermost first) and returns how many. Signal-safe.
+    ///
+    /// # Safety
+    /// The caller holds stripe `stripe`: no other thread walks with it
+    /// until this returns.
+    pub unsafe fn walk(&self, stripe: usize, ucontext: *mut c_void, out: &mut [Frame]) -> usize {
         match registers(ucontext) {
-            Some(regs) => self.walk_from(stripe, regs, PcKind::Interrupted, out, true).frames,
+            // SAFETY: the caller holds `stripe` (this function's contract).
+            Some(regs) => unsafe { self.walk_from(stripe, regs, PcKind::Interrupted, out, true) }.frames,
             None => 0,
         }
     }
@@ -125,8 +129,12 @@ impl NativeWalker {
     /// Writes native frames from `regs` (a frame whose pc is of kind
     /// `kind`) into `out`, until a pc outside every library, a marked
     /// function (if `marks_end`), the end of the stack or a frame it cannot
-    /// unwind. Signal-safe, with `stripe` held.
-    pub fn walk_from(
+    /// unwind. Signal-safe.
+    ///
+    /// # Safety
+    /// The caller holds stripe `stripe`: no other thread walks with it
+    /// until this returns.
+    pub unsafe fn walk_from(
         &self,
         stripe: usize,
         mut regs: Registers,
@@ -155,7 +163,8 @@ impl NativeWalker {
             let step = match self.mode {
                 NativeMode::FramePointer => FramePointerUnwinder.step(kind, &mut regs, &mut (), &mut stack),
                 NativeMode::Dwarf => match (&snapshot.dwarf, self.caches.get(stripe)) {
-                    // SAFETY: the caller holds stripe `stripe`, so its cache is ours alone.
+                    // SAFETY: the caller holds stripe `stripe` (this
+                    // function's contract), so its cache is ours alone.
                     (Some(dwarf), Some(cache)) => dwarf.step(kind, &mut regs, unsafe { &mut *cache.get() }, &mut stack),
                     _ => Err(StepError::NoUnwindInfo),
                 },

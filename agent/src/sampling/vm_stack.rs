@@ -49,6 +49,8 @@ struct FrameWriter<'a> {
     out: &'a mut [Frame],
     len: usize,
     java: usize,
+    /// A Java frame was met, written or not.
+    met_java: bool,
 }
 
 impl FrameWriter<'_> {
@@ -62,12 +64,14 @@ impl FrameWriter<'_> {
         };
         if frame.method == NO_JMETHOD_ID {
             counters::increment(Counter::VmWalkMethodWithoutId);
-            // A leaf Java frame without a method names nothing: dropped,
-            // as in the AsyncGetCallTrace walk.
-            if self.java == 0 {
+            // The innermost Java frame without a method names nothing:
+            // dropped, as in the AsyncGetCallTrace walk (only that one).
+            if !self.met_java {
+                self.met_java = true;
                 return true;
             }
         }
+        self.met_java = true;
         let bci = if frame.kind == JavaFrameKind::Native { BCI_NATIVE_METHOD } else { frame.bci };
         *slot = Frame::java_of_kind(frame.method, bci, kind);
         self.len += 1;
@@ -114,8 +118,12 @@ impl VmStackWalker {
 
     /// Writes the stack of the interrupted thread (`thread` is its
     /// `JavaThread*`, 0 for a thread the JVM does not run Java on) into
-    /// `out`, innermost first. Signal-safe, with stripe `stripe` held.
-    pub fn walk(
+    /// `out`, innermost first. Signal-safe.
+    ///
+    /// # Safety
+    /// The caller holds stripe `stripe`: no other thread walks with it
+    /// until this returns.
+    pub unsafe fn walk(
         &self,
         native: Option<&NativeWalker>,
         stripe: usize,
@@ -126,11 +134,12 @@ impl VmStackWalker {
         let hotspot = &self.hotspot;
         let memory = ProcessMemory;
         let is_code = |pc: u64| hotspot.in_code_cache(pc) || native.is_some_and(|n| n.in_library(pc));
-        let mut writer = FrameWriter { out, len: 0, java: 0 };
+        let mut writer = FrameWriter { out, len: 0, java: 0, met_java: false };
         let Some(ids) = self.method_ids.get(stripe) else {
             return VmWalk::default();
         };
-        // SAFETY: the caller holds stripe `stripe`, so its table is ours alone.
+        // SAFETY: the caller holds stripe `stripe` (this function's
+        // contract), so its table is ours alone.
         let mut memo = WalkMemo::new(thread, unsafe { &mut *ids.get() });
         // Where the thread's Java frames are if the native part cannot
         // reach them: the thread's anchor at first, then an entry frame's.
@@ -138,6 +147,8 @@ impl VmStackWalker {
         // The highest stack pointer the walk has reached: an anchor below
         // it would walk frames again.
         let mut reached = regs.sp;
+        // A failed Java segment was skipped: the stack has a hole.
+        let mut skipped = false;
         let mut next = if hotspot.in_code_cache(regs.pc) {
             Next::Java(VmFrame::interrupted(regs.pc, regs.sp, regs.fp))
         } else {
@@ -168,7 +179,10 @@ impl VmStackWalker {
                             // An anchor not used yet, above what was
                             // walked, still leads to sound Java frames.
                             match anchor.take().filter(|a| a.sp >= reached) {
-                                Some(target) => Next::Anchor(Some(target)),
+                                Some(target) => {
+                                    skipped = true;
+                                    Next::Anchor(Some(target))
+                                }
                                 None => Next::Stop { truncated: true },
                             }
                         }
@@ -176,7 +190,8 @@ impl VmStackWalker {
                 }
                 Next::Native { regs, kind, marks_end } => match native {
                     Some(walker) => {
-                        let walk = walker.walk_from(stripe, regs, kind, writer.rest(), marks_end);
+                        // SAFETY: the caller holds `stripe` (this function's contract).
+                        let walk = unsafe { walker.walk_from(stripe, regs, kind, writer.rest(), marks_end) };
                         writer.len += walk.frames;
                         reached = reached.max(walk.regs.sp);
                         match walk.stop {
@@ -202,10 +217,39 @@ impl VmStackWalker {
                 },
                 Next::Anchor(None) => Next::Stop { truncated: false },
                 Next::Stop { truncated } => {
-                    return VmWalk { frames: writer.len, truncated, java_frames: writer.java };
+                    return VmWalk { frames: writer.len, truncated: truncated || skipped, java_frames: writer.java };
                 }
             };
         }
         VmWalk { frames: writer.len, truncated: true, java_frames: writer.java }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn java(method: u64, bci: i32) -> JavaFrame {
+        JavaFrame { method, bci, kind: JavaFrameKind::C2Compiled }
+    }
+
+    #[test]
+    fn only_the_innermost_java_frame_without_an_id_is_dropped() {
+        let mut out = [Frame::default(); 4];
+        let mut writer = FrameWriter { out: &mut out, len: 0, java: 0, met_java: false };
+        for frame in [java(NO_JMETHOD_ID, 1), java(NO_JMETHOD_ID, 2), java(0x1234, 3)] {
+            assert!(writer.push_java(frame));
+        }
+        assert_eq!((writer.len, writer.java), (2, 2));
+        assert_eq!(&out[..2], &[Frame::java(NO_JMETHOD_ID, 2), Frame::java(0x1234, 3)]);
+    }
+
+    #[test]
+    fn a_java_frame_without_an_id_after_a_named_one_is_kept() {
+        let mut out = [Frame::default(); 4];
+        let mut writer = FrameWriter { out: &mut out, len: 0, java: 0, met_java: false };
+        assert!(writer.push_java(java(0x1234, 3)));
+        assert!(writer.push_java(java(NO_JMETHOD_ID, 4)));
+        assert_eq!(&out[..2], &[Frame::java(0x1234, 3), Frame::java(NO_JMETHOD_ID, 4)]);
     }
 }

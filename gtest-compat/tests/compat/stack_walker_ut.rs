@@ -339,7 +339,8 @@ fn walk_recovers(mode: NativeMode) {
         let refused = counters::get(Counter::NativeReadRefused);
         let mut uc = context(pc, bad.0 as u64);
         let mut out = [Frame::default(); 16];
-        let n = walker.walk(0, (&mut *uc as *mut libc::ucontext_t).cast(), &mut out);
+        // SAFETY: this walker is this test's alone, so stripe 0 is ours.
+        let n = unsafe { walker.walk(0, (&mut *uc as *mut libc::ucontext_t).cast(), &mut out) };
         assert_eq!(n, 1, "only the interrupted frame");
         assert_eq!(out[0], Frame::native(pc));
         assert_eq!(counters::get(Counter::NativeReadRefused), refused + 1);
