@@ -138,6 +138,8 @@ impl ChildGuard {
     pub fn wait(mut self, timeout: Duration) -> Output {
         let deadline = Instant::now() + timeout;
         let mut child = self.child.take().unwrap();
+        // The test has nothing more to say: a gated fixture's end.
+        drop(child.stdin.take());
         let mut output = loop {
             if child.try_wait().expect("wait for child").is_some() {
                 break child.wait_with_output().expect("collect output");
