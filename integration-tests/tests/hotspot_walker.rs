@@ -77,16 +77,11 @@ fn virtual_threads_are_walked_into_their_carrier() {
     let mut walked = 0;
     for java in installed_javas() {
         let label = format!("virtual threads on {}", java.display());
-        let dir = scratch_dir("vm_virtual");
-        let file = dir.join("walk.jfr");
-        let options = format!("start,cpu=1ms,cstack=vm,verifywalk,file={}", file.display());
-        let mut command = java_command_on(&java, Some(&options), &[], &[], "VirtualThreads", &["3"]);
-        let output = ChildGuard::spawn(&mut command).wait(Duration::from_secs(120));
-        assert_success(&output);
+        let (recording, output) =
+            record_with_output(&java, "vm_virtual", "cpu=1ms,cstack=vm,verifywalk", &[], "VirtualThreads", &["3"]);
         if stdout(&output).contains("NO_VIRTUAL_THREADS") {
             continue;
         }
-        let recording = read_recording(&file);
         assert_walks_agree(&label, &recording);
         let in_burn: Vec<&Event> =
             recording.samples().filter(|e| e.top().is_some_and(|f| f.method == "burn")).collect();
