@@ -94,10 +94,15 @@ pub fn name_running_thread(tid: u32, java_name: Option<String>, java_id: i64) {
 /// samples it took before ending still resolve.
 pub fn thread_ended(tid: u32) {
     let _naming = naming();
+    let mark_ended =
+        |r: &mut Registry| r.by_tid.get(&tid).and_then(|key| r.by_key.get_mut(key)).map(|info| info.ended = true);
+    if with_registry(mark_ended).is_some() {
+        return;
+    }
+    // Unknown so far: its kernel name, read outside the registry's lock.
     let os_name = os_thread_name(tid).unwrap_or_default();
-    with_registry(|r| match r.by_tid.get(&tid).and_then(|key| r.by_key.get_mut(key)) {
-        Some(info) => info.ended = true,
-        None => {
+    with_registry(|r| {
+        if mark_ended(r).is_none() {
             r.insert(ThreadInfo { tid, os_name, java_name: None, java_id: 0, ended: true });
         }
     });

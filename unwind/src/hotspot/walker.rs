@@ -107,6 +107,13 @@ struct FrameShape {
     state: FrameState,
 }
 
+impl FrameShape {
+    /// The pc lies before the frame is complete.
+    fn in_prologue(&self) -> bool {
+        self.complete >= 0 && self.pc_offset < self.complete
+    }
+}
+
 /// A last-Java-frame anchor: where a thread left Java for the VM or
 /// native code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -384,12 +391,10 @@ impl HotSpotWalker {
             memo.frame_size = frame_size;
         }
         let complete = l.blob_frame_complete.read_signed(memory, blob).unwrap_or(-1);
-        let state = if frame.interrupted {
-            frame_state(memory, frame.pc, complete >= 0 && pc_offset < complete)
-        } else {
-            FrameState::Unknown
-        };
-        let shape = FrameShape { words: frame_size, complete, pc_offset, java: true, state };
+        let mut shape = FrameShape { words: frame_size, complete, pc_offset, java: true, state: FrameState::Unknown };
+        if frame.interrupted {
+            shape.state = frame_state(memory, frame.pc, shape.in_prologue());
+        }
         match self.compiled_caller(memory, code, frame, shape) {
             Some(caller) => {
                 *frame = caller;
@@ -464,7 +469,6 @@ impl HotSpotWalker {
             let pc = memory.u64(slot).filter(|&pc| is_caller(pc))?;
             Some(VmFrame::new(pc, slot.checked_add(8)?, frame.fp))
         };
-        let in_prologue = shape.complete >= 0 && shape.pc_offset < shape.complete;
         let framed = || {
             let sender_sp = frame.unextended_sp.checked_add(u64::try_from(shape.words).ok()?.checked_mul(8)?)?;
             stored(sender_sp.checked_sub(16)?)
@@ -482,7 +486,7 @@ impl HotSpotWalker {
             }
         }
         let tried = frame.interrupted && shape.state == FrameState::Built;
-        if shape.words > 0 && !tried && !(frame.interrupted && in_prologue) {
+        if shape.words > 0 && !tried && !(frame.interrupted && shape.in_prologue()) {
             if let Some(caller) = framed() {
                 return Some(caller);
             }
