@@ -19,8 +19,11 @@
 //! - `dictionary`: `bounded_lookup`, insert and rotation latencies, alone
 //!   and under contention.
 //!
-//! Usage: `cargo run --release -p bench -- [--rounds N] [--seconds S] [--threads T] [--only overhead|wall|deep|walks|floor|native|symbolizer|dictionary]`
-//! (needs `cargo build --release` first, for the agent).
+//! Usage: `cargo run --release -p bench -- [--rounds N] [--seconds S] [--threads T] [--only overhead|wall|deep|walks|floor|native|symbolizer|dictionary] [--baseline PATH]`
+//! (needs `cargo build --release` first, for the agent). `--baseline` names
+//! another build of `libprofiler.so` (say, the previous commit's): the
+//! `overhead`, `wall` and `deep` tables then run each agent configuration
+//! with it too, in the same rounds, as rows marked `(baseline)`.
 
 mod dictionary;
 mod floor;
@@ -37,6 +40,8 @@ struct Options {
     /// Run only this benchmark (`overhead`, `wall`, `deep`, `walks`, `floor`, `native`, `symbolizer` or
     /// `dictionary`).
     only: Option<String>,
+    /// Another agent build to run side by side with this one.
+    baseline: Option<std::path::PathBuf>,
 }
 
 impl Options {
@@ -46,7 +51,7 @@ impl Options {
 }
 
 fn parse_options() -> Options {
-    let mut options = Options { rounds: 5, seconds: 8.0, threads: 2, only: None };
+    let mut options = Options { rounds: 5, seconds: 8.0, threads: 2, only: None, baseline: None };
     let args: Vec<String> = std::env::args().skip(1).collect();
     for pair in args.chunks(2) {
         let value = pair.get(1).unwrap_or_else(|| panic!("{} needs a value", pair[0]));
@@ -55,7 +60,12 @@ fn parse_options() -> Options {
             "--seconds" => options.seconds = value.parse().expect("--seconds S"),
             "--threads" => options.threads = value.parse().expect("--threads T"),
             "--only" => options.only = Some(value.clone()),
-            other => panic!("unknown argument {other} (accepted: --rounds, --seconds, --threads, --only)"),
+            "--baseline" => {
+                let path = std::path::PathBuf::from(value);
+                assert!(path.is_file(), "--baseline {}: no such file", path.display());
+                options.baseline = Some(path);
+            }
+            other => panic!("unknown argument {other} (accepted: --rounds, --seconds, --threads, --only, --baseline)"),
         }
     }
     options

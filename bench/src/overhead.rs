@@ -162,15 +162,36 @@ pub fn run_wall(options: &Options, agent: &Path, scratch: &Path) {
     run_suite(&Suite { configs: WALL_CONFIGS, busy: WALL_BUSY, idle: WALL_IDLE, depth: 0 }, options, agent, scratch);
 }
 
-/// Runs every configuration round by round and prints the table.
+/// One row of a table: a configuration and the agent build it runs.
+struct Row<'a> {
+    name: String,
+    config: &'a Config,
+    agent: &'a Path,
+}
+
+/// The rows of `configs`: each as given, and each agent configuration once
+/// more with the `--baseline` build right after it.
+fn rows<'a>(configs: &'a [Config], agent: &'a Path, baseline: Option<&'a Path>) -> Vec<Row<'a>> {
+    let mut rows = Vec::new();
+    for config in configs {
+        rows.push(Row { name: config.name.to_owned(), config, agent });
+        if let (Some(other), Kind::Agent | Kind::AgentWall) = (baseline, config.kind) {
+            rows.push(Row { name: format!("{} (baseline)", config.name), config, agent: other });
+        }
+    }
+    rows
+}
+
+/// Runs every row round by round and prints the table.
 fn run_suite(suite: &Suite, options: &Options, agent: &Path, scratch: &Path) {
     let classes = scratch.join("classes");
     javac(&classes, &[root().join("bench/java/Workload.java")]);
-    let mut runs: Vec<Vec<Run>> = vec![Vec::new(); suite.configs.len()];
+    let rows = rows(suite.configs, agent, options.baseline.as_deref());
+    let mut runs: Vec<Vec<Run>> = vec![Vec::new(); rows.len()];
     for round in 0..options.rounds {
-        for (i, config) in suite.configs.iter().enumerate() {
-            let run = run_once(config, suite, options, &classes, scratch, agent);
-            eprintln!("round {} {:>15}: {:.0} ops", round + 1, config.name, run.ops);
+        for (i, row) in rows.iter().enumerate() {
+            let run = run_once(row.config, suite, options, &classes, scratch, row.agent);
+            eprintln!("round {} {:>15}: {:.0} ops", round + 1, row.name, run.ops);
             runs[i].push(run);
         }
     }
@@ -185,11 +206,12 @@ fn run_suite(suite: &Suite, options: &Options, agent: &Path, scratch: &Path) {
         "| configuration | throughput | loss | samples / nominal | bytes / sample | extra peak RSS | handler time (median) |"
     );
     println!("|---|---|---|---|---|---|---|");
-    for (config, runs) in suite.configs.iter().zip(&runs) {
+    for (row, runs) in rows.iter().zip(&runs) {
+        let config = row.config;
         let throughput = median(runs.iter().map(|r| r.ops).collect()) / base_ops;
         let rss = median(runs.iter().map(|r| r.peak_rss_kb).collect()) - base_rss;
         if config.kind == Kind::Baseline {
-            println!("| {} | 1.000 | - | - | - | - | - |", config.name);
+            println!("| {} | 1.000 | - | - | - | - | - |", row.name);
             continue;
         }
         // Wall clock has no per-thread nominal count: walltpt threads per tick.
@@ -209,7 +231,7 @@ fn run_suite(suite: &Suite, options: &Options, agent: &Path, scratch: &Path) {
         };
         println!(
             "| {} | {:.3} | {:.1}% | {} | {:.1} | {:.1} MiB | {} |",
-            config.name,
+            row.name,
             throughput,
             (1.0 - throughput) * 100.0,
             nominal,
