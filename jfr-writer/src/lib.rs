@@ -2,7 +2,8 @@
 //!
 //! The crate turns typed events and constant-pool entries into the bytes of
 //! a self-contained JFR chunk. It performs no I/O and has no policy about
-//! when chunks start or end: callers decide where the bytes go.
+//! when chunks start or end: callers decide where the bytes go. Frame
+//! types are the `frames` crate's [`frames::FrameType`].
 
 pub mod buffer;
 pub mod chunk;
@@ -14,4 +15,4 @@ pub mod schema;
 pub use chunk::{ChunkClock, ChunkEnd, ChunkWriter};
 pub use events::{ActiveSetting, Endpoint, Event, ExecutionSample, MethodSample, NativeLibrary, ProfilerCounter};
 pub use pools::{ClassId, ConstantPools, FrameDef, MethodDef, MethodId, SymbolId, ThreadDef};
-pub use schema::{FrameType, ThreadState};
+pub use schema::ThreadState;

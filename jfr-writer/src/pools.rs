@@ -8,7 +8,8 @@
 //! every value an event can carry resolves.
 
 use crate::buffer::ByteBuf;
-use crate::schema::{id, FrameType, ThreadState};
+use crate::schema::{id, ThreadState};
+use frames::FrameType;
 use std::collections::HashMap;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -244,52 +244,6 @@ pub const ANNOTATIONS: crate::metadata::AnnotationIds = crate::metadata::Annotat
     memory_address: id::MEMORY_ADDRESS,
 };
 
-/// A frame's kind, as named in the `jdk.types.FrameType` pool. Every variant
-/// is written to every chunk, so any id an event uses resolves.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum FrameType {
-    Interpreted = 0,
-    JitCompiled = 1,
-    Inlined = 2,
-    Native = 3,
-    Cpp = 4,
-    Kernel = 5,
-    C1Compiled = 6,
-    RemoteNative = 7,
-}
-
-impl FrameType {
-    pub const ALL: [FrameType; 8] = [
-        FrameType::Interpreted,
-        FrameType::JitCompiled,
-        FrameType::Inlined,
-        FrameType::Native,
-        FrameType::Cpp,
-        FrameType::Kernel,
-        FrameType::C1Compiled,
-        FrameType::RemoteNative,
-    ];
-
-    pub fn description(self) -> &'static str {
-        match self {
-            FrameType::Interpreted => "Interpreted",
-            FrameType::JitCompiled => "JIT compiled",
-            FrameType::Inlined => "Inlined",
-            FrameType::Native => "Native",
-            FrameType::Cpp => "C++",
-            FrameType::Kernel => "Kernel",
-            FrameType::C1Compiled => "C1 compiled",
-            FrameType::RemoteNative => "Remote native",
-        }
-    }
-
-    /// The pool key (pool keys start at 1: key 0 means null).
-    pub fn key(self) -> u64 {
-        self as u64 + 1
-    }
-}
-
 /// A sampled thread's state, as named in the `jdk.types.ThreadState` pool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]

@@ -1,5 +1,6 @@
 //! The JDK's own `jfr` tool and the `jfrs` reader accept what we write.
 
+use frames::FrameType;
 use jfr_writer::*;
 use std::process::Command;
 

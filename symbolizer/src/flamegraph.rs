@@ -2,7 +2,7 @@
 //! with the call tree embedded as flat arrays (no nesting limit on depth).
 
 use crate::profile::Profile;
-use crate::recording::FrameKind;
+use frames::FrameType;
 use std::collections::HashMap;
 use std::fmt::Write;
 
@@ -15,17 +15,19 @@ struct Node {
     total: u64,
 }
 
-fn kind_color_index(kind: FrameKind) -> u8 {
+/// The template's palette index of a frame type (`None`: the root, thread
+/// levels and types we never write).
+fn kind_color_index(kind: Option<FrameType>) -> u8 {
     match kind {
-        FrameKind::Jit => 0,
-        FrameKind::Interpreted => 1,
-        FrameKind::Inlined => 2,
-        FrameKind::C1 => 3,
-        FrameKind::Native => 4,
-        FrameKind::Cpp => 5,
-        FrameKind::Kernel => 6,
-        FrameKind::RemoteNative => 7,
-        FrameKind::Other => 8,
+        Some(FrameType::JitCompiled) => 0,
+        Some(FrameType::Interpreted) => 1,
+        Some(FrameType::Inlined) => 2,
+        Some(FrameType::C1Compiled) => 3,
+        Some(FrameType::Native) => 4,
+        Some(FrameType::Cpp) => 5,
+        Some(FrameType::Kernel) => 6,
+        Some(FrameType::RemoteNative) => 7,
+        None => 8,
     }
 }
 
@@ -40,12 +42,12 @@ fn tree(profile: &Profile, by_thread: bool) -> (Vec<String>, Vec<Node>) {
             names.len() as u32 - 1
         })
     };
-    let mut nodes = vec![Node { name: 0, kind: kind_color_index(FrameKind::Other), parent: 0, total: 0 }];
+    let mut nodes = vec![Node { name: 0, kind: kind_color_index(None), parent: 0, total: 0 }];
     let mut child_of: HashMap<(u32, u32, u8), u32> = HashMap::new();
     for sample in &profile.samples {
         nodes[0].total += sample.weight;
         let mut current = 0u32;
-        let thread_level = by_thread.then(|| (intern(&mut names, &sample.thread), kind_color_index(FrameKind::Other)));
+        let thread_level = by_thread.then(|| (intern(&mut names, &sample.thread), kind_color_index(None)));
         let frames = sample.stack.iter().rev().map(|&f| {
             let frame = &profile.frames[f as usize];
             (intern(&mut names, &frame.name), kind_color_index(frame.kind))

@@ -5,28 +5,16 @@
 //! samples, endpoints, settings, libraries, counters); remote frames that
 //! could not be resolved stay as they were.
 
-use crate::recording::{Chunk, Frame, FrameKind, Recording, Sample, Thread};
+use crate::recording::{Chunk, Frame, Recording, Sample, Thread};
 use crate::resolve::{Resolution, Resolver};
+use frames::FrameType;
 use jfr_writer::{
     schema, ActiveSetting, ChunkClock, ChunkEnd, ChunkWriter, ConstantPools, Endpoint, ExecutionSample, FrameDef,
-    FrameType, MethodDef, MethodSample, NativeLibrary, ProfilerCounter, ThreadDef, ThreadState,
+    MethodDef, MethodSample, NativeLibrary, ProfilerCounter, ThreadDef, ThreadState,
 };
 use std::collections::HashMap;
 
 const ACC_NATIVE: i32 = 0x100;
-
-fn frame_type(kind: FrameKind) -> FrameType {
-    match kind {
-        FrameKind::Interpreted => FrameType::Interpreted,
-        FrameKind::Jit | FrameKind::Other => FrameType::JitCompiled,
-        FrameKind::Inlined => FrameType::Inlined,
-        FrameKind::C1 => FrameType::C1Compiled,
-        FrameKind::Native => FrameType::Native,
-        FrameKind::Cpp => FrameType::Cpp,
-        FrameKind::Kernel => FrameType::Kernel,
-        FrameKind::RemoteNative => FrameType::RemoteNative,
-    }
-}
 
 fn thread_state(name: &str) -> ThreadState {
     ThreadState::ALL.into_iter().find(|s| s.name() == name).unwrap_or(ThreadState::Unknown)
@@ -81,7 +69,9 @@ impl ChunkBuilder<'_> {
             }
             Some(Resolution::Unresolved(_)) | None => {
                 let method = self.method(&frame.class, &frame.method, &frame.descriptor, frame.modifiers);
-                out.push(FrameDef { method, line: frame.line, bci: frame.bci, frame_type: frame_type(frame.kind) });
+                // A type we never write is carried over as JIT compiled.
+                let frame_type = frame.kind.unwrap_or(FrameType::JitCompiled);
+                out.push(FrameDef { method, line: frame.line, bci: frame.bci, frame_type });
             }
         }
     }

@@ -1,16 +1,17 @@
 //! A recording reduced to stacks of display frames, with remote frames
 //! resolved (and expanded into their inline chains) where possible.
 
-use crate::recording::{Frame, FrameKind, Recording};
+use crate::recording::{Frame, Recording};
 use crate::report::Report;
 use crate::resolve::{Resolution, Resolver, Unresolved};
+use frames::{FrameType, UnknownNative};
 use std::collections::HashMap;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct StackFrame {
     /// `com.example.Foo.bar` for Java, the function for native frames.
     pub name: String,
-    pub kind: FrameKind,
+    pub kind: Option<FrameType>,
     pub file: Option<String>,
     pub line: Option<u32>,
     /// For frames that came from a remote frame: its build-id and offset.
@@ -78,7 +79,7 @@ fn expand(
         inlined: false,
     };
     let Some((build_id, offset)) = frame.remote() else {
-        if frame.kind == FrameKind::Native && frame.method.starts_with("[unknown+") {
+        if frame.kind == Some(FrameType::Native) && frame.method.starts_with(UnknownNative::PREFIX) {
             problems.push(Unresolved::NoFileMapping);
         }
         let line = u32::try_from(frame.line).ok().filter(|&l| l > 0);
@@ -100,7 +101,7 @@ fn expand(
                 .enumerate()
                 .map(|(i, f)| StackFrame {
                     name: f.function,
-                    kind: FrameKind::Native,
+                    kind: Some(FrameType::Native),
                     file: f.file,
                     line: f.line,
                     remote: remote.clone(),
@@ -109,12 +110,19 @@ fn expand(
                 .collect()
         }
         Resolution::NameOnly(name) => {
-            vec![StackFrame { name, kind: FrameKind::Native, file: None, line: None, remote, inlined: false }]
+            vec![StackFrame { name, kind: Some(FrameType::Native), file: None, line: None, remote, inlined: false }]
         }
         Resolution::Unresolved(_) => {
             let library = libraries.get(build_id).cloned().unwrap_or_else(|| build_id.chars().take(12).collect());
             let name = format!("[{library}+{offset:#x}]");
-            vec![StackFrame { name, kind: FrameKind::RemoteNative, file: None, line: None, remote, inlined: false }]
+            vec![StackFrame {
+                name,
+                kind: Some(FrameType::RemoteNative),
+                file: None,
+                line: None,
+                remote,
+                inlined: false,
+            }]
         }
     }
 }

@@ -4,6 +4,7 @@
 //! parsed ends the read with what came before it and an error describing
 //! the rest.
 
+use frames::{FrameType, REMOTE_METHOD_NAME};
 use jfrs::reader::event::Accessor;
 use jfrs::reader::value_descriptor::{Primitive, ValueDescriptor};
 use jfrs::reader::JfrReader;
@@ -21,35 +22,6 @@ pub enum ReadError {
     Format { path: String, chunk: usize, message: String },
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum FrameKind {
-    Interpreted,
-    Jit,
-    Inlined,
-    C1,
-    Native,
-    Cpp,
-    Kernel,
-    RemoteNative,
-    Other,
-}
-
-impl FrameKind {
-    pub fn from_description(description: &str) -> Self {
-        match description {
-            "Interpreted" => Self::Interpreted,
-            "JIT compiled" => Self::Jit,
-            "Inlined" => Self::Inlined,
-            "C1 compiled" => Self::C1,
-            "Native" => Self::Native,
-            "C++" => Self::Cpp,
-            "Kernel" => Self::Kernel,
-            "Remote native" => Self::RemoteNative,
-            _ => Self::Other,
-        }
-    }
-}
-
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Frame {
     /// Internal class name (`java/lang/String`); empty for native frames;
@@ -60,13 +32,14 @@ pub struct Frame {
     pub modifiers: i32,
     pub line: i32,
     pub bci: i32,
-    pub kind: FrameKind,
+    /// `None` for a type we never write (another writer's).
+    pub kind: Option<FrameType>,
 }
 
 impl Frame {
     /// A remote-symbolication frame's build-id and pc offset.
     pub fn remote(&self) -> Option<(&str, u64)> {
-        if self.method != "<remote>" {
+        if self.method != REMOTE_METHOD_NAME {
             return None;
         }
         let offset = u64::from_str_radix(self.descriptor.strip_prefix("0x")?, 16).ok()?;
@@ -215,7 +188,7 @@ fn frame(frame: Accessor<'_>) -> Frame {
         modifiers: long(field("modifiers")).unwrap_or(0) as i32,
         line: long(frame.get_field("lineNumber")).unwrap_or(-1) as i32,
         bci: long(frame.get_field("bytecodeIndex")).unwrap_or(-1) as i32,
-        kind: string(frame.get_field("type")).map_or(FrameKind::Other, |d| FrameKind::from_description(&d)),
+        kind: string(frame.get_field("type")).and_then(|d| FrameType::from_description(&d)),
     }
 }
 

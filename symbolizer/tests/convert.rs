@@ -1,5 +1,6 @@
 //! Reading recordings written by `jfr-writer` and converting them.
 
+use frames::FrameType;
 use jfr_writer::*;
 use symbolizer::{collapsed, flamegraph, profile, recording};
 

@@ -10,7 +10,8 @@ use crate::libraries::LibraryTable;
 use crate::sampling::asgct::CallTraceError;
 use crate::sampling::remote::RemoteFrame;
 use crate::storage::frame::{Frame, FrameKind, BCI_NATIVE_METHOD};
-use jfr_writer::{ConstantPools, FrameDef, FrameType, MethodDef, MethodId};
+use frames::FrameType;
+use jfr_writer::{ConstantPools, FrameDef, MethodDef, MethodId};
 use std::collections::HashMap;
 
 const ACC_NATIVE: i32 = 0x100;

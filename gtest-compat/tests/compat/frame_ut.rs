@@ -11,7 +11,8 @@
 //! have no counterpart; the round-trip and decode contracts are checked
 //! through the call-trace table and `FrameNames`.
 
-use jfr_writer::{ConstantPools, FrameType};
+use frames::FrameType;
+use jfr_writer::ConstantPools;
 use profiler_agent::recording::frames::FrameNames;
 use profiler_agent::recording::methods::{MethodInfo, MethodSource};
 use profiler_agent::sampling::remote::RemoteFrame;
