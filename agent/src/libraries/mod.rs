@@ -18,7 +18,7 @@ pub mod symbols;
 use crate::counters::{self, Counter};
 use buildid::BuildId;
 use file_map::FileMap;
-use marks::Mark;
+use frames::Mark;
 use scan::LoadedObject;
 use sections::{UnwindSections, Wanted};
 use std::collections::HashMap;

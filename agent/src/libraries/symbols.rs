@@ -4,7 +4,8 @@
 //!
 //! Lookups are signal-safe once built (immutable data, no allocation).
 
-use super::marks::{mark_of, Mark};
+use super::marks::mark_of;
+use frames::Mark;
 use object::{Object, ObjectSymbol, SymbolKind};
 
 #[derive(Clone, Copy, Debug)]

@@ -9,11 +9,11 @@ use crate::counters::{self, Counter};
 use crate::dictionary::TripleBufferedDictionary;
 use crate::libraries::LibraryTable;
 use crate::storage::call_traces::TraceId;
-use crate::storage::frame::Frame;
 use crate::storage::samples::{SampleKind, SampleRecord};
 use crate::storage::thread_slots::MAX_CONTEXT_VALUES;
 use crate::storage::trace_storage::CallTraceStorage;
 use crate::threads::ThreadInfo;
+use frames::{Frame, Marker};
 use jfr_writer::{
     schema, ActiveSetting, ChunkClock, ChunkEnd, ChunkWriter, ConstantPools, Endpoint, ExecutionSample, MethodSample,
     NativeLibrary, ProfilerCounter, ThreadDef, ThreadState,
@@ -211,8 +211,8 @@ impl ChunkBuilder {
                 }
                 None => {
                     // The dropped id, or a trace still being published.
-                    let reason = if id == TraceId::DROPPED.0 { "[storage_full]" } else { "[trace_unavailable]" };
-                    frames.push(names.marker(pools, reason));
+                    let reason = if id == TraceId::DROPPED.0 { Marker::StorageFull } else { Marker::TraceUnavailable };
+                    frames.push(names.marker(pools, reason.name()));
                     false
                 }
             };

@@ -5,12 +5,11 @@
 
 use super::methods::{MethodInfo, MethodSource};
 use crate::dictionary::TripleBufferedDictionary;
-use crate::libraries::marks::Mark;
 use crate::libraries::LibraryTable;
-use crate::sampling::asgct::CallTraceError;
-use crate::sampling::remote::RemoteFrame;
-use crate::storage::frame::{Frame, FrameKind, BCI_NATIVE_METHOD};
-use frames::FrameType;
+use frames::{
+    CallTraceError, Frame, FrameKind, FrameType, Mark, Marker, RemoteFrame, UnknownNative, BCI_NATIVE_METHOD,
+    REMOTE_METHOD_NAME,
+};
 use jfr_writer::{ConstantPools, FrameDef, MethodDef, MethodId};
 use std::collections::HashMap;
 
@@ -56,7 +55,7 @@ impl<'a> FrameNames<'a> {
                     self.libraries.and_then(|t| t.by_index(remote.lib_index)).and_then(|l| l.build_id.clone());
                 let method = match build_id {
                     Some(build_id) => remote_method(pools, &build_id.to_hex(), remote),
-                    None => synthetic(pools, "[unknown_library]"),
+                    None => synthetic(pools, Marker::UnknownLibrary.name()),
                 };
                 FrameDef { method, line: -1, bci: -1, frame_type: FrameType::RemoteNative }
             }
@@ -65,7 +64,7 @@ impl<'a> FrameNames<'a> {
                 if frame.method == 0 =>
             {
                 let native = frame.bci == BCI_NATIVE_METHOD;
-                java_frame(synthetic(pools, "[unknown_Java_method]"), -1, frame, native)
+                java_frame(synthetic(pools, Marker::UnknownJavaMethod.name()), -1, frame, native)
             }
             FrameKind::Java | FrameKind::Interpreted | FrameKind::C1Compiled | FrameKind::Inlined => {
                 let classes = self.classes;
@@ -78,7 +77,7 @@ impl<'a> FrameNames<'a> {
                     // JVMTI no longer knows the id: its class was unloaded
                     // between the sample and this chunk.
                     None => FrameDef {
-                        method: synthetic(pools, "[unloaded_Java_method]"),
+                        method: synthetic(pools, Marker::UnloadedJavaMethod.name()),
                         line: -1,
                         bci: frame.bci,
                         frame_type: FrameType::JitCompiled,
@@ -87,7 +86,7 @@ impl<'a> FrameNames<'a> {
             }
             FrameKind::Error => {
                 let error = CallTraceError::from_code(frame.method as i64);
-                self.marker(pools, error.frame_name())
+                self.marker(pools, error.name())
             }
         }
     }
@@ -99,29 +98,17 @@ impl<'a> FrameNames<'a> {
                 let frame_type = if library.is_jvm { FrameType::Cpp } else { FrameType::Native };
                 (library.describe(address), frame_type)
             }
-            None => (format!("[unknown+{address:#x}]"), FrameType::Native),
+            None => (UnknownNative(address).to_string(), FrameType::Native),
         })
     }
 }
 
-/// The JFR frame type of a Java frame. AsyncGetCallTrace does not say
-/// whether a frame is interpreted or compiled; like async-profiler we call
-/// its frames JIT compiled.
 /// A Java method's frame; a native method has no line or bci.
 fn java_frame(method: MethodId, line: i32, frame: &Frame, native: bool) -> FrameDef {
     if native {
         FrameDef { method, line: -1, bci: -1, frame_type: FrameType::Native }
     } else {
-        FrameDef { method, line, bci: frame.bci, frame_type: java_frame_type(frame.kind) }
-    }
-}
-
-fn java_frame_type(kind: FrameKind) -> FrameType {
-    match kind {
-        FrameKind::Interpreted => FrameType::Interpreted,
-        FrameKind::C1Compiled => FrameType::C1Compiled,
-        FrameKind::Inlined => FrameType::Inlined,
-        _ => FrameType::JitCompiled,
+        FrameDef { method, line, bci: frame.bci, frame_type: FrameType::from(frame.kind) }
     }
 }
 
@@ -174,7 +161,7 @@ fn remote_method(pools: &mut ConstantPools, build_id: &str, remote: RemoteFrame)
     let identity = RemoteFrame { mark: Mark::None, ..remote }.pack().unwrap_or(0);
     pools.method(REMOTE_METHOD_KEY | identity, |p| MethodDef {
         class: p.class(build_id, 0),
-        name: p.symbol("<remote>"),
+        name: p.symbol(REMOTE_METHOD_NAME),
         descriptor: p.symbol(&format!("{:#x}", remote.offset)),
         modifiers: ACC_NATIVE,
         hidden: false,
@@ -188,6 +175,7 @@ fn name_hash64(name: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use frames::JavaFrameKind;
 
     /// JVMTI knows no method: every id is unloaded.
     struct NoMethods;
@@ -203,15 +191,15 @@ mod tests {
         let mut methods = NoMethods;
         let mut names = FrameNames::new(&mut methods, None, None);
         let mut pools = ConstantPools::new();
-        let unknown = synthetic(&mut pools, "[unknown_Java_method]");
-        let compiled = names.frame(&mut pools, &Frame::java_of_kind(0, 7, FrameKind::C1Compiled));
+        let unknown = synthetic(&mut pools, Marker::UnknownJavaMethod.name());
+        let compiled = names.frame(&mut pools, &Frame::java_of_kind(0, 7, JavaFrameKind::C1Compiled));
         assert_eq!((compiled.method, compiled.line, compiled.bci), (unknown, -1, 7));
         assert_eq!(compiled.frame_type, FrameType::C1Compiled);
-        let native = names.frame(&mut pools, &Frame::java_of_kind(0, BCI_NATIVE_METHOD, FrameKind::Java));
+        let native = names.frame(&mut pools, &Frame::java(0, BCI_NATIVE_METHOD));
         assert_eq!((native.method, native.bci, native.frame_type), (unknown, -1, FrameType::Native));
         // An id JVMTI does not know is another case: its class was unloaded.
         let unloaded = names.frame(&mut pools, &Frame::java(0x7f00_1234, 3));
         assert_ne!(unloaded.method, unknown);
-        assert_eq!(unloaded.method, synthetic(&mut pools, "[unloaded_Java_method]"));
+        assert_eq!(unloaded.method, synthetic(&mut pools, Marker::UnloadedJavaMethod.name()));
     }
 }

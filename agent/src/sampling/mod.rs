@@ -11,7 +11,6 @@ pub mod handler;
 pub mod java_thread;
 pub mod native;
 pub mod origin;
-pub mod remote;
 pub mod safe_read;
 pub mod siginfo;
 pub mod thread_state;
@@ -20,10 +19,10 @@ pub mod vm_stack;
 
 use crate::counters::{self, Counter};
 use crate::storage::call_traces::TraceId;
-use crate::storage::frame::Frame;
 use crate::storage::samples::{SampleKind, SampleRecord, SampleStripes};
 use crate::storage::trace_storage::CallTraceStorage;
-use asgct::{AsgctFn, AsgctFrame, AsgctTrace, CallTraceError};
+use asgct::{AsgctFn, AsgctFrame, AsgctTrace};
+use frames::{CallTraceError, Frame};
 use jfr_writer::ThreadState;
 use jni::sys::JNIEnv;
 use std::ffi::c_void;
@@ -283,7 +282,7 @@ fn marker_frame(out: &mut [Frame], error: CallTraceError, after_native: bool) ->
     );
     match out.first_mut() {
         Some(slot) if !(after_native && not_java) => {
-            *slot = Frame::error(error.code() as u64);
+            *slot = Frame::error(error);
             (1, false)
         }
         _ => (0, false),

@@ -6,10 +6,8 @@
 
 use super::safe_read::safe_load;
 use crate::counters::{self, Counter};
-use crate::libraries::marks::Mark;
 use crate::libraries::{Library, LibraryTable};
-use crate::sampling::remote::RemoteFrame;
-use crate::storage::frame::Frame;
+use frames::{Frame, Mark, RemoteFrame};
 use std::cell::UnsafeCell;
 use std::ffi::c_void;
 use std::sync::Arc;

@@ -1,5 +1,5 @@
 use super::*;
-use crate::storage::frame::FrameKind;
+use frames::FrameKind;
 use std::sync::atomic::AtomicU64;
 
 static NEXT_METHOD: AtomicU64 = AtomicU64::new(0);
@@ -76,7 +76,7 @@ fn thread_without_jni_env_gets_a_marker_frame() {
     s.record(request(), 1, 5);
     let mut frames = Vec::new();
     s.traces.for_each_live(|t| frames.extend_from_slice(t.frames));
-    assert_eq!(frames, vec![Frame::error(CallTraceError::NotJavaThread.code() as u64)]);
+    assert_eq!(frames, vec![Frame::error(CallTraceError::NotJavaThread)]);
 }
 
 #[test]

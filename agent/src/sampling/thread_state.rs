@@ -13,7 +13,7 @@
 
 use super::native::registers;
 use super::safe_read::safe_load;
-use crate::storage::frame::{Frame, BCI_NATIVE_METHOD};
+use frames::{Frame, BCI_NATIVE_METHOD};
 use jfr_writer::ThreadState;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};

@@ -6,7 +6,7 @@
 use super::asgct::{AsgctFrame, AsgctTrace};
 use super::JavaWalker;
 use crate::counters::{self, Counter};
-use crate::storage::frame::Frame;
+use frames::Frame;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
 

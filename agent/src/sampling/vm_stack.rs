@@ -12,11 +12,10 @@
 use super::native::{NativeStop, NativeWalker};
 use super::safe_read::ProcessMemory;
 use crate::counters::{self, Counter};
-use crate::storage::frame::{Frame, FrameKind, BCI_NATIVE_METHOD};
+use frames::{Frame, JavaFrameKind};
 use std::cell::UnsafeCell;
 use unwind::hotspot::{
-    Anchor, HotSpotWalker, JavaFrame, JavaFrameKind, MethodIds, SegmentEnd, VmFrame, WalkFailure, WalkMemo,
-    NO_JMETHOD_ID,
+    self, Anchor, HotSpotWalker, JavaFrame, MethodIds, SegmentEnd, VmFrame, WalkFailure, WalkMemo, NO_JMETHOD_ID,
 };
 use unwind::{PcKind, Registers};
 
@@ -56,12 +55,6 @@ struct FrameWriter<'a> {
 impl FrameWriter<'_> {
     fn push_java(&mut self, frame: JavaFrame) -> bool {
         let Some(slot) = self.out.get_mut(self.len) else { return false };
-        let kind = match frame.kind {
-            JavaFrameKind::Interpreted => FrameKind::Interpreted,
-            JavaFrameKind::C1Compiled => FrameKind::C1Compiled,
-            JavaFrameKind::Inlined => FrameKind::Inlined,
-            JavaFrameKind::C2Compiled | JavaFrameKind::Native => FrameKind::Java,
-        };
         if frame.method == NO_JMETHOD_ID {
             counters::increment(Counter::VmWalkMethodWithoutId);
             // The innermost Java frame without a method names nothing:
@@ -72,8 +65,7 @@ impl FrameWriter<'_> {
             }
         }
         self.met_java = true;
-        let bci = if frame.kind == JavaFrameKind::Native { BCI_NATIVE_METHOD } else { frame.bci };
-        *slot = Frame::java_of_kind(frame.method, bci, kind);
+        *slot = Frame::java_of_kind(frame.method, frame.bci, java_frame_kind(frame.kind));
         self.len += 1;
         self.java += 1;
         true
@@ -81,6 +73,18 @@ impl FrameWriter<'_> {
 
     fn rest(&mut self) -> &mut [Frame] {
         self.out.get_mut(self.len..).unwrap_or_default()
+    }
+}
+
+/// The walker's kind in the shared vocabulary (until the walker reports
+/// `frames::JavaFrameKind` itself).
+fn java_frame_kind(kind: hotspot::JavaFrameKind) -> JavaFrameKind {
+    match kind {
+        hotspot::JavaFrameKind::Interpreted => JavaFrameKind::Interpreted,
+        hotspot::JavaFrameKind::C1Compiled => JavaFrameKind::C1Compiled,
+        hotspot::JavaFrameKind::C2Compiled => JavaFrameKind::C2Compiled,
+        hotspot::JavaFrameKind::Inlined => JavaFrameKind::Inlined,
+        hotspot::JavaFrameKind::Native => JavaFrameKind::Native,
     }
 }
 
@@ -230,7 +234,7 @@ mod tests {
     use super::*;
 
     fn java(method: u64, bci: i32) -> JavaFrame {
-        JavaFrame { method, bci, kind: JavaFrameKind::C2Compiled }
+        JavaFrame { method, bci, kind: hotspot::JavaFrameKind::C2Compiled }
     }
 
     #[test]

@@ -17,9 +17,9 @@
 //! at most a few hundred thousand traces per table the chance is below
 //! 1e-8, the same trade the C++ profilers make.
 
-use super::frame::Frame;
 use super::mapped::MappedArray;
 use crate::counters::{self, Counter};
+use frames::Frame;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// A stack trace's id, unique across the tables of a storage (ids come
@@ -50,7 +50,7 @@ unsafe impl super::mapped::Zeroable for Slot {}
 
 /// Per-trace header stored in the arena just before the frames.
 fn header(len: usize, truncated: bool) -> Frame {
-    Frame { method: len as u64, bci: i32::from(truncated), kind: super::frame::FrameKind::Java }
+    Frame::java(len as u64, i32::from(truncated))
 }
 
 pub struct CallTraceTable {

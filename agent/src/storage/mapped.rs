@@ -15,6 +15,9 @@ pub unsafe trait Zeroable {}
 unsafe impl Zeroable for u64 {}
 // SAFETY: as above.
 unsafe impl Zeroable for std::sync::atomic::AtomicU64 {}
+// SAFETY: all-zero bytes are `Frame::java(0, 0)` (the layout contract
+// documented on `frames::Frame`).
+unsafe impl Zeroable for frames::Frame {}
 
 pub struct MappedArray<T: Zeroable> {
     base: NonNull<T>,

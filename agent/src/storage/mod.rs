@@ -2,7 +2,6 @@
 //! before sampling starts and is then used without allocation or blocking.
 
 pub mod call_traces;
-pub mod frame;
 pub mod mapped;
 pub mod samples;
 pub mod thread_slots;

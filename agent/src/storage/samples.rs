@@ -11,8 +11,8 @@
 //! capacity while holding the lock for just that swap. Drained buffers are
 //! kept as spares, so after the first cycle draining allocates nothing.
 
-use super::frame::Frame;
 use super::mapped::MappedArray;
+use frames::Frame;
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 

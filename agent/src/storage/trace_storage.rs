@@ -8,9 +8,9 @@
 //! by two tables and returned as tables are cleared.
 
 use super::call_traces::{CallTraceTable, StoredTrace, TraceId};
-use super::frame::Frame;
 use crate::counters::{self, Counter};
 use crate::dictionary::hazard::Hazards;
+use frames::Frame;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::Mutex;
 

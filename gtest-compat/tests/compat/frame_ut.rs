@@ -4,20 +4,18 @@
 //! bit 20, type in bits 21..23, bci masked to 16 bits, raw-pointer flag
 //! bit 30) and decodes it at dump time; a value that never went through
 //! `encode` (a raw AsyncGetCallTrace bci) decodes as JIT compiled. We
-//! store the kind in its own field (`storage::frame::Frame::kind`) next to
+//! store the kind in its own field (`frames::Frame::kind`) next to
 //! the whole bci, and name the JFR frame type at dump time
 //! (`recording::frames::FrameNames`), where Java frames, whose type
 //! AsyncGetCallTrace does not tell, are JIT compiled. The bit-layout cases
 //! have no counterpart; the round-trip and decode contracts are checked
 //! through the call-trace table and `FrameNames`.
 
-use frames::FrameType;
+use frames::{CallTraceError, Frame, FrameKind, FrameType, RemoteFrame, BCI_NATIVE_METHOD};
 use jfr_writer::ConstantPools;
 use profiler_agent::recording::frames::FrameNames;
 use profiler_agent::recording::methods::{MethodInfo, MethodSource};
-use profiler_agent::sampling::remote::RemoteFrame;
 use profiler_agent::storage::call_traces::{CallTraceTable, TraceId};
-use profiler_agent::storage::frame::{Frame, FrameKind, BCI_NATIVE_METHOD};
 use std::sync::atomic::AtomicU32;
 
 /// Every method id resolves to the same plain (not `native`) Java method.
@@ -53,8 +51,12 @@ fn frame_type_of(frame: Frame) -> FrameType {
 /// One frame of each kind, with bci `bci` where the kind has one.
 fn one_of_each_kind(bci: i32) -> [Frame; 4] {
     let packed = RemoteFrame { offset: 0x40, mark: Default::default(), lib_index: 3 }.pack().unwrap();
-    let mut frames =
-        [Frame::java(0x7f00_1234, bci), Frame::error(2), Frame::native(0x5555_0000), Frame::remote(packed)];
+    let mut frames = [
+        Frame::java(0x7f00_1234, bci),
+        Frame::error(CallTraceError::GcActive),
+        Frame::native(0x5555_0000),
+        Frame::remote(packed),
+    ];
     for frame in &mut frames {
         if frame.kind != FrameKind::Java {
             // The kind, not the bci, says what a frame is: give every kind

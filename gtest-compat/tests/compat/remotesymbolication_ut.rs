@@ -3,17 +3,15 @@
 //! Upstream keeps a `RemoteFrameInfo` (build-id string, pc offset, library
 //! index) per frame and extracts build-ids from a path or a memory range
 //! with C pointers. Ours: a stored frame packs library index, mark and pc
-//! offset into 64 bits (`sampling::remote::RemoteFrame`, kind
+//! offset into 64 bits (`frames::RemoteFrame`, kind
 //! `RemoteNative`, bci `BCI_NATIVE_FRAME_REMOTE`); the build-id lives once
 //! per library in the library table; `buildid` parses file bytes
 //! (`from_file_bytes`) or a mapped image through a fallible reader
 //! (`from_image`). Null pointers cannot be expressed in those APIs.
 
 use buildid::{BuildId, Error, SliceReader};
-use profiler_agent::libraries::marks::Mark;
+use frames::{CallTraceError, Frame, FrameKind, Mark, RemoteFrame, BCI_NATIVE_FRAME_REMOTE, BCI_NATIVE_METHOD};
 use profiler_agent::libraries::scan::{self, OwnMemory};
-use profiler_agent::sampling::remote::{RemoteFrame, BCI_NATIVE_FRAME_REMOTE};
-use profiler_agent::storage::frame::{Frame, FrameKind, BCI_NATIVE_METHOD};
 use std::path::{Path, PathBuf};
 
 /// A file's build-id the way the library table gets it for a library it
@@ -76,7 +74,12 @@ fn bci_frame_type_constants() {
     // No other stored frame uses the remote marker as its bci: native
     // frames (upstream BCI_NATIVE_FRAME), error markers (BCI_ERROR) and
     // Java `native` methods have their own.
-    let others = [Frame::native(0x1000), Frame::error(1), Frame::java(1, BCI_NATIVE_METHOD), Frame::java(1, 0)];
+    let others = [
+        Frame::native(0x1000),
+        Frame::error(CallTraceError::NoClassLoad),
+        Frame::java(1, BCI_NATIVE_METHOD),
+        Frame::java(1, 0),
+    ];
     for other in others {
         assert_ne!(other.bci, BCI_NATIVE_FRAME_REMOTE, "{other:?}");
         assert_ne!(other.kind, remote.kind, "{other:?}");

@@ -13,12 +13,12 @@
 //! sampled without it.
 
 use super::stress_call_trace_storage::InstalledHandler;
+use frames::Frame;
 use profiler_agent::context;
 use profiler_agent::sampling::asgct::{AsgctFrame, AsgctTrace};
 use profiler_agent::sampling::handler::current_tid;
 use profiler_agent::sampling::{JavaWalker, SampleRequest, Sampler};
 use profiler_agent::storage::call_traces::TraceId;
-use profiler_agent::storage::frame::Frame;
 use profiler_agent::storage::samples::{SampleKind, SampleRecord, SampleStripes, STRIPES};
 use profiler_agent::storage::trace_storage::CallTraceStorage;
 use std::collections::HashMap;

@@ -19,14 +19,14 @@
 //!   each runs alone in a child process.
 
 use super::sframe_ut::{fde_info, fre, fre_info, Builder, MapStack, ABI_AMD64, ADDR1, OFF4};
+use frames::{CallTraceError, Frame, FrameKind};
 use profiler_agent::counters::{self, Counter};
 use profiler_agent::libraries::sections::Wanted;
 use profiler_agent::libraries::LibraryTable;
-use profiler_agent::sampling::asgct::{AsgctFrame, AsgctTrace, CallTraceError};
+use profiler_agent::sampling::asgct::{AsgctFrame, AsgctTrace};
 use profiler_agent::sampling::native::{NativeMode, NativeWalker};
 use profiler_agent::sampling::safe_read::{install_fault_handlers, on_fault, restore_fault_handlers, safe_load};
 use profiler_agent::sampling::{JavaWalker, SampleRequest, Sampler};
-use profiler_agent::storage::frame::{Frame, FrameKind};
 use profiler_agent::storage::samples::{SampleKind, SampleStripes};
 use profiler_agent::storage::trace_storage::CallTraceStorage;
 use std::cell::RefCell;
@@ -99,7 +99,7 @@ fn java_methods(frames: &[Frame]) -> Vec<u64> {
 fn drop_unknown_leaf_empty_trace() {
     isolated("drop_unknown_leaf_empty_trace", || {
         let frames = record(&[]);
-        assert_eq!(frames, vec![Frame::error(CallTraceError::NoJavaFrame.code() as u64)]);
+        assert_eq!(frames, vec![Frame::error(CallTraceError::NoJavaFrame)]);
     });
 }
 

@@ -5,13 +5,13 @@
 //! handler for a real-time signal (never SIGPROF/SIGVTALRM), serialized by
 //! `SIGNAL_TESTS`, and restore the previous disposition when done.
 
+use frames::Frame;
 use profiler_agent::context;
 use profiler_agent::entry::thread_exiting;
 use profiler_agent::sampling::asgct::{AsgctFrame, AsgctTrace};
 use profiler_agent::sampling::handler::current_tid;
 use profiler_agent::sampling::{JavaWalker, SampleRequest, Sampler};
 use profiler_agent::storage::call_traces::{CallTraceTable, TraceId};
-use profiler_agent::storage::frame::Frame;
 use profiler_agent::storage::samples::{SampleKind, SampleStripes};
 use profiler_agent::storage::trace_storage::CallTraceStorage;
 use std::collections::{HashMap, HashSet};

@@ -9,11 +9,11 @@
 //! a dump that rotates the storage, drains the stripes and reads the live
 //! traces, as `recording` does.
 
+use frames::Frame;
 use profiler_agent::context;
 use profiler_agent::entry::thread_exiting;
 use profiler_agent::sampling::handler::current_tid;
 use profiler_agent::storage::call_traces::TraceId;
-use profiler_agent::storage::frame::Frame;
 use profiler_agent::storage::samples::{SampleRecord, SampleStripes};
 use profiler_agent::storage::trace_storage::CallTraceStorage;
 use std::collections::HashMap;

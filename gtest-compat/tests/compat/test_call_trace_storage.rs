@@ -9,8 +9,8 @@
 //! so an id names one trace in every table. There is no liveness checker
 //! and no dropped-trace sentinel entry, so counts below carry no "+1".
 
+use frames::Frame;
 use profiler_agent::storage::call_traces::{CallTraceTable, TraceId};
-use profiler_agent::storage::frame::Frame;
 use profiler_agent::storage::samples::{SampleRecord, SampleStripes};
 use profiler_agent::storage::trace_storage::CallTraceStorage;
 use std::collections::{HashMap, HashSet};
