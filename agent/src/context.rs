@@ -3,11 +3,13 @@
 //! each sample. Lives for the agent's lifetime (not per session), so
 //! context set before `start` is not lost.
 //!
-//! Context values are strings interned in a triple-buffered dictionary;
-//! the thread slots hold their ids. At every rotation the ids still set on
-//! some thread are carried into the new active buffer, so a value stays
-//! resolvable for as long as any thread carries it, and is purged two
-//! rotations after the last one let go.
+//! Context values are strings interned in a triple-buffered dictionary,
+//! which serves the threads setting values while a dump rotates it (the
+//! signal handler reads only the ids, from the thread slots). At every
+//! rotation (`recording::rotation`) the ids still set on some thread are
+//! carried into the new active buffer, so a value stays resolvable for as
+//! long as any thread carries it, and is purged two rotations after the
+//! last one let go.
 
 use crate::counters::{self, Counter};
 use crate::dictionary::{Carry, TripleBufferedDictionary};

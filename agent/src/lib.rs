@@ -3,8 +3,9 @@
 //! Layout by where code runs: `sampling` (and the `storage` it writes to)
 //! runs inside signal handlers and obeys their rules; everything else is
 //! control plane: entry points and JVMTI callbacks (`entry`), the session
-//! (`profiler`), engines arming signals (`engine`), and the recording that
-//! turns samples into JFR (`recording`).
+//! (`profiler`), engines arming signals (`engine`), the session's periodic
+//! thread (`ticker`), and the recording that turns samples into JFR
+//! (`recording`).
 
 pub mod args;
 pub mod clock;
@@ -25,4 +26,5 @@ pub mod recording;
 pub mod sampling;
 pub mod storage;
 pub mod threads;
+pub mod ticker;
 pub mod vm;

@@ -8,16 +8,19 @@ use crate::engine;
 use crate::existing_threads;
 use crate::jni_env::JniEnv;
 use crate::libraries::sections::Wanted;
-use crate::libraries::LibraryTable;
+use crate::libraries::{LibraryTable, RefreshTick};
 use crate::log;
+use crate::recording::endpoints;
+use crate::recording::rotation::{ContextValues, Stores};
 use crate::recording::writer::Writer;
-use crate::recording::{classes, DumpContext, Recording};
+use crate::recording::{DumpContext, Recording};
 use crate::sampling::native::{NativeMode, NativeWalker};
 use crate::sampling::vm_stack::VmStackWalker;
 use crate::sampling::{self, java_thread, safe_read, thread_state, JavaWalker, Sampler};
 use crate::storage::samples::{SampleStripes, STRIPES};
 use crate::storage::trace_storage::CallTraceStorage;
 use crate::threads;
+use crate::ticker::{Tick, Ticker};
 use crate::vm::{self, Vm};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -31,9 +34,8 @@ const ARENA_FRAMES: usize = 1 << 23;
 const STRIPE_CAPACITY: usize = 4096;
 
 struct Session {
-    sampler: Arc<Sampler>,
     recording: Arc<Mutex<Recording>>,
-    writer: Writer,
+    ticker: Ticker,
     /// The engines sampling, for `status` ("perf, wall").
     engines: String,
     started: Instant,
@@ -265,6 +267,7 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
         .map_err(|e| io(format!("cannot reserve trace storage: {e}")))?;
     let stripes =
         SampleStripes::new(STRIPE_CAPACITY, depth).map_err(|e| io(format!("cannot reserve sample buffers: {e}")))?;
+    let endpoints = endpoints::endpoints().map_err(io)?;
     // Handlers read memory fault-safely (the JNIEnv check, native and
     // HotSpot walks, the wall-clock state check), and so do setting up the
     // HotSpot walker and naming running threads below.
@@ -293,15 +296,21 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
         io(e)
     })?;
     let file = options.file.as_deref().map(output_path);
+    let stores = Stores { sampler: Arc::clone(&sampler), endpoints, context_values: ContextValues };
     let recording =
-        Arc::new(Mutex::new(Recording::new(settings(options, cpu_engine), options.attributes.clone(), file)));
-    let writer = Writer::spawn(vm, Arc::clone(&sampler), Arc::clone(&recording)).map_err(|e| {
+        Arc::new(Mutex::new(Recording::new(settings(options, cpu_engine), options.attributes.clone(), stores, file)));
+    let mut ticks: Vec<Box<dyn Tick>> = Vec::new();
+    if let Some(native) = &sampler.native {
+        ticks.push(Box::new(RefreshTick(Arc::clone(&native.libraries))));
+    }
+    ticks.push(Box::new(Writer::new(vm, Arc::clone(&recording))));
+    let ticker = Ticker::spawn(vm, ticks).map_err(|e| {
         disarm();
         io(format!("cannot start the writer thread: {e}"))
     })?;
     log::info!("profiling started: {engines}");
     let message = format!("Profiling started ({engines})");
-    *current = Some(Session { sampler, recording, writer, engines, started: Instant::now() });
+    *current = Some(Session { recording, ticker, engines, started: Instant::now() });
     Ok(message)
 }
 
@@ -338,20 +347,16 @@ fn preload_methods(vm: &Vm, env: JniEnv, blocking: bool) {
 fn stop(file: Option<&str>, env: Option<JniEnv>) -> CommandResult<String> {
     let session = session().take().ok_or_else(|| state("stop: profiling is not running"))?;
     disarm();
-    session.writer.stop();
+    session.ticker.stop();
     let path = file.map(output_path);
     let mut recording = session.recording.lock().unwrap_or_else(|p| p.into_inner());
     log::info!("profiling stopped after {} s", session.started.elapsed().as_secs());
     let result = if path.is_none() && recording.session_path().is_none() {
         Ok("Profiling stopped; no file was given, so the data since the last dump was discarded".to_owned())
     } else {
-        write_recording(&mut recording, &session.sampler, env, path, true)
+        write_recording(&mut recording, env, path, true)
             .map(|written| format!("Profiling stopped; recording written to {}", written.display()))
     };
-    // Nothing refers to the session's class ids any more.
-    if let Ok(classes) = classes::classes() {
-        classes.clear_all();
-    }
     result
 }
 
@@ -361,7 +366,7 @@ pub fn dump_to(path: Option<PathBuf>, env: Option<JniEnv>) -> CommandResult<Stri
     let current = session();
     let session = current.as_ref().ok_or_else(|| state("dump: profiling is not running"))?;
     let mut recording = session.recording.lock().unwrap_or_else(|p| p.into_inner());
-    let written = write_recording(&mut recording, &session.sampler, env, path, false)?;
+    let written = write_recording(&mut recording, env, path, false)?;
     Ok(format!("Recording written to {}", written.display()))
 }
 
@@ -371,14 +376,13 @@ fn dump(file: Option<&str>, env: Option<JniEnv>) -> CommandResult<String> {
 
 fn write_recording(
     recording: &mut Recording,
-    sampler: &Sampler,
     env: Option<JniEnv>,
     path: Option<PathBuf>,
     final_chunk: bool,
 ) -> CommandResult<PathBuf> {
     let vm = vm::get().ok_or_else(|| state("the agent is not initialised"))?;
     let env = env.ok_or_else(|| state("cannot write a recording from a thread not attached to the JVM"))?;
-    let ctx = DumpContext { sampler, jvmti: vm.jvmti(), env };
+    let ctx = DumpContext { jvmti: vm.jvmti(), env };
     let target = path.clone().or_else(|| recording.session_path().map(PathBuf::from));
     recording.dump(&ctx, path.as_deref(), final_chunk).map_err(|e| match target {
         Some(t) => io(format!("cannot write {}: {e}", t.display())),

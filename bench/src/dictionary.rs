@@ -105,9 +105,7 @@ pub fn run(options: &crate::Options) {
     let (probe_c, insert_c) = lookups(contenders);
     println!("| bounded_lookup, hit (signal handler) | {probe:.0} ns | {probe_c:.0} ns |");
     println!("| lookup, insert of a new key | {insert:.0} ns | {insert_c:.0} ns |");
-    for (name, carry) in
-        [("persistent (classes)", Carry::Everything), ("carry-nothing (endpoints, context)", Carry::Nothing)]
-    {
+    for (name, carry) in [("persistent", Carry::Everything), ("carry-nothing (endpoints, context)", Carry::Nothing)] {
         let (p50, p99) = rotations(carry, 0);
         let (p50_c, p99_c) = rotations(carry, contenders);
         println!("| rotate, {name} | {p50:.1} µs (p99 {p99:.1}) | {p50_c:.1} µs (p99 {p99_c:.1}) |");

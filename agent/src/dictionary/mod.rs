@@ -1,5 +1,10 @@
-//! Triple-buffered dictionaries: strings (class names, endpoint labels,
-//! context values) to integer ids, with three buffers in rotating roles.
+//! Triple-buffered dictionaries: strings to integer ids, with three
+//! buffers in rotating roles, for strings that threads insert while a dump
+//! reads them. They serve the JNI threads of the Java API: endpoint labels
+//! (`recording::endpoints`, `recordTraceRoot`) and context values
+//! (`context`, `setContextValue`). No signal handler looks strings up,
+//! though [`TripleBufferedDictionary::bounded_lookup`] with a size limit of
+//! 0 is signal-safe.
 //!
 //! - **active**: where lookups and inserts go;
 //! - **dump**: the previous active, read while a chunk's constant pools are
@@ -42,7 +47,9 @@ use table::{Buffer, Wait};
 /// What a rotation carries from the old active buffer into the new one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Carry {
-    /// Every entry: ids are kept for the life of the session (classes).
+    /// Every entry: ids are kept until `clear_all` (upstream's persistent
+    /// dictionary; no store of the agent uses it since the class map
+    /// became a plain map of the recording).
     Everything,
     /// Nothing automatically; callers carry what they still use
     /// ([`TripleBufferedDictionary::carry_ids`]).

@@ -7,7 +7,8 @@
 //! snapshot and swaps it in; old snapshots are kept until the table is
 //! dropped, which happens only after the sampler has been retired, so a
 //! handler can never hold a freed snapshot. ELF parsing happens only in
-//! control-plane threads.
+//! control-plane threads: at `start`, and in the table's [`RefreshTick`]
+//! on the session's ticker.
 
 pub mod file_map;
 pub mod marks;
@@ -16,6 +17,8 @@ pub mod sections;
 pub mod symbols;
 
 use crate::counters::{self, Counter};
+use crate::jni_env::JniEnv;
+use crate::ticker::Tick;
 use buildid::BuildId;
 use file_map::FileMap;
 use frames::Mark;
@@ -271,6 +274,16 @@ impl LibraryTable {
             .find(|l| l.contains(address))
             .or_else(|| state.libraries.iter().find(|l| l.contains(address)));
         library.cloned()
+    }
+}
+
+/// The library table's tick on the session's ticker: picks up libraries
+/// loaded or unloaded since the last tick (`System.load`, `dlopen`).
+pub struct RefreshTick(pub Arc<LibraryTable>);
+
+impl Tick for RefreshTick {
+    fn tick(&mut self, _env: Option<JniEnv>) {
+        self.0.refresh_if_changed();
     }
 }
 

@@ -1,12 +1,12 @@
 //! One JFR chunk in the making: samples are encoded as they are drained;
 //! constant pools are built at the end, for exactly the stack traces and
-//! threads the chunk's events reference.
+//! threads the chunk's events reference. Bytes from what the caller hands
+//! in ([`ChunkSources`]): no I/O, no process-wide state.
 
+use super::classes::ClassIds;
 use super::endpoints::Batch;
 use super::frames::FrameNames;
 use super::methods::MethodSource;
-use crate::counters::{self, Counter};
-use crate::dictionary::TripleBufferedDictionary;
 use crate::libraries::LibraryTable;
 use crate::storage::call_traces::TraceId;
 use crate::storage::samples::{SampleKind, SampleRecord};
@@ -47,7 +47,15 @@ pub struct ChunkSources<'a> {
     /// Context values that may be referenced (id to text).
     pub context_values: &'a HashMap<u32, String>,
     /// The class map, for class ids that stay the same across chunks.
-    pub classes: Option<&'a TripleBufferedDictionary>,
+    pub classes: &'a mut ClassIds,
+}
+
+/// A finished chunk.
+pub struct Finished {
+    pub bytes: Vec<u8>,
+    /// Context values a sample referenced that were no longer known
+    /// (written empty; see [`ChunkBuilder::finish`]).
+    pub context_values_expired: u64,
 }
 
 impl ChunkBuilder {
@@ -113,7 +121,7 @@ impl ChunkBuilder {
     }
 
     /// Writes counters, the constant pools and the metadata.
-    pub fn finish(mut self, sources: ChunkSources<'_>, end_mono_ns: u64, final_chunk: bool) -> Vec<u8> {
+    pub fn finish(mut self, sources: ChunkSources<'_>, end_mono_ns: u64, final_chunk: bool) -> Finished {
         let end_ticks = self.ticks(end_mono_ns);
         for &(name, count) in sources.counters {
             self.writer.write(&ProfilerCounter { start_ticks: end_ticks, name, count: count as i64 });
@@ -133,12 +141,13 @@ impl ChunkBuilder {
         }
         let mut pools = ConstantPools::new();
         self.write_endpoints(&mut pools, sources.endpoints, sources.thread_key);
-        self.write_context_values(&mut pools, sources.context_values);
+        let context_values_expired = self.write_context_values(&mut pools, sources.context_values);
         self.write_threads(&mut pools, sources.thread);
         let mut frames = FrameNames::new(sources.methods, sources.libraries, sources.classes);
         self.write_traces(&mut pools, sources.traces, &mut frames);
         let duration_nanos = end_mono_ns.saturating_sub(self.start_mono_ns) as i64;
-        self.writer.finish(&pools, ChunkEnd { duration_nanos, final_chunk }, &self.attributes)
+        let bytes = self.writer.finish(&pools, ChunkEnd { duration_nanos, final_chunk }, &self.attributes);
+        Finished { bytes, context_values_expired }
     }
 
     fn write_endpoints(&mut self, pools: &mut ConstantPools, batch: &Batch, thread_key: &dyn Fn(u32) -> u64) {
@@ -165,17 +174,19 @@ impl ChunkBuilder {
 
     /// Every context value a sample referenced; one no longer known (it
     /// cannot be, by the carry-over rule, but a missing constant would make
-    /// the chunk unreadable) is written empty and counted.
-    fn write_context_values(&self, pools: &mut ConstantPools, values: &HashMap<u32, String>) {
+    /// the chunk unreadable) is written empty. Returns how many were.
+    fn write_context_values(&self, pools: &mut ConstantPools, values: &HashMap<u32, String>) -> u64 {
+        let mut expired = 0;
         for &id in &self.context_values {
             match values.get(&id) {
                 Some(text) => pools.attribute_value(u64::from(id), text),
                 None => {
-                    counters::increment(Counter::ContextValuesExpired);
+                    expired += 1;
                     pools.attribute_value(u64::from(id), "");
                 }
             }
         }
+        expired
     }
 
     fn write_threads(&self, pools: &mut ConstantPools, thread: &dyn Fn(u64) -> Option<ThreadInfo>) {

@@ -1,5 +1,6 @@
 //! `recordTraceRoot`: endpoint events with their labels interned in a
-//! triple-buffered dictionary.
+//! triple-buffered dictionary, which serves the JNI threads recording
+//! endpoints while the recording rotates it (no signal handler uses it).
 //!
 //! Review comment 1 of the dictionary PR: an event must land in the chunk
 //! whose constant pool holds its labels. Recording (label lookup + append)
@@ -8,6 +9,7 @@
 //! finished chunk's pool is written from, the event in the batch taken with
 //! it) or follows it (both go to the next chunk).
 
+use super::rotation::Rotate;
 use crate::clock;
 use crate::dictionary::{Carry, TripleBufferedDictionary};
 use std::sync::{Mutex, OnceLock};
@@ -22,6 +24,7 @@ pub struct EndpointEvent {
 }
 
 /// A finished batch: events and the labels they reference.
+#[derive(Default)]
 pub struct Batch {
     pub events: Vec<EndpointEvent>,
     pub labels: Vec<(u32, String)>,
@@ -30,6 +33,8 @@ pub struct Batch {
 pub struct Endpoints {
     labels: TripleBufferedDictionary,
     pending: Mutex<Vec<EndpointEvent>>,
+    /// What rotations ended, until the chunk takes it.
+    ended: Mutex<Batch>,
     /// Test-only: rotate the dictionary outside the lock (the reviewed race).
     #[cfg(test)]
     rotate_outside_lock: bool,
@@ -54,6 +59,7 @@ impl Endpoints {
         Ok(Self {
             labels: TripleBufferedDictionary::new(LABEL_CAPACITY, Carry::Nothing)?,
             pending: Mutex::new(Vec::new()),
+            ended: Mutex::new(Batch::default()),
             #[cfg(test)]
             rotate_outside_lock: false,
             #[cfg(test)]
@@ -86,8 +92,13 @@ impl Endpoints {
         true
     }
 
+    /// The events of the chunks rotations ended, with their labels.
+    pub fn take_ended(&self) -> Batch {
+        std::mem::take(&mut *self.ended.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
     /// Ends a chunk: the events since the last rotation with their labels.
-    pub fn rotate(&self) -> Batch {
+    fn end_chunk(&self) -> Batch {
         #[cfg(test)]
         if self.rotate_outside_lock {
             self.labels.rotate();
@@ -107,6 +118,17 @@ impl Endpoints {
             std::mem::take(&mut *pending)
         };
         Batch { events, labels: self.labels.dump_entries() }
+    }
+}
+
+impl Rotate for Endpoints {
+    /// Keeps the ended batch for [`Endpoints::take_ended`]; a batch not
+    /// taken yet is extended, each part with its own labels.
+    fn rotate(&self) {
+        let batch = self.end_chunk();
+        let mut ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
+        ended.events.extend(batch.events);
+        ended.labels.extend(batch.labels);
     }
 }
 
@@ -132,9 +154,9 @@ mod tests {
             }
         }));
         endpoints.record(1, 8, "/early", "early.op", 100);
-        let first = endpoints.rotate();
+        let first = endpoints.end_chunk();
         endpoints.during_rotation = None;
-        let second = endpoints.rotate();
+        let second = endpoints.end_chunk();
         consistent(&first) && consistent(&second)
     }
 
@@ -165,16 +187,34 @@ mod tests {
         let mut events = 0;
         let mut rotations = 0;
         while writers.iter().any(|w| !w.is_finished()) || rotations == 0 {
-            let batch = endpoints.rotate();
+            let batch = endpoints.end_chunk();
             events += batch.events.len();
             assert!(consistent(&batch));
             rotations += 1;
         }
         writers.into_iter().for_each(|w| w.join().unwrap());
-        let last = endpoints.rotate();
+        let last = endpoints.end_chunk();
         assert!(consistent(&last));
         events += last.events.len();
         assert_eq!(events as u64, 4 * PER_WRITER, "every accepted event lands in exactly one rotation");
+    }
+
+    #[test]
+    fn a_rotation_keeps_its_batch_until_taken() {
+        let endpoints = Endpoints::new().unwrap();
+        endpoints.record(1, 1, "/a", "op.a", 100);
+        Rotate::rotate(&endpoints);
+        endpoints.record(1, 2, "/b", "op.b", 100);
+        let first = endpoints.take_ended();
+        assert_eq!(first.events.iter().map(|e| e.root_span_id).collect::<Vec<_>>(), [1]);
+        assert!(consistent(&first));
+        Rotate::rotate(&endpoints);
+        endpoints.record(1, 3, "/c", "op.c", 100);
+        Rotate::rotate(&endpoints);
+        let both = endpoints.take_ended();
+        assert_eq!(both.events.iter().map(|e| e.root_span_id).collect::<Vec<_>>(), [2, 3]);
+        assert!(consistent(&both), "each rotation's events came with their own labels");
+        assert!(endpoints.take_ended().events.is_empty());
     }
 
     #[test]

@@ -3,8 +3,8 @@
 //! from the library table, remote frames per the remote-symbolication
 //! contract, and markers for stacks that could not be walked.
 
+use super::classes::ClassIds;
 use super::methods::{MethodInfo, MethodSource};
-use crate::dictionary::TripleBufferedDictionary;
 use crate::libraries::LibraryTable;
 use frames::{
     CallTraceError, Frame, FrameKind, FrameType, Mark, Marker, RemoteFrame, UnknownNative, BCI_NATIVE_METHOD,
@@ -24,7 +24,7 @@ const REMOTE_METHOD_KEY: u64 = 3 << 62;
 pub struct FrameNames<'a> {
     methods: &'a mut dyn MethodSource,
     libraries: Option<&'a LibraryTable>,
-    classes: Option<&'a TripleBufferedDictionary>,
+    classes: &'a mut ClassIds,
     /// Native frame names by attribution address.
     natives: HashMap<u64, (String, FrameType)>,
 }
@@ -33,7 +33,7 @@ impl<'a> FrameNames<'a> {
     pub fn new(
         methods: &'a mut dyn MethodSource,
         libraries: Option<&'a LibraryTable>,
-        classes: Option<&'a TripleBufferedDictionary>,
+        classes: &'a mut ClassIds,
     ) -> Self {
         Self { methods, libraries, classes, natives: HashMap::new() }
     }
@@ -67,11 +67,10 @@ impl<'a> FrameNames<'a> {
                 java_frame(synthetic(pools, Marker::UnknownJavaMethod.name()), -1, frame, native)
             }
             FrameKind::Java | FrameKind::Interpreted | FrameKind::C1Compiled | FrameKind::Inlined => {
-                let classes = self.classes;
                 match self.methods.method(frame.method) {
                     Some(info) => {
                         let native = frame.bci == BCI_NATIVE_METHOD || info.modifiers & ACC_NATIVE != 0;
-                        let method = java_method(pools, classes, frame.method, info);
+                        let method = java_method(pools, self.classes, frame.method, info);
                         java_frame(method, info.line_of(frame.bci), frame, native)
                     }
                     // JVMTI no longer knows the id: its class was unloaded
@@ -127,14 +126,9 @@ fn name_hash(name: &str) -> u32 {
     name.bytes().fold(2_166_136_261u32, |h, b| (h ^ u32::from(b)).wrapping_mul(16_777_619))
 }
 
-fn java_method(
-    pools: &mut ConstantPools,
-    classes: Option<&TripleBufferedDictionary>,
-    id: u64,
-    info: &MethodInfo,
-) -> MethodId {
+fn java_method(pools: &mut ConstantPools, classes: &mut ClassIds, id: u64, info: &MethodInfo) -> MethodId {
     pools.method(id, |p| MethodDef {
-        class: match classes.and_then(|c| c.lookup(&info.class_name, 0)) {
+        class: match classes.id(&info.class_name) {
             Some(key) => p.class_keyed(u64::from(key), &info.class_name, info.class_modifiers),
             None => p.class(&info.class_name, info.class_modifiers),
         },
@@ -189,7 +183,8 @@ mod tests {
     #[test]
     fn java_frames_without_a_method_id_are_unknown_java_methods() {
         let mut methods = NoMethods;
-        let mut names = FrameNames::new(&mut methods, None, None);
+        let mut classes = ClassIds::default();
+        let mut names = FrameNames::new(&mut methods, None, &mut classes);
         let mut pools = ConstantPools::new();
         let unknown = synthetic(&mut pools, Marker::UnknownJavaMethod.name());
         let compiled = names.frame(&mut pools, &Frame::java_of_kind(0, 7, JavaFrameKind::C1Compiled));

@@ -8,16 +8,16 @@
 //! past the first pages, reuse after clear) on that storage.
 //!
 //! Upstream's persistent `StringDictionary` is our
-//! [`TripleBufferedDictionary`] with [`Carry::Everything`] (the class map):
+//! [`TripleBufferedDictionary`] with [`Carry::Everything`] (upstream's class
+//! map; ours is a plain map owned by the recording, `recording::classes`):
 //! its read-only `bounded_lookup(key)` is our `bounded_lookup(key, 0, _)`,
 //! its standby buffer is our dump buffer (`dump_entries`), and its
 //! `rotate()` + `clearStandby()` is our `rotate()`. We have no
 //! `lookupDuringDump`: the dump thread calls `lookup`, which finds a key of
 //! the dump buffer and re-inserts it in the active one under the same id,
-//! and inserts a new key in the active buffer only; the chunk writer puts
-//! each class into the pool under its id itself (`recording::frames`), so
-//! what a dump-time id must be resolvable from is the live set
-//! (`live_entries`), not the dump buffer alone.
+//! and inserts a new key in the active buffer only, so what a dump-time id
+//! must be resolvable from is the live set (`live_entries`), not the dump
+//! buffer alone.
 //!
 //! Reclamation: upstream's drains give up after a timeout and skip the
 //! reset; ours wait for the readers, so a protected buffer is never
