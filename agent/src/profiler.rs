@@ -34,6 +34,7 @@ const ARENA_FRAMES: usize = 1 << 23;
 const STRIPE_CAPACITY: usize = 4096;
 
 struct Session {
+    /// Holds the published sampler (its stores), so it outlives `disarm`.
     recording: Arc<Mutex<Recording>>,
     ticker: Ticker,
     /// The engines sampling, for `status` ("perf, wall").

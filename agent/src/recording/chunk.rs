@@ -231,3 +231,47 @@ impl ChunkBuilder {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recording::methods::MethodInfo;
+
+    struct NoMethods;
+
+    impl MethodSource for NoMethods {
+        fn method(&mut self, _id: u64) -> Option<&MethodInfo> {
+            None
+        }
+    }
+
+    #[test]
+    fn a_chunk_comes_from_its_sources_alone_and_reports_unknown_context_values() {
+        let attributes = ["route".to_owned()];
+        let mut chunk = ChunkBuilder::new(1_000, 0, &[], &attributes);
+        let mut known = SampleRecord { time_ns: 2_000, tid: 7, ..Default::default() };
+        known.context.values[0] = 1;
+        let mut unknown = known;
+        unknown.context.values[0] = 2;
+        chunk.add_samples(&[known, unknown], u64::from);
+        let traces = CallTraceStorage::new(64, 1024).unwrap();
+        let values = HashMap::from([(1, "/orders".to_owned())]);
+        let finished = chunk.finish(
+            ChunkSources {
+                traces: &traces,
+                methods: &mut NoMethods,
+                libraries: None,
+                thread: &|_| None,
+                thread_key: &|tid| u64::from(tid),
+                counters: &[],
+                endpoints: &Batch::default(),
+                context_values: &values,
+                classes: &mut ClassIds::default(),
+            },
+            3_000,
+            true,
+        );
+        assert!(finished.bytes.starts_with(b"FLR\0"));
+        assert_eq!(finished.context_values_expired, 1, "value 2 is not among the sources");
+    }
+}
