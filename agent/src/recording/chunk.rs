@@ -235,15 +235,7 @@ impl ChunkBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::recording::methods::MethodInfo;
-
-    struct NoMethods;
-
-    impl MethodSource for NoMethods {
-        fn method(&mut self, _id: u64) -> Option<&MethodInfo> {
-            None
-        }
-    }
+    use crate::recording::methods::NoMethods;
 
     #[test]
     fn a_chunk_comes_from_its_sources_alone_and_reports_unknown_context_values() {

@@ -169,16 +169,8 @@ fn name_hash64(name: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::recording::methods::NoMethods;
     use frames::JavaFrameKind;
-
-    /// JVMTI knows no method: every id is unloaded.
-    struct NoMethods;
-
-    impl MethodSource for NoMethods {
-        fn method(&mut self, _id: u64) -> Option<&MethodInfo> {
-            None
-        }
-    }
 
     #[test]
     fn java_frames_without_a_method_id_are_unknown_java_methods() {

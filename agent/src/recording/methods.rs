@@ -38,6 +38,17 @@ pub trait MethodSource {
     fn method(&mut self, id: u64) -> Option<&MethodInfo>;
 }
 
+/// A source that knows no method: to JVMTI every id would be unloaded.
+#[cfg(test)]
+pub(crate) struct NoMethods;
+
+#[cfg(test)]
+impl MethodSource for NoMethods {
+    fn method(&mut self, _id: u64) -> Option<&MethodInfo> {
+        None
+    }
+}
+
 /// `Lcom/foo/Bar;` → `com/foo/Bar`; array signatures stay as they are.
 pub fn internal_class_name(signature: &str) -> &str {
     signature.strip_prefix('L').and_then(|s| s.strip_suffix(';')).unwrap_or(signature)
