@@ -73,15 +73,6 @@ impl ByteBuf {
         self.bytes.extend_from_slice(&value.to_be_bytes());
     }
 
-    /// Overwrites eight bytes at `offset` with a big-endian value.
-    pub fn patch_be_i64(&mut self, offset: usize, value: i64) {
-        self.bytes[offset..offset + 8].copy_from_slice(&value.to_be_bytes());
-    }
-
-    pub fn patch_be_i32(&mut self, offset: usize, value: i32) {
-        self.bytes[offset..offset + 4].copy_from_slice(&value.to_be_bytes());
-    }
-
     /// A JFR compressed unsigned 64-bit value (1 to 9 bytes).
     pub fn put_varint(&mut self, value: u64) {
         let mut rest = value;
@@ -100,24 +91,6 @@ impl ByteBuf {
     /// negative numbers take the full nine bytes (as in the JDK).
     pub fn put_varint_signed(&mut self, value: i64) {
         self.put_varint(value as u64);
-    }
-
-    /// A compressed value padded to exactly `width` bytes (continuation bits
-    /// set on all but the last), so the slot can be patched later.
-    pub fn put_padded_varint(&mut self, value: u64, width: usize) {
-        let start = self.bytes.len();
-        self.bytes.resize(start + width, 0);
-        self.patch_padded_varint(start, value, width);
-    }
-
-    pub fn patch_padded_varint(&mut self, offset: usize, value: u64, width: usize) {
-        assert!((1..=8).contains(&width), "padded varint width must be 1..=8");
-        assert!(value >> (7 * width) == 0, "value {value} does not fit in {width} padded bytes");
-        for i in 0..width {
-            let group = ((value >> (7 * i)) & 0x7f) as u8;
-            let continuation = if i + 1 < width { 0x80 } else { 0 };
-            self.bytes[offset + i] = group | continuation;
-        }
     }
 
     /// A UTF-8 string (encoding 3), or the empty-string marker.
@@ -198,16 +171,6 @@ mod tests {
         buf.clear();
         buf.put_varint(128);
         assert_eq!(buf.as_slice(), &[0x80, 0x01]);
-    }
-
-    #[test]
-    fn padded_varint_decodes_to_the_same_value() {
-        let mut buf = ByteBuf::new();
-        buf.put_padded_varint(300, 4);
-        assert_eq!(buf.len(), 4);
-        assert_eq!(read_varint(buf.as_slice()), (300, 4));
-        buf.patch_padded_varint(0, 0x0fff_ffff, 4);
-        assert_eq!(read_varint(buf.as_slice()), (0x0fff_ffff, 4));
     }
 
     #[test]

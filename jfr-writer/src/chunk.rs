@@ -41,14 +41,13 @@ pub struct ChunkWriter {
     out: ByteBuf,
     scratch: ByteBuf,
     clock: ChunkClock,
-    events: u64,
 }
 
 impl ChunkWriter {
     pub fn new(clock: ChunkClock) -> Self {
         let mut out = ByteBuf::with_capacity(64 * 1024);
         out.put_bytes(&[0; HEADER_SIZE]);
-        Self { out, scratch: ByteBuf::new(), clock, events: 0 }
+        Self { out, scratch: ByteBuf::new(), clock }
     }
 
     pub fn clock(&self) -> ChunkClock {
@@ -60,16 +59,11 @@ impl ChunkWriter {
         self.out.len() - HEADER_SIZE
     }
 
-    pub fn event_count(&self) -> u64 {
-        self.events
-    }
-
     pub fn write<E: Event>(&mut self, event: &E) {
         self.scratch.clear();
         self.scratch.put_varint(E::TYPE_ID);
         event.write_fields(&mut self.scratch);
         put_sized(&mut self.out, self.scratch.as_slice());
-        self.events += 1;
     }
 
     /// Appends the constant pools and metadata (with the context

@@ -203,10 +203,6 @@ impl ConstantPools {
         self.attribute_values.entry(key).put_string(text);
     }
 
-    pub fn stack_trace_count(&self) -> u64 {
-        self.stack_traces.count
-    }
-
     /// The checkpoint body after its event header fields: pool count, then
     /// each non-empty pool.
     pub(crate) fn encode(&self, out: &mut ByteBuf) {

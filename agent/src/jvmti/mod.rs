@@ -54,7 +54,6 @@ use std::ptr;
 
 /// `JVMTI_VERSION_1_2`: the oldest version that has everything we use.
 pub const JVMTI_VERSION_1_2: jint = 0x3001_0200;
-pub const JVMTI_PHASE_LIVE: jint = 4;
 
 /// A function-table slot: its number in `jvmti.h` and its name there.
 #[derive(Clone, Copy, Debug)]

@@ -84,11 +84,6 @@ impl SymbolTable {
     pub fn mark_at(&self, address: u64) -> Mark {
         self.entry(address).map_or(Mark::None, |e| e.mark)
     }
-
-    /// Whether any symbol is marked (so walkers can skip lookups elsewhere).
-    pub fn has_marks(&self) -> bool {
-        self.entries.iter().any(|e| e.mark != Mark::None)
-    }
 }
 
 /// A readable name: Rust and C++ symbols demangled (C++ without parameter

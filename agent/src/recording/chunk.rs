@@ -85,10 +85,6 @@ impl ChunkBuilder {
         self.writer.event_bytes()
     }
 
-    pub fn sample_count(&self) -> u64 {
-        self.writer.event_count()
-    }
-
     /// Encodes samples (CPU and wall clock); `thread_key` maps a kernel tid
     /// to its pool key.
     pub fn add_samples(&mut self, records: &[SampleRecord], mut thread_key: impl FnMut(u32) -> u64) {

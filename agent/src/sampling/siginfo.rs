@@ -18,10 +18,8 @@ pub struct RawSiginfo {
 }
 
 /// `si_code` values.
-pub const SI_USER: c_int = 0;
 pub const SI_KERNEL: c_int = 0x80;
 pub const SI_TIMER: c_int = -2;
-pub const SI_TKILL: c_int = -6;
 pub const SI_QUEUE: c_int = -1;
 pub const POLL_IN: c_int = 1;
 pub const POLL_HUP: c_int = 6;
