@@ -8,17 +8,33 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+pub use test_skip::{skip, InCi};
 
 /// The compiled Java fixtures and tools.
 pub fn classes_dir() -> &'static Path {
     Path::new(env!("FIXTURE_CLASSES"))
 }
 
-/// A JNI fixture library built by the test build (`libchain_fp.so`, ...),
-/// if it could be built.
-pub fn native_fixture(name: &str) -> Option<PathBuf> {
+/// A JNI fixture library built by the test build (`libchain_fp.so`, ...).
+pub fn native_fixture(name: &str) -> PathBuf {
     let path = Path::new(env!("FIXTURE_NATIVE")).join(name);
-    path.exists().then_some(path)
+    assert!(path.exists(), "{} was not built (integration-tests/build.rs)", path.display());
+    path
+}
+
+/// The chain fixture built with SFrame and without frame pointers, if the
+/// assembler could emit SFrame; otherwise the calling test is skipped
+/// ([`skip`]; under CI it fails).
+pub fn sframe_fixture() -> Option<PathBuf> {
+    let path = Path::new(env!("FIXTURE_NATIVE")).join("libchain_sframe.so");
+    if !path.exists() {
+        skip(
+            "libchain_sframe.so was not built: the assembler cannot emit SFrame (`as --gsframe`, binutils 2.40+)",
+            InCi::Required,
+        );
+        return None;
+    }
+    Some(path)
 }
 
 fn workspace_root() -> PathBuf {

@@ -30,10 +30,9 @@ fn status(port: u16, path: &str) -> Option<u16> {
 #[test]
 fn debug_files_come_from_a_debuginfod_server() {
     if Command::new("debuginfod").arg("--version").output().is_err() {
-        eprintln!("skipping: debuginfod is not installed (apt-get install debuginfod)");
-        return;
+        return skip("debuginfod is not installed (apt-get install debuginfod)", InCi::Required);
     }
-    let library = native_fixture("libremote.so").unwrap();
+    let library = native_fixture("libremote.so");
     let build_id = file_build_id(&library).unwrap();
     let dir = scratch_dir("debuginfod");
     let served = dir.join("served");

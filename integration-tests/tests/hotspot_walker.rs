@@ -96,7 +96,9 @@ fn virtual_threads_are_walked_into_their_carrier() {
         assert!(carried * 10 >= in_burn.len() * 9, "{label}: {carried} of {} reach the carrier", in_burn.len());
         walked += 1;
     }
-    println!("virtual threads walked on {walked} JDK(s)");
+    if walked == 0 {
+        skip("no JDK 21+ installed: no virtual threads to walk", InCi::Optional);
+    }
 }
 
 /// The frame type of the `descend` frames of the "deep" thread's samples.
@@ -152,10 +154,7 @@ fn in_order(frames: &[Frame], wanted: &[(&str, &[&str])]) -> bool {
 
 #[test]
 fn vmx_shows_java_jni_c_upcall_java_in_order() {
-    let Some(library) = native_fixture("libchain_nofp.so") else {
-        eprintln!("skipping: libchain_nofp.so could not be built here");
-        return;
-    };
+    let library = native_fixture("libchain_nofp.so");
     let library = library.to_str().unwrap();
     let java = jdk_tool("java");
     let args = [library, "3", "0", "upcall"];
