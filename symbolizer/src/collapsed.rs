@@ -28,3 +28,38 @@ pub fn collapse(profile: &Profile, by_thread: bool) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::build;
+    use crate::testing::*;
+
+    #[test]
+    fn stacks_are_outermost_first_summed_and_sorted() {
+        let samples = vec![
+            sample("w", 2, vec![java("app/B", "leaf", 1), java("app/Main", "main", 1)]),
+            sample("w", 3, vec![java("app/A", "leaf", 1), java("app/Main", "main", 1)]),
+            sample("x", 4, vec![java("app/B", "leaf", 1), java("app/Main", "main", 1)]),
+        ];
+        let (profile, _) = build(&recording(samples, vec![]), None);
+        assert_eq!(collapse(&profile, false), "app.Main.main;app.A.leaf 3\napp.Main.main;app.B.leaf 6\n");
+        assert_eq!(
+            collapse(&profile, true),
+            "w;app.Main.main;app.A.leaf 3\nw;app.Main.main;app.B.leaf 2\nx;app.Main.main;app.B.leaf 4\n"
+        );
+    }
+
+    #[test]
+    fn separators_in_names_become_colons() {
+        let samples = vec![sample("pool;1", 1, vec![native("operator;weird"), java("app/Main", "main", 1)])];
+        let (profile, _) = build(&recording(samples, vec![]), None);
+        assert_eq!(collapse(&profile, true), "pool:1;app.Main.main;operator:weird 1\n");
+    }
+
+    #[test]
+    fn an_empty_stack_is_its_thread_alone() {
+        let (profile, _) = build(&recording(vec![sample("idle", 2, vec![])], vec![]), None);
+        assert_eq!(collapse(&profile, true), "idle 2\n");
+    }
+}

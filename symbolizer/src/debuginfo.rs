@@ -41,14 +41,17 @@ pub fn file_build_id(path: &Path) -> Option<String> {
 }
 
 /// `<root>/.build-id/ab/cdef….debug`, or `<root>/ab/cdef….debug` when
-/// `root` is the `.build-id` directory itself.
+/// `root` is the `.build-id` directory itself; a dangling link counts (the
+/// caller reports it).
 fn in_build_id_tree(root: &Path, build_id: &str) -> Option<PathBuf> {
     if build_id.len() < 3 {
         return None;
     }
     let (head, tail) = build_id.split_at(2);
     let name = format!("{tail}.debug");
-    [root.join(".build-id").join(head).join(&name), root.join(head).join(&name)].into_iter().find(|p| p.exists())
+    [root.join(".build-id").join(head).join(&name), root.join(head).join(&name)]
+        .into_iter()
+        .find(|p| p.symlink_metadata().is_ok())
 }
 
 /// The debug file a binary's `.gnu_debuglink` names, searched where GDB
@@ -125,5 +128,87 @@ impl Locator {
             Some(Fetched::Unreachable(why)) => Err(Missing::DebugFileMissing(format!("debuginfod: {why}"))),
             Some(Fetched::NotFound) | None => Err(Missing::UnknownBuildId),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{link_in_build_id_tree, scratch_dir};
+
+    const ID: &str = "abcdef0123456789abcdef0123456789abcdef01";
+
+    /// A file standing for a debug file (the locator does not open it).
+    fn file(dir: &Path, name: &str) -> PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, name).unwrap();
+        path
+    }
+
+    fn locator(dirs: &[PathBuf], binaries: &[PathBuf], cache: Option<&Path>) -> Locator {
+        let debuginfod = cache.map(|c| Debuginfod::new(Vec::new(), c.to_path_buf()));
+        let (locator, problems) = Locator::new(dirs, binaries, debuginfod);
+        assert!(problems.is_empty(), "{problems:?}");
+        locator
+    }
+
+    #[test]
+    fn debug_directories_are_searched_in_the_order_given() {
+        let dir = scratch_dir("debuginfo_order");
+        let (first, second) = (dir.join("first"), dir.join("second"));
+        let in_second = link_in_build_id_tree(&second, ID, &file(&dir, "b.debug"));
+        let both = [first.clone(), second.clone()];
+        assert_eq!(locator(&both, &[], None).locate(ID), Ok(in_second));
+        let in_first = link_in_build_id_tree(&first, ID, &file(&dir, "a.debug"));
+        assert_eq!(locator(&both, &[], None).locate(ID), Ok(in_first));
+    }
+
+    #[test]
+    fn a_directory_may_be_the_build_id_directory_itself() {
+        let dir = scratch_dir("debuginfo_itself");
+        let linked = link_in_build_id_tree(&dir, ID, &file(&dir, "a.debug"));
+        assert_eq!(locator(&[dir.join(".build-id")], &[], None).locate(ID), Ok(linked));
+    }
+
+    #[test]
+    fn unknown_and_malformed_build_ids_are_unknown() {
+        let dir = scratch_dir("debuginfo_unknown");
+        let locator = locator(std::slice::from_ref(&dir), &[], None);
+        assert_eq!(locator.locate(ID), Err(Missing::UnknownBuildId));
+        assert_eq!(locator.locate("ab"), Err(Missing::UnknownBuildId));
+    }
+
+    #[test]
+    fn a_dangling_link_is_a_missing_debug_file_not_a_reason_to_look_further() {
+        let dir = scratch_dir("debuginfo_dangling");
+        let (broken, good) = (dir.join("broken"), dir.join("good"));
+        link_in_build_id_tree(&broken, ID, &dir.join("nowhere"));
+        link_in_build_id_tree(&good, ID, &file(&dir, "a.debug"));
+        let found = locator(&[broken, good], &[], None).locate(ID);
+        assert!(matches!(&found, Err(Missing::DebugFileMissing(why)) if why.contains("dangling link")), "{found:?}");
+    }
+
+    #[test]
+    fn the_debuginfod_cache_comes_after_directories_and_before_binaries() {
+        let dir = scratch_dir("debuginfo_cache");
+        let exe = std::env::current_exe().unwrap();
+        let id = file_build_id(&exe).expect("the test binary has a GNU build-id");
+        let cache = dir.join("cache");
+        std::fs::create_dir_all(cache.join(&id)).unwrap();
+        let cached = file(&cache.join(&id), "debuginfo");
+        // A binary with debug information is its own debug file.
+        assert_eq!(locator(&[], std::slice::from_ref(&exe), None).locate(&id), Ok(exe.clone()));
+        assert_eq!(locator(&[], std::slice::from_ref(&exe), Some(&cache)).locate(&id), Ok(cached));
+        let tree = dir.join("tree");
+        let linked = link_in_build_id_tree(&tree, &id, &file(&dir, "a.debug"));
+        assert_eq!(locator(&[tree], &[exe], Some(&cache)).locate(&id), Ok(linked));
+    }
+
+    #[test]
+    fn a_binary_without_a_build_id_is_ignored_with_a_problem() {
+        let dir = scratch_dir("debuginfo_not_elf");
+        let (_, problems) = Locator::new(&[], &[file(&dir, "script.sh")], None);
+        assert_eq!(problems.len(), 1);
+        assert!(problems[0].ends_with("not an ELF file with a build-id; ignored"), "{problems:?}");
     }
 }

@@ -212,3 +212,106 @@ pub fn rewrite(recording: &Recording, mut resolver: Option<&mut Resolver>) -> Ve
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::debuginfo::Locator;
+    use crate::recording::{Endpoint as EndpointEvent, NativeLibrary as Library};
+    use crate::testing::*;
+
+    const ID: &str = "abcdef0123456789abcdef0123456789abcdef01";
+
+    fn read_back(test: &str, bytes: &[u8]) -> Recording {
+        let path = scratch_dir(test).join("copy.jfr");
+        std::fs::write(&path, bytes).unwrap();
+        let outcome = crate::recording::read(&path).unwrap();
+        assert!(outcome.error.is_none(), "{:?}", outcome.error);
+        outcome.recording
+    }
+
+    /// Two chunks with every event kind the copy carries; the first has
+    /// context attributes, a wall-clock sample and a remote frame.
+    fn original() -> Recording {
+        let mut wall = sample("sleeper", 3, vec![native("epoll_wait"), java("app/Main", "idle", 40)]);
+        wall.event = "datadog.MethodSample".to_owned();
+        wall.state = "STATE_SLEEPING".to_owned();
+        wall.attributes = vec![Some("GET /".to_owned()), None];
+        let mut cpu = sample("worker", 1, vec![remote(ID, 0x1a2b), java("app/Main", "work", 12)]);
+        cpu.span_id = 42;
+        cpu.root_span_id = 41;
+        cpu.truncated = true;
+        cpu.attributes = vec![None, Some("tenant-7".to_owned())];
+        let mut first = chunk(vec![cpu, wall], vec![library("/opt/lib/libfoo.so", ID)]);
+        first.attributes = vec!["route".to_owned(), "tenant".to_owned()];
+        first.settings =
+            vec![("cstack".to_owned(), "fp".to_owned()), ("attributes".to_owned(), "route;tenant".to_owned())];
+        first.counters = vec![("samples".to_owned(), 2)];
+        first.endpoints = vec![EndpointEvent {
+            start_ticks: 20,
+            thread: thread("worker"),
+            endpoint: "GET /".to_owned(),
+            operation: "servlet.request".to_owned(),
+            root_span_id: 41,
+        }];
+        let mut second = chunk(vec![sample("worker", 2, vec![java("app/Main", "work", 13)])], vec![]);
+        second.clock.start_nanos += 50;
+        second.clock.start_ticks = 50;
+        Recording { chunks: vec![first, second] }
+    }
+
+    fn assert_same_samples(copy: &Sample, original: &Sample) {
+        let fields = |s: &Sample| {
+            (s.event.clone(), s.start_ticks, s.thread.clone(), s.state.clone(), s.weight, s.span_id, s.root_span_id)
+        };
+        assert_eq!(fields(copy), fields(original));
+        assert_eq!((&copy.attributes, copy.truncated), (&original.attributes, original.truncated));
+        assert_eq!(copy.frames, original.frames);
+    }
+
+    #[test]
+    fn without_a_resolver_the_copy_reads_back_as_the_original() {
+        let original = original();
+        let copy = read_back("jfr_out_identity", &rewrite(&original, None));
+        assert_eq!(copy.chunks.len(), 2);
+        for (copy, original) in copy.chunks.iter().zip(&original.chunks) {
+            assert_eq!(copy.clock, original.clock);
+            assert_eq!(copy.attributes, original.attributes);
+            assert_eq!(copy.settings, original.settings);
+            assert_eq!(copy.counters, original.counters);
+            assert_eq!(copy.endpoints, original.endpoints);
+            assert_eq!(copy.libraries, original.libraries);
+            assert_eq!(copy.samples.len(), original.samples.len());
+            for (copy, original) in copy.samples.iter().zip(&original.samples) {
+                assert_same_samples(copy, original);
+            }
+        }
+    }
+
+    #[test]
+    fn resolved_remote_frames_become_named_native_frames() {
+        let tree = scratch_dir("jfr_out_resolved_tree");
+        link_in_build_id_tree(&tree, ID, &std::env::current_exe().unwrap());
+        let mut resolver = Resolver::new(Locator::new(&[tree], &[], None).0);
+        let address = known_function_address();
+        let original = recording(vec![sample("t", 1, vec![remote(ID, address), java("app/Main", "main", 3)])], vec![]);
+        let copy = read_back("jfr_out_resolved", &rewrite(&original, Some(&mut resolver)));
+        let frames = &copy.chunks[0].samples[0].frames;
+        let named = &frames[frames.len() - 2];
+        assert!(named.method.ends_with("known_function"), "{named:?}");
+        assert_eq!((named.class.as_str(), named.kind, named.bci), ("", NATIVE, -1));
+        assert!(named.line > 0, "{named:?}");
+        assert!(named.remote().is_none());
+        assert_eq!(frames.last(), original.chunks[0].samples[0].frames.last());
+    }
+
+    #[test]
+    fn library_entries_survive_with_and_without_build_ids() {
+        let mut anonymous = library("/opt/lib/libbar.so", ID);
+        anonymous.build_id = None;
+        let original = recording(vec![], vec![library("/opt/lib/libfoo.so", ID), anonymous]);
+        let copy = read_back("jfr_out_libraries", &rewrite(&original, None));
+        let libraries: &Vec<Library> = &copy.chunks[0].libraries;
+        assert_eq!(libraries, &original.chunks[0].libraries);
+    }
+}

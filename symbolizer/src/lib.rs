@@ -12,3 +12,5 @@ pub mod profile;
 pub mod recording;
 pub mod report;
 pub mod resolve;
+#[cfg(test)]
+mod testing;

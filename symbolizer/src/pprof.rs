@@ -214,3 +214,100 @@ pub fn encode(profile: &PprofProfile) -> Vec<u8> {
     gz.write_all(&bytes).expect("writing to memory");
     gz.finish().expect("writing to memory")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::{ProfileSample, StackFrame};
+    use crate::testing::{INTERPRETED, NATIVE};
+    use std::io::Read;
+
+    const LIB: &str = "0123456789abcdef0123456789abcdef01234567";
+
+    fn frame(name: &str, file: Option<&str>, line: u32, remote: Option<u64>, inlined: bool) -> StackFrame {
+        StackFrame {
+            name: name.to_owned(),
+            kind: if remote.is_some() { NATIVE } else { INTERPRETED },
+            file: file.map(str::to_owned),
+            line: Some(line),
+            remote: remote.map(|offset| (LIB.to_owned(), offset)),
+            inlined,
+        }
+    }
+
+    /// Two threads; a remote inline chain (`inner` inlined into `outer` at
+    /// 0x40), a remote frame of its own (0x80), and a Java frame.
+    fn profile() -> Profile {
+        let mut profile = Profile::default();
+        let inner = profile.intern(frame("inner", Some("a.c"), 3, Some(0x40), true));
+        let outer = profile.intern(frame("outer", Some("a.c"), 10, Some(0x40), false));
+        let other = profile.intern(frame("other", Some("b.c"), 20, Some(0x80), false));
+        let main = profile.intern(frame("app.Main.main", None, 7, None, false));
+        for (thread, weight, stack) in
+            [("t1", 2, vec![inner, outer, main]), ("t2", 5, vec![other, main]), ("t1", 1, vec![inner, outer, main])]
+        {
+            profile.samples.push(ProfileSample { thread: thread.to_owned(), weight, stack });
+        }
+        profile
+    }
+
+    fn decode(bytes: &[u8]) -> PprofProfile {
+        let mut raw = Vec::new();
+        flate2::read::GzDecoder::new(bytes).read_to_end(&mut raw).expect("gzip");
+        <PprofProfile as prost::Message>::decode(raw.as_slice()).expect("a profile message")
+    }
+
+    #[test]
+    fn the_encoded_profile_decodes_to_the_built_message() {
+        let built = to_pprof(&profile(), 10_000_000);
+        assert_eq!(decode(&encode(&built)), built);
+    }
+
+    #[test]
+    fn locations_group_inline_chains_under_one_mapping_per_build_id() {
+        let p = decode(&encode(&to_pprof(&profile(), 10_000_000)));
+        let s = |i: i64| p.string_table[i as usize].as_str();
+        assert_eq!(s(0), "");
+        assert_eq!((s(p.sample_type[0].r#type), s(p.sample_type[0].unit)), ("samples", "count"));
+        let period = p.period_type.as_ref().unwrap();
+        assert_eq!((s(period.r#type), s(period.unit), p.period), ("cpu", "nanoseconds", 10_000_000));
+
+        assert_eq!(p.mapping.len(), 1);
+        let mapping = &p.mapping[0];
+        assert_eq!((mapping.id, s(mapping.filename), s(mapping.build_id), mapping.has_functions), (1, LIB, LIB, true));
+
+        // The chain, the other remote frame, the Java frame.
+        let function = |id: u64| {
+            let f = p.function.iter().find(|f| f.id == id).unwrap();
+            (s(f.name), s(f.filename))
+        };
+        let lines = |l: &Location| -> Vec<(&str, &str, i64)> {
+            l.line.iter().map(|line| (function(line.function_id).0, function(line.function_id).1, line.line)).collect()
+        };
+        // Numbered in order of first use.
+        assert_eq!(p.location.iter().map(|l| l.id).collect::<Vec<_>>(), [1, 2, 3]);
+        let (chain, java, other) = (&p.location[0], &p.location[1], &p.location[2]);
+        assert_eq!((chain.mapping_id, chain.address), (1, 0x40));
+        assert_eq!(lines(chain), [("inner", "a.c", 3), ("outer", "a.c", 10)]);
+        assert_eq!((java.mapping_id, java.address), (0, 0));
+        assert_eq!(lines(java), [("app.Main.main", "", 7)]);
+        assert_eq!((other.mapping_id, other.address), (1, 0x80));
+        assert_eq!(lines(other), [("other", "b.c", 20)]);
+        assert_eq!(p.function.len(), 4);
+
+        // Samples: locations innermost first, weight, thread label.
+        let samples: Vec<(Vec<u64>, Vec<i64>, &str, &str)> = p
+            .sample
+            .iter()
+            .map(|x| (x.location_id.clone(), x.value.clone(), s(x.label[0].key), s(x.label[0].str)))
+            .collect();
+        assert_eq!(
+            samples,
+            [
+                (vec![chain.id, java.id], vec![2], "thread", "t1"),
+                (vec![other.id, java.id], vec![5], "thread", "t2"),
+                (vec![chain.id, java.id], vec![1], "thread", "t1"),
+            ]
+        );
+    }
+}

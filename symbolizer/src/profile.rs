@@ -164,3 +164,101 @@ pub fn build(recording: &Recording, mut resolver: Option<&mut Resolver>) -> (Pro
     }
     (profile, report)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::debuginfo::Locator;
+    use crate::testing::*;
+
+    fn names(profile: &Profile, sample: usize) -> Vec<&str> {
+        profile.samples[sample].stack.iter().map(|&f| profile.frames[f as usize].name.as_str()).collect()
+    }
+
+    fn frame(profile: &Profile, sample: usize, index: usize) -> &StackFrame {
+        &profile.frames[profile.samples[sample].stack[index] as usize]
+    }
+
+    #[test]
+    fn java_frames_are_named_by_dotted_class_native_frames_by_symbol() {
+        let frames = vec![native("memcpy"), java("com/example/Foo", "bar", 12), java("com/example/Main", "main", 0)];
+        let (profile, report) = build(&recording(vec![sample("worker", 3, frames)], vec![]), None);
+        assert_eq!(names(&profile, 0), ["memcpy", "com.example.Foo.bar", "com.example.Main.main"]);
+        assert_eq!(profile.samples[0].thread, "worker");
+        assert_eq!(profile.samples[0].weight, 3);
+        // Positive line numbers only; nothing is remote or inlined.
+        let lines: Vec<Option<u32>> = (0..3).map(|i| frame(&profile, 0, i).line).collect();
+        assert_eq!(lines, [None, Some(12), None]);
+        assert!((0..3).all(|i| frame(&profile, 0, i).remote.is_none() && !frame(&profile, 0, i).inlined));
+        assert_eq!((report.total_weight, report.remote_frames), (3, 0));
+        assert!(report.categories.is_empty());
+    }
+
+    #[test]
+    fn equal_frames_are_interned_once_and_weights_add_up() {
+        let samples = vec![
+            sample("a", 1, vec![java("app/Main", "work", 5), java("app/Main", "main", 1)]),
+            sample("b", 2, vec![java("app/Main", "work", 5), java("app/Main", "main", 1)]),
+            sample("a", 4, vec![java("app/Main", "work", 6), java("app/Main", "main", 1)]),
+        ];
+        let (profile, _) = build(&recording(samples, vec![]), None);
+        // `work` at line 6 is another frame than at line 5.
+        assert_eq!(profile.frames.len(), 3);
+        assert_eq!(profile.samples[0].stack, profile.samples[1].stack);
+        assert_ne!(profile.samples[0].stack, profile.samples[2].stack);
+        assert_eq!(profile.total_weight(), 7);
+    }
+
+    #[test]
+    fn native_code_outside_every_mapping_counts_as_no_file_mapping() {
+        let samples = vec![
+            sample("t", 2, vec![native(&UnknownNative(0x7f00_1234_5678).to_string()), java("app/Main", "main", 1)]),
+            sample("t", 1, vec![native("memcpy")]),
+        ];
+        let (_, report) = build(&recording(samples, vec![]), None);
+        assert_eq!(report.stats(Unresolved::NoFileMapping), crate::report::CategoryStats { frames: 2, samples: 2 });
+        assert_eq!(report.categories.len(), 1);
+    }
+
+    #[test]
+    fn unresolved_remote_frames_are_named_by_library_file_and_offset() {
+        let known = "0123456789abcdef0123456789abcdef01234567";
+        let unknown = "fedcba9876543210fedcba9876543210fedcba98";
+        let frames = vec![remote(known, 0x1a2b), remote(unknown, 0x10), java("app/Main", "main", 1)];
+        let samples = vec![sample("t", 5, frames)];
+        let (profile, report) = build(&recording(samples, vec![library("/opt/app/lib/libfoo.so", known)]), None);
+        // A library the recording lists by its file name; another by the
+        // start of its build-id.
+        assert_eq!(names(&profile, 0), ["[libfoo.so+0x1a2b]", "[fedcba987654+0x10]", "app.Main.main"]);
+        let first = frame(&profile, 0, 0);
+        assert_eq!(first.kind, REMOTE_NATIVE);
+        assert_eq!(first.remote, Some((known.to_owned(), 0x1a2b)));
+        assert_eq!(report.remote_frames, 10);
+        assert_eq!(report.stats(Unresolved::DebugFileMissing), crate::report::CategoryStats { frames: 10, samples: 5 });
+    }
+
+    #[test]
+    fn resolved_remote_frames_carry_function_file_and_line() {
+        let build_id = "abcdef0123456789abcdef0123456789abcdef01";
+        let tree = scratch_dir("profile_resolved");
+        link_in_build_id_tree(&tree, build_id, &std::env::current_exe().unwrap());
+        let mut resolver = Resolver::new(Locator::new(&[tree], &[], None).0);
+        let address = known_function_address();
+        let samples = vec![sample("t", 2, vec![remote(build_id, address), java("app/Main", "main", 1)])];
+        let (profile, report) = build(&recording(samples, vec![]), Some(&mut resolver));
+        // The inline chain at the address (what the optimizer inlined into
+        // `known_function`, if anything), then the function, then Java.
+        let stack = &profile.samples[0].stack;
+        let chain: Vec<&StackFrame> = stack[..stack.len() - 1].iter().map(|&f| &profile.frames[f as usize]).collect();
+        let (function, inlined) = chain.split_last().unwrap();
+        assert!(function.name.ends_with("known_function"), "{chain:?}");
+        assert!(function.file.as_deref().is_some_and(|f| f.ends_with("src/testing.rs")), "{function:?}");
+        assert!(function.line.is_some(), "{function:?}");
+        assert!(!function.inlined && inlined.iter().all(|f| f.inlined), "{chain:?}");
+        let remote = Some((build_id.to_owned(), address));
+        assert!(chain.iter().all(|f| f.kind == NATIVE && f.remote == remote), "{chain:?}");
+        assert_eq!(names(&profile, 0).last(), Some(&"app.Main.main"));
+        assert_eq!(report.remote_frames, 2);
+        assert!(report.categories.is_empty(), "{report}");
+    }
+}

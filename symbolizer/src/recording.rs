@@ -148,13 +148,14 @@ pub struct ReadOutcome {
 }
 
 /// A string field, also when it is a pooled simple type wrapping one
-/// string (`jdk.types.Symbol`, `jdk.types.FrameType`, ...).
+/// string (`jdk.types.Symbol`, `jdk.types.FrameType`,
+/// `profiler.types.AttributeValue`, ...).
 fn string(accessor: Option<Accessor<'_>>) -> Option<String> {
     let value = accessor?.resolve()?;
     if let Ok(s) = <&str>::try_from(value.value) {
         return Some(s.to_owned());
     }
-    ["string", "description", "name"]
+    ["string", "description", "name", "value"]
         .iter()
         .find_map(|field| value.get_field(field))
         .and_then(|inner| string(Some(inner)))

@@ -155,3 +155,79 @@ fn lookup(loader: &Loader, address: u64) -> Resolution {
         None => Resolution::Unresolved(Unresolved::NoLineInfo),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::*;
+
+    const ID: &str = "abcdef0123456789abcdef0123456789abcdef01";
+
+    fn resolver(tree: std::path::PathBuf) -> Resolver {
+        Resolver::new(Locator::new(&[tree], &[], None).0)
+    }
+
+    #[test]
+    fn an_address_resolves_to_its_function_file_and_line_once() {
+        let tree = scratch_dir("resolve_cached");
+        link_in_build_id_tree(&tree, ID, &std::env::current_exe().unwrap());
+        let mut resolver = resolver(tree);
+        let address = known_function_address();
+        let first = resolver.resolve(ID, address);
+        let Resolution::Frames(frames) = &first else { panic!("{first:?}") };
+        let function = frames.last().unwrap();
+        assert!(function.function.ends_with("known_function"), "{function:?}");
+        assert!(function.file.as_deref().is_some_and(|f| f.ends_with("src/testing.rs")), "{function:?}");
+        assert!(function.line.is_some_and(|l| l > 0), "{function:?}");
+        assert_eq!(first.problem(), None);
+        assert_eq!(resolver.resolve(ID, address), first);
+        assert_eq!(resolver.stats(), Stats { lookups: 2, cache_hits: 1 });
+        assert!(resolver.problems().is_empty(), "{:?}", resolver.problems());
+    }
+
+    #[test]
+    fn an_unknown_build_id_is_reported_once() {
+        let mut resolver = resolver(scratch_dir("resolve_unknown"));
+        for offset in [0x10, 0x20, 0x10] {
+            assert_eq!(resolver.resolve(ID, offset), Resolution::Unresolved(Unresolved::UnknownBuildId));
+        }
+        assert_eq!(resolver.stats(), Stats { lookups: 3, cache_hits: 1 });
+        assert_eq!(resolver.problems().len(), 1, "{:?}", resolver.problems());
+        assert!(resolver.problems()[0].starts_with(ID), "{:?}", resolver.problems());
+    }
+
+    #[test]
+    fn a_debug_file_that_cannot_be_used_is_missing() {
+        let tree = scratch_dir("resolve_unusable");
+        let junk = tree.join("junk");
+        std::fs::write(&junk, b"not an ELF file").unwrap();
+        link_in_build_id_tree(&tree, ID, &junk);
+        let dangling = "0123456789abcdef0123456789abcdef01234567";
+        link_in_build_id_tree(&tree, dangling, &tree.join("nowhere"));
+        let mut resolver = resolver(tree);
+        assert_eq!(resolver.resolve(ID, 0x10), Resolution::Unresolved(Unresolved::DebugFileMissing));
+        assert_eq!(resolver.resolve(dangling, 0x10), Resolution::Unresolved(Unresolved::DebugFileMissing));
+        let problems = resolver.problems();
+        assert!(problems[0].contains("is not a usable debug file"), "{problems:?}");
+        assert!(problems[1].contains("dangling link"), "{problems:?}");
+    }
+
+    #[test]
+    fn an_address_outside_every_function_has_no_line_information() {
+        let tree = scratch_dir("resolve_no_line");
+        link_in_build_id_tree(&tree, ID, &std::env::current_exe().unwrap());
+        let resolution = resolver(tree).resolve(ID, u64::MAX - 1);
+        assert_eq!(resolution, Resolution::Unresolved(Unresolved::NoLineInfo));
+    }
+
+    #[test]
+    fn only_frames_all_with_lines_are_fully_resolved() {
+        let frame = |line| ResolvedFrame { function: "f".to_owned(), file: None, line };
+        assert_eq!(Resolution::Frames(vec![frame(Some(1)), frame(Some(2))]).problem(), None);
+        assert_eq!(Resolution::Frames(vec![frame(Some(1)), frame(None)]).problem(), Some(Unresolved::NoLineInfo));
+        assert_eq!(Resolution::NameOnly("f".to_owned()).problem(), Some(Unresolved::NoLineInfo));
+        for why in Unresolved::ALL {
+            assert_eq!(Resolution::Unresolved(why).problem(), Some(why));
+        }
+    }
+}

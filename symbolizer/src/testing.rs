@@ -1,0 +1,142 @@
+//! Builders for the unit tests: recordings from plain frames, scratch
+//! directories, and a debug file with known contents (the test binary).
+//! The only test code that names frame kinds.
+
+use crate::recording::{Chunk, Clock, Frame, NativeLibrary, Recording, Sample, Thread};
+use frames::{FrameType, REMOTE_METHOD_NAME};
+use std::path::{Path, PathBuf};
+
+pub const INTERPRETED: Option<FrameType> = Some(FrameType::Interpreted);
+pub const NATIVE: Option<FrameType> = Some(FrameType::Native);
+pub const REMOTE_NATIVE: Option<FrameType> = Some(FrameType::RemoteNative);
+
+/// A Java frame of `class` (internal name) at `line`.
+pub fn java(class: &str, method: &str, line: i32) -> Frame {
+    Frame {
+        class: class.to_owned(),
+        method: method.to_owned(),
+        descriptor: "()V".to_owned(),
+        modifiers: 1,
+        line,
+        bci: 7,
+        kind: INTERPRETED,
+    }
+}
+
+/// A native frame named `symbol`.
+pub fn native(symbol: &str) -> Frame {
+    Frame {
+        class: String::new(),
+        method: symbol.to_owned(),
+        descriptor: String::new(),
+        modifiers: 0x100,
+        line: -1,
+        bci: -1,
+        kind: NATIVE,
+    }
+}
+
+/// A remote frame as the agent writes it: the build-id as class,
+/// [`REMOTE_METHOD_NAME`] as name, the offset in hex as descriptor.
+pub fn remote(build_id: &str, offset: u64) -> Frame {
+    Frame {
+        class: build_id.to_owned(),
+        method: REMOTE_METHOD_NAME.to_owned(),
+        descriptor: format!("{offset:#x}"),
+        modifiers: 0x100,
+        line: -1,
+        bci: -1,
+        kind: REMOTE_NATIVE,
+    }
+}
+
+pub fn thread(name: &str) -> Thread {
+    Thread { os_name: name.to_owned(), os_id: 100, java_name: Some(name.to_owned()), java_id: 1 }
+}
+
+/// A CPU sample; `frames` innermost first.
+pub fn sample(thread_name: &str, weight: u64, frames: Vec<Frame>) -> Sample {
+    Sample {
+        event: "datadog.ExecutionSample".to_owned(),
+        start_ticks: 10,
+        thread: thread(thread_name),
+        state: "STATE_RUNNABLE".to_owned(),
+        weight,
+        span_id: 0,
+        root_span_id: 0,
+        attributes: Vec::new(),
+        truncated: false,
+        frames,
+    }
+}
+
+pub fn library(path: &str, build_id: &str) -> NativeLibrary {
+    NativeLibrary {
+        name: path.to_owned(),
+        base_address: 0x7f00_0000_0000,
+        top_address: 0x7f00_0010_0000,
+        build_id: Some(build_id.to_owned()),
+        load_bias: 0x7f00_0000_0000,
+    }
+}
+
+pub fn chunk(samples: Vec<Sample>, libraries: Vec<NativeLibrary>) -> Chunk {
+    Chunk {
+        clock: Clock {
+            start_nanos: 1_000_000_000,
+            start_ticks: 0,
+            ticks_per_second: 1_000_000_000,
+            duration_nanos: 50,
+        },
+        attributes: Vec::new(),
+        samples,
+        endpoints: Vec::new(),
+        settings: Vec::new(),
+        counters: Vec::new(),
+        libraries,
+    }
+}
+
+/// A recording of one chunk.
+pub fn recording(samples: Vec<Sample>, libraries: Vec<NativeLibrary>) -> Recording {
+    Recording { chunks: vec![chunk(samples, libraries)] }
+}
+
+/// An empty directory of its own for one test.
+pub fn scratch_dir(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("symbolizer-unit-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Links `<root>/.build-id/<id[..2]>/<id[2..]>.debug` to `target`.
+pub fn link_in_build_id_tree(root: &Path, build_id: &str, target: &Path) -> PathBuf {
+    let dir = root.join(".build-id").join(&build_id[..2]);
+    std::fs::create_dir_all(&dir).unwrap();
+    let link = dir.join(format!("{}.debug", &build_id[2..]));
+    std::os::unix::fs::symlink(target, &link).unwrap();
+    link
+}
+
+/// A function the test binary's debug information describes, not inlined
+/// anywhere, and its link-time address in the test binary.
+#[inline(never)]
+pub fn known_function(n: u64) -> u64 {
+    std::hint::black_box(n).wrapping_mul(31).rotate_left(7)
+}
+
+/// The link-time address of [`known_function`]: its runtime address less
+/// the load bias of the test binary (read from its symbol table).
+pub fn known_function_address() -> u64 {
+    use object::{Object, ObjectSymbol};
+    let exe = std::env::current_exe().unwrap();
+    let data = std::fs::read(&exe).unwrap();
+    let file = object::File::parse(&*data).unwrap();
+    let symbol = file
+        .symbols()
+        .find(|s| s.name().is_ok_and(|n| n.contains("7testing14known_function")))
+        .expect("known_function in the test binary's symbol table");
+    std::hint::black_box(known_function(1));
+    symbol.address()
+}
