@@ -13,7 +13,7 @@
 
 use crate::counters::{self, Counter};
 use crate::dictionary::{Carry, TripleBufferedDictionary};
-use crate::sampling::handler::current_tid;
+use crate::os_thread::current_tid;
 use crate::storage::thread_slots::{Context, ThreadSlot, ThreadSlots, MAX_CONTEXT_VALUES};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

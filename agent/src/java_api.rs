@@ -13,9 +13,9 @@ use crate::counters;
 use crate::entry::{adopt_calling_thread, ffi_boundary};
 use crate::jni_env::JniEnv;
 use crate::jvmti::{ClassRef, Jvmti};
+use crate::os_thread::current_tid;
 use crate::profiler::{self, CommandResult, ErrorKind};
 use crate::recording::endpoints::endpoints;
-use crate::sampling::handler::current_tid;
 use jni::sys::{jboolean, jclass, jint, jlong, jstring, JNIEnv};
 use std::ffi::{c_void, CStr};
 

@@ -21,6 +21,7 @@ pub mod jvmti;
 pub mod latency;
 pub mod libraries;
 pub mod log;
+pub mod os_thread;
 pub mod profiler;
 pub mod recording;
 pub mod sampling;

@@ -91,7 +91,7 @@ fn sampling_path_does_not_allocate() {
         verify_walk: false,
     });
     sampling::publish(&sampler);
-    let me = vec![profiler_agent::sampling::handler::current_tid()];
+    let me = vec![profiler_agent::os_thread::current_tid()];
     engine::start(CpuEngineKind::Itimer, Duration::from_millis(1), move || me.clone()).expect("itimer engine");
 
     ALLOCATIONS.store(0, Ordering::SeqCst);

@@ -9,7 +9,7 @@
 
 use profiler_agent::context;
 use profiler_agent::entry::thread_exiting;
-use profiler_agent::sampling::handler::current_tid;
+use profiler_agent::os_thread::current_tid;
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;

@@ -11,8 +11,9 @@
 use super::signals::{self, Pending};
 use crate::context;
 use crate::log;
+use crate::os_thread::current_tid;
 use crate::sampling::chain::PREVIOUS_SIGVTALRM;
-use crate::sampling::handler::{current_tid, on_sigvtalrm};
+use crate::sampling::handler::on_sigvtalrm;
 use crate::sampling::origin::{set_wall_sender, wall_payload};
 use crate::sampling::siginfo::RawSiginfo;
 use crate::threads::process_threads;

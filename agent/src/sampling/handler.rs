@@ -7,6 +7,7 @@ use super::siginfo::RawSiginfo;
 use super::{with_active, SampleRequest};
 use crate::clock::monotonic_ns;
 use crate::counters::{self, Counter};
+use crate::os_thread::current_tid;
 use crate::storage::samples::SampleKind;
 use std::ffi::{c_int, c_void};
 
@@ -25,13 +26,6 @@ impl Drop for ErrnoGuard {
         // SAFETY: as above.
         unsafe { *libc::__errno_location() = self.0 };
     }
-}
-
-/// The calling thread's kernel id. Signal-safe.
-#[inline]
-pub fn current_tid() -> u32 {
-    // SAFETY: gettid has no preconditions.
-    unsafe { libc::syscall(libc::SYS_gettid) as u32 }
 }
 
 /// Takes one sample of the interrupted thread `tid` and accounts its cost.

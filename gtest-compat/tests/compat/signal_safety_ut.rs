@@ -15,8 +15,8 @@
 use super::stress_call_trace_storage::InstalledHandler;
 use frames::Frame;
 use profiler_agent::context;
+use profiler_agent::os_thread::current_tid;
 use profiler_agent::sampling::asgct::{AsgctFrame, AsgctTrace};
-use profiler_agent::sampling::handler::current_tid;
 use profiler_agent::sampling::{JavaWalker, SampleRequest, Sampler};
 use profiler_agent::storage::call_traces::TraceId;
 use profiler_agent::storage::samples::{SampleKind, SampleRecord, SampleStripes, STRIPES};

@@ -8,8 +8,8 @@
 use frames::Frame;
 use profiler_agent::context;
 use profiler_agent::entry::thread_exiting;
+use profiler_agent::os_thread::current_tid;
 use profiler_agent::sampling::asgct::{AsgctFrame, AsgctTrace};
-use profiler_agent::sampling::handler::current_tid;
 use profiler_agent::sampling::{JavaWalker, SampleRequest, Sampler};
 use profiler_agent::storage::call_traces::{CallTraceTable, TraceId};
 use profiler_agent::storage::samples::{SampleKind, SampleStripes};

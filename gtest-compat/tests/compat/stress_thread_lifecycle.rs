@@ -12,7 +12,7 @@
 use frames::Frame;
 use profiler_agent::context;
 use profiler_agent::entry::thread_exiting;
-use profiler_agent::sampling::handler::current_tid;
+use profiler_agent::os_thread::current_tid;
 use profiler_agent::storage::call_traces::TraceId;
 use profiler_agent::storage::samples::{SampleRecord, SampleStripes};
 use profiler_agent::storage::trace_storage::CallTraceStorage;

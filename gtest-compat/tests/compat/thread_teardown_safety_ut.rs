@@ -13,7 +13,7 @@ use super::stress_call_trace_storage::InstalledHandler;
 use profiler_agent::context;
 use profiler_agent::engine::signals::SignalBlocker;
 use profiler_agent::entry::thread_exiting;
-use profiler_agent::sampling::handler::current_tid;
+use profiler_agent::os_thread::current_tid;
 use profiler_agent::storage::samples::SampleStripes;
 use profiler_agent::storage::thread_slots::{ThreadSlot, ThreadSlots};
 use std::ffi::c_int;
