@@ -2,6 +2,7 @@
 //! `jcmd ... JVMTI.agent_load` argument, or `JavaProfiler.execute`) parsed
 //! into a typed configuration. Pure: no side effects, no global state.
 
+use crate::stack_plan::StackPlan;
 use std::fmt;
 use std::time::Duration;
 
@@ -24,19 +25,6 @@ pub enum CpuEngineKind {
     Ctimer,
     /// `setitimer(ITIMER_PROF)`: process-wide CPU time.
     Itimer,
-}
-
-/// How native frames are collected (`cstack=`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CStack {
-    /// The best mode available.
-    Default,
-    No,
-    FramePointer,
-    Dwarf,
-    SFrame,
-    Vm,
-    Vmx,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -71,7 +59,8 @@ pub struct Options {
     pub wall_threads_per_tick: u32,
     /// Output path template (`%p` = pid, `%t` = timestamp).
     pub file: Option<String>,
-    pub cstack: CStack,
+    /// How stacks are walked (`cstack=`; frame pointers by default).
+    pub cstack: StackPlan,
     pub jstackdepth: u32,
     pub remote_symbolication: bool,
     /// With `cstack=vm`/`vmx`, also walk every sample with
@@ -93,7 +82,7 @@ impl Default for Options {
             wall: None,
             wall_threads_per_tick: DEFAULT_WALL_THREADS_PER_TICK,
             file: None,
-            cstack: CStack::Default,
+            cstack: StackPlan::default(),
             jstackdepth: DEFAULT_JSTACKDEPTH,
             remote_symbolication: false,
             verify_walk: false,
@@ -198,20 +187,10 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
             "file" => options.file = Some(required(key, value)?.to_owned()),
             "jfr" => no_value(key, value)?,
             "cstack" => {
-                options.cstack = match required(key, value)? {
-                    "fp" => CStack::FramePointer,
-                    "dwarf" => CStack::Dwarf,
-                    "sframe" => CStack::SFrame,
-                    "vm" => CStack::Vm,
-                    "vmx" => CStack::Vmx,
-                    "no" => CStack::No,
-                    other => {
-                        return Err(error(
-                            key,
-                            format!("unknown mode '{other}' (accepted: fp, dwarf, sframe, vm, vmx, no)"),
-                        ))
-                    }
-                }
+                let text = required(key, value)?;
+                options.cstack = StackPlan::parse(text).ok_or_else(|| {
+                    error(key, format!("unknown mode '{text}' (accepted: {})", StackPlan::accepted()))
+                })?;
             }
             "jstackdepth" => {
                 let v = required(key, value)?;
@@ -414,7 +393,7 @@ mod tests {
         assert_eq!(o.file.as_deref(), Some("out.jfr"));
         assert_eq!(o.jstackdepth, 2048);
         assert!(!o.remote_symbolication);
-        assert_eq!(o.cstack, CStack::Default);
+        assert_eq!(o.cstack, StackPlan::default());
     }
 
     #[test]
@@ -477,15 +456,8 @@ mod tests {
 
     #[test]
     fn cstack_modes() {
-        for (text, mode) in [
-            ("fp", CStack::FramePointer),
-            ("dwarf", CStack::Dwarf),
-            ("sframe", CStack::SFrame),
-            ("vm", CStack::Vm),
-            ("vmx", CStack::Vmx),
-            ("no", CStack::No),
-        ] {
-            assert_eq!(parse(&format!("cstack={text}")).unwrap().cstack, mode);
+        for text in ["fp", "dwarf", "sframe", "vm", "vmx", "no"] {
+            assert_eq!(parse(&format!("cstack={text}")).unwrap().cstack.spelling(), text);
         }
     }
 

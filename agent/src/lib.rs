@@ -25,6 +25,7 @@ pub mod os_thread;
 pub mod profiler;
 pub mod recording;
 pub mod sampling;
+pub mod stack_plan;
 pub mod storage;
 pub mod threads;
 pub mod ticker;

@@ -1,23 +1,20 @@
 //! The profiling session: start, stop, dump and status, driven by agent
 //! options from any entry point. Control plane only; one session at a time.
 
-use crate::args::{self, Action, CStack, Options};
+use crate::args::{self, Action, Options};
 use crate::context;
 use crate::counters;
 use crate::engine;
 use crate::existing_threads;
 use crate::jni_env::JniEnv;
-use crate::libraries::sections::Wanted;
-use crate::libraries::{LibraryTable, RefreshTick};
+use crate::libraries::RefreshTick;
 use crate::log;
 use crate::recording::endpoints;
 use crate::recording::rotation::{ContextValues, Stores};
 use crate::recording::writer::Writer;
 use crate::recording::{DumpContext, Recording};
-use crate::sampling::native::{NativeMode, NativeWalker};
-use crate::sampling::vm_stack::VmStackWalker;
 use crate::sampling::{self, java_thread, safe_read, thread_state, JavaWalker, Sampler};
-use crate::storage::samples::{SampleStripes, STRIPES};
+use crate::storage::samples::SampleStripes;
 use crate::storage::trace_storage::CallTraceStorage;
 use crate::threads;
 use crate::ticker::{Tick, Ticker};
@@ -120,64 +117,9 @@ fn status() -> String {
     }
 }
 
-/// Features parsed now but delivered by later work.
-fn check_supported(options: &Options) -> CommandResult<()> {
-    if options.verify_walk && !matches!(options.cstack, CStack::Vm | CStack::Vmx) {
-        return Err(argument(
-            "verifywalk: compares the HotSpot walker with AsyncGetCallTrace, so needs cstack=vm or vmx",
-        ));
-    }
-    if options.remote_symbolication && native_mode(options.cstack).is_none() {
-        return Err(argument(
-            "remotesym: remote symbolication needs native stacks (cstack=fp, dwarf, sframe, vm or vmx)",
-        ));
-    }
-    Ok(())
-}
-
 fn output_path(template: &str) -> PathBuf {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     PathBuf::from(args::expand_path(template, std::process::id(), now))
-}
-
-/// The native unwinder `cstack=` asks for (frame pointers by default).
-fn native_mode(cstack: CStack) -> Option<NativeMode> {
-    match cstack {
-        CStack::Default | CStack::FramePointer => Some(NativeMode::FramePointer),
-        CStack::Dwarf | CStack::Vm | CStack::Vmx => Some(NativeMode::Dwarf),
-        CStack::SFrame => Some(NativeMode::SFrame),
-        CStack::No => None,
-    }
-}
-
-fn native_walker(mode: NativeMode, remote: bool) -> NativeWalker {
-    let wanted = match mode {
-        NativeMode::FramePointer => Wanted::Nothing,
-        NativeMode::Dwarf => Wanted::Dwarf,
-        NativeMode::SFrame => Wanted::SFrame,
-    };
-    NativeWalker::new(mode, remote, Arc::new(LibraryTable::new(wanted)), STRIPES)
-}
-
-/// The HotSpot walker `cstack=vm`/`vmx` asks for, or `None` (with a
-/// warning saying why) to walk Java frames with AsyncGetCallTrace.
-fn hotspot_walker(vm: &Vm, cstack: CStack) -> Option<VmStackWalker> {
-    let extended = match cstack {
-        CStack::Vm => false,
-        CStack::Vmx => true,
-        _ => return None,
-    };
-    if !java_thread::discovered() {
-        log::warn!("cstack=vm: the JavaThread lookup is unavailable; walking Java frames with AsyncGetCallTrace");
-        return None;
-    }
-    match vm.hotspot_walker() {
-        Ok(hotspot) => Some(VmStackWalker::new(hotspot, extended, STRIPES)),
-        Err(e) => {
-            log::warn!("cstack=vm: {e}; walking Java frames with AsyncGetCallTrace");
-            None
-        }
-    }
 }
 
 /// The handler's way to the interrupted thread's JNIEnv: TLS-free when
@@ -213,7 +155,7 @@ fn settings(options: &Options, cpu_engine: Option<&str>) -> Vec<(String, String)
         settings.push(("walltpt".into(), options.wall_threads_per_tick.to_string()));
     }
     settings.extend([
-        ("cstack".into(), format!("{:?}", options.cstack).to_lowercase()),
+        ("cstack".into(), options.cstack.spelling().into()),
         ("jstackdepth".into(), options.jstackdepth.to_string()),
         ("remotesym".into(), options.remote_symbolication.to_string()),
         ("attributes".into(), options.attributes.join(";")),
@@ -250,7 +192,7 @@ fn arm_engines(options: &Options) -> Result<(String, Option<&'static str>), Stri
 }
 
 fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
-    check_supported(options)?;
+    options.cstack.check(options.verify_walk, options.remote_symbolication).map_err(argument)?;
     let vm = vm::get().ok_or_else(|| state("the agent is not initialised"))?;
     let mut current = session();
     if current.is_some() {
@@ -278,8 +220,8 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
         stripes,
         max_depth: depth,
         walker: JavaWalker { asgct: vm.asgct(), current_env: env_lookup(env) },
-        native: native_mode(options.cstack).map(|mode| native_walker(mode, options.remote_symbolication)),
-        hotspot: hotspot_walker(vm, options.cstack),
+        native: options.cstack.native_walker(options.remote_symbolication),
+        hotspot: options.cstack.hotspot_walker(vm),
         verify_walk: options.verify_walk,
     });
     if let Some(env) = env {
