@@ -1,7 +1,8 @@
 //! Trace context: span ids and context values per thread, set from Java
 //! through the API on the thread itself, read by the signal handler into
-//! each sample. Lives for the agent's lifetime (not per session), so
-//! context set before `start` is not lost.
+//! each sample (through the published session, which refers to this
+//! state). Lives for the agent's lifetime (not per session), so context
+//! set before `start` is not lost.
 //!
 //! Context values are strings interned in a triple-buffered dictionary,
 //! which serves the threads setting values while a dump rotates it (the
@@ -16,15 +17,14 @@ use crate::dictionary::{Carry, TripleBufferedDictionary};
 use crate::os_thread::current_tid;
 use crate::storage::thread_slots::{Context, ThreadSlot, ThreadSlots, MAX_CONTEXT_VALUES};
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 const VALUE_CAPACITY: usize = 1 << 16;
 
-/// The thread filter (`filter`): when on, only threads added through the
-/// API are sampled.
-static FILTER: AtomicBool = AtomicBool::new(false);
-/// Context attributes configured at the last start (`attributes=`).
+/// Context attributes configured at the last start (`attributes=`). Not
+/// part of the published session: no sample reads it, and it bounds the
+/// slots the API may set between sessions too.
 static ATTRIBUTES: AtomicUsize = AtomicUsize::new(0);
 
 pub fn set_attribute_count(count: usize) {
@@ -35,24 +35,27 @@ pub fn attribute_count() -> usize {
     ATTRIBUTES.load(Ordering::SeqCst)
 }
 
-pub fn set_filter(enabled: bool) {
-    FILTER.store(enabled, Ordering::SeqCst);
-}
-
 /// Adds or removes the calling thread from the filter.
 pub fn filter_thread(add: bool) -> Result<(), String> {
     own_slot()?.set_in_filter(add);
     Ok(())
 }
 
-/// Whether thread `tid` is sampled. Signal-safe.
-pub fn sampled(tid: u32) -> bool {
-    !FILTER.load(Ordering::Relaxed) || state().and_then(|s| s.slots.find(tid)).is_some_and(ThreadSlot::in_filter)
-}
-
 pub struct ContextState {
     pub slots: ThreadSlots,
     pub values: TripleBufferedDictionary,
+}
+
+impl ContextState {
+    /// Whether thread `tid` is in the thread filter. Signal-safe.
+    pub fn in_filter(&self, tid: u32) -> bool {
+        self.slots.find(tid).is_some_and(ThreadSlot::in_filter)
+    }
+
+    /// The context of thread `tid` for a sample. Signal-safe.
+    pub fn sample_context(&self, tid: u32) -> Context {
+        self.slots.find(tid).and_then(ThreadSlot::context).unwrap_or_default()
+    }
 }
 
 static STATE: OnceLock<ContextState> = OnceLock::new();
@@ -141,11 +144,6 @@ pub fn release_thread(tid: u32) {
     }
 }
 
-/// The context of thread `tid` for a sample. Signal-safe.
-pub fn sample_context(tid: u32) -> Context {
-    state().and_then(|s| s.slots.find(tid)).and_then(ThreadSlot::context).unwrap_or_default()
-}
-
 /// Ids of context values set on any thread right now.
 pub fn live_value_ids() -> HashSet<u32> {
     let mut ids = HashSet::new();
@@ -170,14 +168,14 @@ mod tests {
     #[test]
     fn values_carried_by_a_thread_survive_rotations() {
         set_value(1, Some("customer-42"), 2).unwrap();
-        let id = sample_context(current_tid()).values[1];
+        let id = state().unwrap().sample_context(current_tid()).values[1];
         assert_ne!(id, 0);
         for _ in 0..4 {
             rotate_values();
         }
         assert_eq!(state().unwrap().values.live_entries().get(&id).map(String::as_str), Some("customer-42"));
         set_value(1, None, 2).unwrap();
-        assert_eq!(sample_context(current_tid()).values[1], 0);
+        assert_eq!(state().unwrap().sample_context(current_tid()).values[1], 0);
         assert!(set_value(2, Some("x"), 2).unwrap_err().contains("out of range"));
     }
 }

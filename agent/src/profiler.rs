@@ -13,7 +13,10 @@ use crate::recording::endpoints;
 use crate::recording::rotation::{ContextValues, Stores};
 use crate::recording::writer::Writer;
 use crate::recording::{DumpContext, Recording};
-use crate::sampling::{self, java_thread, safe_read, thread_state, JavaWalker, Sampler};
+use crate::sampling::java_thread::{self, JavaThreads};
+use crate::sampling::origin::Origins;
+use crate::sampling::thread_state::{self, BlockingMethods};
+use crate::sampling::{self, safe_read, JavaWalker, Sampler};
 use crate::storage::samples::SampleStripes;
 use crate::storage::trace_storage::CallTraceStorage;
 use crate::threads;
@@ -125,20 +128,20 @@ fn output_path(template: &str) -> PathBuf {
 /// The handler's way to the interrupted thread's JNIEnv: TLS-free when
 /// discovery worked on this JVM, else `GetEnv` (which can deadlock if a
 /// signal lands in `malloc` while TLS is being set up: logged at start).
-fn env_lookup(env: Option<JniEnv>) -> fn() -> *mut jni::sys::JNIEnv {
+fn java_threads(env: Option<JniEnv>) -> JavaThreads {
     fn get_env() -> *mut jni::sys::JNIEnv {
         vm::get().map_or(std::ptr::null_mut(), Vm::current_env)
     }
     let discovered = env.ok_or_else(|| "no JNIEnv at start".to_owned()).and_then(java_thread::discover);
-    match discovered {
-        Ok(()) => java_thread::current_env,
-        Err(e) if java_thread::discovered() => {
+    match (discovered, java_thread::discovered()) {
+        (Ok(key), _) => JavaThreads::Key(key),
+        (Err(e), Some(key)) => {
             log::debug!("JNIEnv lookup kept from an earlier start ({e})");
-            java_thread::current_env
+            JavaThreads::Key(key)
         }
-        Err(e) => {
+        (Err(e), None) => {
             log::warn!("TLS-free JNIEnv lookup unavailable ({e}); falling back to GetEnv in the signal handler");
-            get_env
+            JavaThreads::EnvFunction(get_env)
         }
     }
 }
@@ -175,22 +178,58 @@ fn disarm() {
     safe_read::restore_fault_handlers();
 }
 
-/// Arms the engines `options` ask for; returns their description and
-/// the CPU engine's name.
-fn arm_engines(options: &Options) -> Result<(String, Option<&'static str>), String> {
+/// Arms the engines `options` ask for, registering their signals in the
+/// published `sampler`; returns their description and the CPU engine's
+/// name.
+fn arm_engines(options: &Options, sampler: &Arc<Sampler>) -> Result<(String, Option<&'static str>), String> {
     let mut engines = Vec::new();
     let cpu = match options.cpu {
-        Some((kind, interval)) => Some(engine::start(kind, interval, threads::process_threads)?),
+        Some((kind, interval)) => {
+            Some(engine::start(kind, interval, threads::process_threads, Arc::clone(&sampler.origins))?)
+        }
         None => None,
     };
     engines.extend(cpu);
     if let Some(interval) = options.wall {
-        engine::wall::start(interval, options.wall_threads_per_tick as usize)?;
+        let sampler = Arc::clone(sampler);
+        engine::wall::start(interval, options.wall_threads_per_tick as usize, move |tid| sampler.sampled(tid))?;
         engines.push("wall");
     }
     Ok((engines.join(", "), cpu))
 }
 
+/// Builds the session's published state from `options`. Installs the fault
+/// handlers (undone by [`disarm`]) once nothing else can fail: handlers
+/// read memory fault-safely (the JNIEnv check, native and HotSpot walks,
+/// the wall-clock state check), and so do setting up the HotSpot walker
+/// and naming running threads (after this, in `start`).
+fn build_sampler(vm: &Vm, options: &Options, env: Option<JniEnv>, blocking: BlockingMethods) -> CommandResult<Sampler> {
+    let depth = options.jstackdepth as usize;
+    let traces = CallTraceStorage::new(TRACE_SLOTS, ARENA_FRAMES)
+        .map_err(|e| io(format!("cannot reserve trace storage: {e}")))?;
+    let stripes =
+        SampleStripes::new(STRIPE_CAPACITY, depth).map_err(|e| io(format!("cannot reserve sample buffers: {e}")))?;
+    let origins = Origins::new().map_err(|e| io(format!("cannot reserve the perf descriptor table: {e}")))?;
+    let context = context::init().map_err(io)?;
+    safe_read::install_fault_handlers().map_err(|e| io(format!("cannot install the fault handler: {e}")))?;
+    let threads = java_threads(env);
+    Ok(Sampler {
+        origins: Arc::new(origins),
+        filter: options.filter,
+        context,
+        traces,
+        stripes,
+        max_depth: depth,
+        walker: JavaWalker { asgct: vm.asgct(), threads },
+        native: options.cstack.native_walker(options.remote_symbolication),
+        hotspot: options.cstack.hotspot_walker(vm, &threads),
+        verify_walk: options.verify_walk,
+        blocking,
+    })
+}
+
+/// Build, publish, arm: the session's state is complete before any
+/// handler can see it, and published before any signal is armed.
 fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
     options.cstack.check(options.verify_walk, options.remote_symbolication).map_err(argument)?;
     let vm = vm::get().ok_or_else(|| state("the agent is not initialised"))?;
@@ -201,29 +240,10 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
     if options.cpu.is_none() && options.wall.is_none() {
         return Err(argument("start: no event selected (cpu or wall)"));
     }
-    if let Some(env) = env {
-        preload_methods(vm, env, options.wall.is_some());
-    }
+    let blocking = env.map(|env| preload_methods(vm, env, options.wall.is_some()));
     counters::reset();
-    let depth = options.jstackdepth as usize;
-    let traces = CallTraceStorage::new(TRACE_SLOTS, ARENA_FRAMES)
-        .map_err(|e| io(format!("cannot reserve trace storage: {e}")))?;
-    let stripes =
-        SampleStripes::new(STRIPE_CAPACITY, depth).map_err(|e| io(format!("cannot reserve sample buffers: {e}")))?;
     let endpoints = endpoints::endpoints().map_err(io)?;
-    // Handlers read memory fault-safely (the JNIEnv check, native and
-    // HotSpot walks, the wall-clock state check), and so do setting up the
-    // HotSpot walker and naming running threads below.
-    safe_read::install_fault_handlers().map_err(|e| io(format!("cannot install the fault handler: {e}")))?;
-    let sampler = Arc::new(Sampler {
-        traces,
-        stripes,
-        max_depth: depth,
-        walker: JavaWalker { asgct: vm.asgct(), current_env: env_lookup(env) },
-        native: options.cstack.native_walker(options.remote_symbolication),
-        hotspot: options.cstack.hotspot_walker(vm),
-        verify_walk: options.verify_walk,
-    });
+    let sampler = Arc::new(build_sampler(vm, options, env, blocking.unwrap_or_default())?);
     if let Some(env) = env {
         // After an attach, threads already running get their Java names
         // (those started later are named by ThreadStart).
@@ -231,10 +251,9 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
             log::warn!("threads that were already running keep their kernel names: {e}");
         }
     }
-    context::set_filter(options.filter);
     context::set_attribute_count(options.attributes.len());
     sampling::publish(&sampler);
-    let (engines, cpu_engine) = arm_engines(options).map_err(|e| {
+    let (engines, cpu_engine) = arm_engines(options, &sampler).map_err(|e| {
         disarm();
         io(e)
     })?;
@@ -261,10 +280,10 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
 /// AsyncGetCallTrace can name their methods (classes loaded later are
 /// handled on ClassPrepare). With `blocking`, also finds the methods that
 /// tell a wall-clock sample's thread state.
-fn preload_methods(vm: &Vm, env: JniEnv, blocking: bool) {
+fn preload_methods(vm: &Vm, env: JniEnv, blocking: bool) -> BlockingMethods {
     let jvmti = vm.jvmti();
     let Ok(classes) = jvmti.loaded_classes() else {
-        return;
+        return BlockingMethods::default();
     };
     let mut found = Vec::new();
     for class in classes {
@@ -282,9 +301,7 @@ fn preload_methods(vm: &Vm, env: JniEnv, blocking: bool) {
         }
         env.delete_local_ref(class);
     }
-    if blocking {
-        thread_state::set_blocking_methods(&found);
-    }
+    BlockingMethods::new(&found)
 }
 
 fn stop(file: Option<&str>, env: Option<JniEnv>) -> CommandResult<String> {

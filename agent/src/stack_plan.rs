@@ -6,7 +6,7 @@
 use crate::libraries::sections::Wanted;
 use crate::libraries::LibraryTable;
 use crate::log;
-use crate::sampling::java_thread;
+use crate::sampling::java_thread::JavaThreads;
 use crate::sampling::native::{NativeMode, NativeWalker};
 use crate::sampling::vm_stack::VmStackWalker;
 use crate::storage::samples::STRIPES;
@@ -92,11 +92,11 @@ impl StackPlan {
     }
 
     /// The HotSpot walker the plan asks for, or `None` (with a warning
-    /// saying why) to walk Java frames with AsyncGetCallTrace. Not
-    /// signal-safe.
-    pub fn hotspot_walker(self, vm: &Vm) -> Option<VmStackWalker> {
+    /// saying why) to walk Java frames with AsyncGetCallTrace. It needs
+    /// the TLS-free JavaThread lookup. Not signal-safe.
+    pub fn hotspot_walker(self, vm: &Vm, threads: &JavaThreads) -> Option<VmStackWalker> {
         let JavaSource::HotSpot { extended } = self.java else { return None };
-        if !java_thread::discovered() {
+        if !matches!(threads, JavaThreads::Key(_)) {
             log::warn!("cstack=vm: the JavaThread lookup is unavailable; walking Java frames with AsyncGetCallTrace");
             return None;
         }

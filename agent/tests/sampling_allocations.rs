@@ -13,6 +13,9 @@ use profiler_agent::args::CpuEngineKind;
 use profiler_agent::counters::{self, Counter};
 use profiler_agent::engine;
 use profiler_agent::sampling::asgct::{AsgctFrame, AsgctTrace};
+use profiler_agent::sampling::java_thread::JavaThreads;
+use profiler_agent::sampling::origin::Origins;
+use profiler_agent::sampling::thread_state::BlockingMethods;
 use profiler_agent::sampling::{self, JavaWalker, Sampler};
 use profiler_agent::storage::samples::SampleStripes;
 use profiler_agent::storage::trace_storage::CallTraceStorage;
@@ -85,14 +88,19 @@ fn sampling_path_does_not_allocate() {
         traces: CallTraceStorage::new(1 << 12, 1 << 16).unwrap(),
         stripes: SampleStripes::new(1 << 14, 64).unwrap(),
         max_depth: 64,
-        walker: JavaWalker { asgct: Some(fake_walker), current_env: attached },
+        walker: JavaWalker { asgct: Some(fake_walker), threads: JavaThreads::EnvFunction(attached) },
         native: None,
         hotspot: None,
         verify_walk: false,
+        origins: Arc::new(Origins::new().unwrap()),
+        filter: false,
+        context: profiler_agent::context::init().unwrap(),
+        blocking: BlockingMethods::default(),
     });
     sampling::publish(&sampler);
     let me = vec![profiler_agent::os_thread::current_tid()];
-    engine::start(CpuEngineKind::Itimer, Duration::from_millis(1), move || me.clone()).expect("itimer engine");
+    engine::start(CpuEngineKind::Itimer, Duration::from_millis(1), move || me.clone(), Arc::clone(&sampler.origins))
+        .expect("itimer engine");
 
     ALLOCATIONS.store(0, Ordering::SeqCst);
     ARMED.store(true, Ordering::SeqCst);

@@ -21,7 +21,7 @@ static FOREIGN_VALUES: AtomicU64 = AtomicU64::new(0);
 /// Each thread's span id is its own tid: anything else is another thread's.
 extern "C" fn on_signal(_: c_int) {
     let tid = current_tid();
-    let span = context::sample_context(tid).span_id;
+    let span = context::state().unwrap().sample_context(tid).span_id;
     if span != 0 && span != u64::from(tid) {
         FOREIGN_VALUES.fetch_add(1, Ordering::Relaxed);
     }

@@ -14,9 +14,9 @@ use crate::args::CpuEngineKind;
 use crate::log;
 use crate::sampling::chain::PREVIOUS_SIGPROF;
 use crate::sampling::handler::on_sigprof;
-use crate::sampling::origin::{self, CpuSource};
+use crate::sampling::origin::{CpuSource, Origins};
 use std::io;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// A source of SIGPROF signals.
@@ -31,10 +31,16 @@ pub trait CpuEngine: Send {
     fn stop(&mut self);
 }
 
-static ACTIVE: Mutex<Option<Box<dyn CpuEngine>>> = Mutex::new(None);
+/// The armed engine and the session origins it registers its signals in.
+struct Armed {
+    engine: Box<dyn CpuEngine>,
+    origins: Arc<Origins>,
+}
 
-fn candidates(kind: CpuEngineKind, interval: Duration) -> Vec<Box<dyn CpuEngine>> {
-    let perf = || Box::new(perf::PerfEngine::new(interval)) as Box<dyn CpuEngine>;
+static ACTIVE: Mutex<Option<Armed>> = Mutex::new(None);
+
+fn candidates(kind: CpuEngineKind, interval: Duration, origins: &Arc<Origins>) -> Vec<Box<dyn CpuEngine>> {
+    let perf = || Box::new(perf::PerfEngine::new(interval, Arc::clone(origins))) as Box<dyn CpuEngine>;
     let ctimer = || Box::new(ctimer::CtimerEngine::new(interval)) as Box<dyn CpuEngine>;
     let itimer = || Box::new(itimer::ItimerEngine::new(interval)) as Box<dyn CpuEngine>;
     match kind {
@@ -45,9 +51,15 @@ fn candidates(kind: CpuEngineKind, interval: Duration) -> Vec<Box<dyn CpuEngine>
 }
 
 /// Installs the SIGPROF handler and arms the first engine of `kind`'s
-/// fallback chain that works, for every thread in `threads()`. Returns the
+/// fallback chain that works, for every thread in `threads()`, registering
+/// its signals in `origins` (the published session's). Returns the
 /// engine's name; each fallback's reason is logged.
-pub fn start(kind: CpuEngineKind, interval: Duration, threads: impl Fn() -> Vec<u32>) -> Result<&'static str, String> {
+pub fn start(
+    kind: CpuEngineKind,
+    interval: Duration,
+    threads: impl Fn() -> Vec<u32>,
+    origins: Arc<Origins>,
+) -> Result<&'static str, String> {
     let mut active = ACTIVE.lock().map_err(|_| "engine state poisoned".to_owned())?;
     if active.is_some() {
         return Err("a CPU engine is already running".to_owned());
@@ -55,8 +67,8 @@ pub fn start(kind: CpuEngineKind, interval: Duration, threads: impl Fn() -> Vec<
     signals::install(libc::SIGPROF, on_sigprof, &PREVIOUS_SIGPROF)
         .map_err(|e| format!("cannot install SIGPROF handler: {e}"))?;
     let mut reasons = Vec::new();
-    for mut engine in candidates(kind, interval) {
-        origin::set_cpu_source(engine.source());
+    for mut engine in candidates(kind, interval, &origins) {
+        origins.set_cpu_source(engine.source());
         // Listing under the lock: a thread starting now either is listed or
         // waits for the lock in `thread_started` and is added then.
         let tids = threads();
@@ -70,14 +82,14 @@ pub fn start(kind: CpuEngineKind, interval: Duration, threads: impl Fn() -> Vec<
                 log::warn!("CPU engine fell back to {}: {}", engine.name(), reasons.join("; "));
             }
             let name = engine.name();
-            *active = Some(engine);
+            *active = Some(Armed { engine, origins });
             return Ok(name);
         }
         engine.stop();
         let reason = failures.first().map(ToString::to_string).unwrap_or_else(|| "no threads to sample".to_owned());
         reasons.push(format!("{} unavailable: {reason}", engine.name()));
     }
-    origin::set_cpu_source(CpuSource::Off);
+    origins.set_cpu_source(CpuSource::Off);
     let _ = signals::restore(libc::SIGPROF, on_sigprof, &PREVIOUS_SIGPROF, signals::Pending::Discard);
     Err(format!("no CPU engine could be started: {}", reasons.join("; ")))
 }
@@ -87,9 +99,9 @@ pub fn stop() {
     let Ok(mut active) = ACTIVE.lock() else {
         return;
     };
-    if let Some(mut engine) = active.take() {
+    if let Some(Armed { mut engine, origins }) = active.take() {
         engine.stop();
-        origin::set_cpu_source(CpuSource::Off);
+        origins.set_cpu_source(CpuSource::Off);
         if let Err(e) = signals::restore(libc::SIGPROF, on_sigprof, &PREVIOUS_SIGPROF, signals::Pending::Discard) {
             log::warn!("cannot restore the SIGPROF handler: {e}");
         }
@@ -99,7 +111,7 @@ pub fn stop() {
 /// A thread started (JVMTI ThreadStart, on that thread).
 pub fn thread_started(tid: u32) {
     if let Ok(mut active) = ACTIVE.lock() {
-        if let Some(engine) = active.as_mut() {
+        if let Some(Armed { engine, .. }) = active.as_mut() {
             if let Err(e) = engine.add_thread(tid) {
                 log::debug!("cannot sample thread {tid}: {e}");
             }
@@ -110,7 +122,7 @@ pub fn thread_started(tid: u32) {
 /// A thread is ending (JVMTI ThreadEnd, on that thread).
 pub fn thread_ended(tid: u32) {
     if let Ok(mut active) = ACTIVE.lock() {
-        if let Some(engine) = active.as_mut() {
+        if let Some(Armed { engine, .. }) = active.as_mut() {
             engine.remove_thread(tid);
         }
     }

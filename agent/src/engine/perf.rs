@@ -3,9 +3,10 @@
 //! each time it has used one sampling period of CPU time.
 
 use super::CpuEngine;
-use crate::sampling::origin;
+use crate::sampling::origin::{CpuSource, Origins};
 use std::collections::HashMap;
 use std::io;
+use std::sync::Arc;
 use std::time::Duration;
 
 const PERF_TYPE_SOFTWARE: u32 = 1;
@@ -58,26 +59,28 @@ pub struct PerfEngine {
     /// or privileges); dropped on EACCES.
     include_kernel: bool,
     fds: HashMap<u32, i32>,
+    /// Where each descriptor is registered as ours.
+    origins: Arc<Origins>,
 }
 
 impl PerfEngine {
-    pub fn new(interval: Duration) -> Self {
-        Self { period_ns: interval.as_nanos().max(1) as u64, include_kernel: true, fds: HashMap::new() }
+    pub fn new(interval: Duration, origins: Arc<Origins>) -> Self {
+        Self { period_ns: interval.as_nanos().max(1) as u64, include_kernel: true, fds: HashMap::new(), origins }
     }
 
     fn open(&mut self, tid: u32) -> io::Result<i32> {
-        let result = open_counter(tid, self.period_ns, self.include_kernel);
+        let result = open_counter(&self.origins, tid, self.period_ns, self.include_kernel);
         match result {
             Err(e) if self.include_kernel && e.raw_os_error() == Some(libc::EACCES) => {
                 self.include_kernel = false;
-                open_counter(tid, self.period_ns, false)
+                open_counter(&self.origins, tid, self.period_ns, false)
             }
             other => other,
         }
     }
 }
 
-fn open_counter(tid: u32, period_ns: u64, include_kernel: bool) -> io::Result<i32> {
+fn open_counter(origins: &Origins, tid: u32, period_ns: u64, include_kernel: bool) -> io::Result<i32> {
     let mut attr = PerfEventAttr {
         kind: PERF_TYPE_SOFTWARE,
         size: PERF_ATTR_SIZE_VER5,
@@ -115,12 +118,12 @@ fn open_counter(tid: u32, period_ns: u64, include_kernel: bool) -> io::Result<i3
                 return Err(io::Error::last_os_error());
             }
         }
-        if !origin::add_perf_fd(fd, tid) {
+        if !origins.add_perf_fd(fd, tid) {
             return Err(io::Error::other("file descriptor number too large"));
         }
         // SAFETY: ioctl on our own perf fd.
         if unsafe { libc::ioctl(fd, PERF_EVENT_IOC_ENABLE as _, 0) } != 0 {
-            origin::remove_perf_fd(fd);
+            origins.remove_perf_fd(fd);
             return Err(io::Error::last_os_error());
         }
         Ok(())
@@ -133,10 +136,10 @@ fn open_counter(tid: u32, period_ns: u64, include_kernel: bool) -> io::Result<i3
     Ok(fd)
 }
 
-fn close_counter(fd: i32) {
+fn close_counter(origins: &Origins, fd: i32) {
     // Forget the fd before closing it, so its number cannot be reused while
     // still registered as ours.
-    origin::remove_perf_fd(fd);
+    origins.remove_perf_fd(fd);
     // SAFETY: closing our own fd stops the counter and its signals.
     unsafe { libc::close(fd) };
 }
@@ -146,8 +149,8 @@ impl CpuEngine for PerfEngine {
         "perf_events cpu-clock"
     }
 
-    fn source(&self) -> origin::CpuSource {
-        origin::CpuSource::Perf
+    fn source(&self) -> CpuSource {
+        CpuSource::Perf
     }
 
     fn add_thread(&mut self, tid: u32) -> io::Result<()> {
@@ -161,13 +164,13 @@ impl CpuEngine for PerfEngine {
 
     fn remove_thread(&mut self, tid: u32) {
         if let Some(fd) = self.fds.remove(&tid) {
-            close_counter(fd);
+            close_counter(&self.origins, fd);
         }
     }
 
     fn stop(&mut self) {
         for (_, fd) in self.fds.drain() {
-            close_counter(fd);
+            close_counter(&self.origins, fd);
         }
     }
 }

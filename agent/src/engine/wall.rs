@@ -9,12 +9,11 @@
 //! the thread filter on, only threads in the filter are eligible.
 
 use super::signals::{self, Pending};
-use crate::context;
 use crate::log;
 use crate::os_thread::current_tid;
 use crate::sampling::chain::PREVIOUS_SIGVTALRM;
 use crate::sampling::handler::on_sigvtalrm;
-use crate::sampling::origin::{set_wall_sender, wall_payload};
+use crate::sampling::origin::wall_payload;
 use crate::sampling::siginfo::RawSiginfo;
 use crate::threads::process_threads;
 use std::sync::{Arc, Condvar, Mutex};
@@ -55,11 +54,10 @@ fn signal(pid: i32, uid: u32, tid: u32, weight: u32) -> bool {
     unsafe { libc::syscall(libc::SYS_rt_tgsigqueueinfo, pid, tid as i32, libc::SIGVTALRM, &info) == 0 }
 }
 
-fn run(interval: Duration, per_tick: usize, stop: &(Mutex<bool>, Condvar)) {
+fn run(interval: Duration, per_tick: usize, sampled: &dyn Fn(u32) -> bool, stop: &(Mutex<bool>, Condvar)) {
     let own = current_tid();
     // SAFETY: getpid and getuid have no preconditions.
     let (pid, uid) = unsafe { (libc::getpid(), libc::getuid()) };
-    set_wall_sender(pid);
     let mut threads: Vec<u32> = Vec::new();
     let mut eligible: Vec<u32> = Vec::new();
     let mut refreshed: Option<Instant> = None;
@@ -87,7 +85,7 @@ fn run(interval: Duration, per_tick: usize, stop: &(Mutex<bool>, Condvar)) {
             refreshed = Some(Instant::now());
         }
         eligible.clear();
-        eligible.extend(threads.iter().copied().filter(|&tid| context::sampled(tid)));
+        eligible.extend(threads.iter().copied().filter(|&tid| sampled(tid)));
         let (chosen, weight) = rotation.next(&eligible, per_tick);
         for tid in chosen {
             signal(pid, uid, tid, weight);
@@ -95,8 +93,13 @@ fn run(interval: Duration, per_tick: usize, stop: &(Mutex<bool>, Condvar)) {
     }
 }
 
-/// Installs the SIGVTALRM handler and starts the sampler thread.
-pub fn start(interval: Duration, threads_per_tick: usize) -> Result<(), String> {
+/// Installs the SIGVTALRM handler and starts the sampler thread, which
+/// signals the threads `sampled` accepts (the session's thread filter).
+pub fn start(
+    interval: Duration,
+    threads_per_tick: usize,
+    sampled: impl Fn(u32) -> bool + Send + 'static,
+) -> Result<(), String> {
     let mut running = RUNNING.lock().unwrap_or_else(|p| p.into_inner());
     if running.is_some() {
         return Err("wall-clock sampling is already running".to_owned());
@@ -107,7 +110,7 @@ pub fn start(interval: Duration, threads_per_tick: usize) -> Result<(), String> 
     let flag = Arc::clone(&stop);
     let spawned = std::thread::Builder::new()
         .name("profiler-wall".to_owned())
-        .spawn(move || run(interval, threads_per_tick.max(1), &flag));
+        .spawn(move || run(interval, threads_per_tick.max(1), &sampled, &flag));
     match spawned {
         Ok(thread) => {
             *running = Some(Running { stop, thread });

@@ -2,9 +2,9 @@
 //! samples, and the fixed routine around each sample.
 
 use super::chain::{PREVIOUS_SIGPROF, PREVIOUS_SIGVTALRM};
-use super::origin::{classify_sigprof, classify_sigvtalrm, Origin};
+use super::origin::Origin;
 use super::siginfo::RawSiginfo;
-use super::{with_active, SampleRequest};
+use super::{with_active, SampleRequest, Sampler};
 use crate::clock::monotonic_ns;
 use crate::counters::{self, Counter};
 use crate::os_thread::current_tid;
@@ -29,10 +29,9 @@ impl Drop for ErrnoGuard {
 }
 
 /// Takes one sample of the interrupted thread `tid` and accounts its cost.
-fn take_sample(ucontext: *mut c_void, weight: u32, tid: u32, kind: SampleKind) {
+fn take_sample(sampler: &Sampler, ucontext: *mut c_void, weight: u32, tid: u32, kind: SampleKind) {
     let start = monotonic_ns();
-    let request = SampleRequest { ucontext, weight, kind };
-    with_active(|sampler| sampler.record(request, start, tid));
+    sampler.record(SampleRequest { ucontext, weight, kind }, start, tid);
     let elapsed = monotonic_ns().saturating_sub(start);
     counters::add(Counter::HandlerNanos, elapsed);
     crate::latency::HANDLER.record(elapsed);
@@ -46,12 +45,17 @@ pub extern "C" fn on_sigprof(signo: c_int, info: *mut libc::siginfo_t, ucontext:
     }
     // SAFETY: the kernel passes a valid siginfo_t; RawSiginfo has its layout.
     let view = unsafe { &*info.cast::<RawSiginfo>() };
-    match classify_sigprof(view) {
-        Origin::Ours { weight, tid } => take_sample(ucontext, weight, tid.unwrap_or_else(current_tid), SampleKind::Cpu),
-        Origin::Foreign => {
-            counters::increment(Counter::ForeignSignals);
-            PREVIOUS_SIGPROF.forward(signo, info, ucontext);
+    let ours = with_active(|sampler| match sampler.origins.classify_sigprof(view) {
+        Origin::Ours { weight, tid } => {
+            take_sample(sampler, ucontext, weight, tid.unwrap_or_else(current_tid), SampleKind::Cpu);
+            true
         }
+        Origin::Foreign => false,
+    });
+    // Forwarded outside `with_active`: the previous handler may not return.
+    if ours != Some(true) {
+        counters::increment(Counter::ForeignSignals);
+        PREVIOUS_SIGPROF.forward(signo, info, ucontext);
     }
 }
 
@@ -63,11 +67,16 @@ pub extern "C" fn on_sigvtalrm(signo: c_int, info: *mut libc::siginfo_t, ucontex
     }
     // SAFETY: the kernel passes a valid siginfo_t; RawSiginfo has its layout.
     let view = unsafe { &*info.cast::<RawSiginfo>() };
-    match classify_sigvtalrm(view) {
-        Some(weight) => take_sample(ucontext, weight, current_tid(), SampleKind::Wall),
-        None => {
-            counters::increment(Counter::ForeignSignals);
-            PREVIOUS_SIGVTALRM.forward(signo, info, ucontext);
+    let ours = with_active(|sampler| match sampler.origins.classify_sigvtalrm(view) {
+        Some(weight) => {
+            take_sample(sampler, ucontext, weight, current_tid(), SampleKind::Wall);
+            true
         }
+        None => false,
+    });
+    // Forwarded outside `with_active`: the previous handler may not return.
+    if ours != Some(true) {
+        counters::increment(Counter::ForeignSignals);
+        PREVIOUS_SIGVTALRM.forward(signo, info, ucontext);
     }
 }

@@ -12,73 +12,111 @@
 //!
 //! The key and the offset are found once by the control plane on a Java
 //! thread ([`discover`]): the key is the one holding the thread's
-//! `java.lang.Thread.eetop` (its JavaThread*).
+//! `java.lang.Thread.eetop` (its JavaThread*). The result, a property of
+//! the JVM, is kept for later sessions; each session's published state
+//! carries a copy ([`JavaThreads`]), which is all the handler reads.
 
 use super::safe_read::safe_load;
 use crate::jni_env::JniEnv;
 use jni::sys::JNIEnv;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::OnceLock;
 
-const UNKNOWN: u32 = u32::MAX;
 /// Keys tried: glibc's PTHREAD_KEYS_MAX.
 const MAX_KEYS: u32 = 1024;
 /// A JNIEnv further than this into its JavaThread would be implausible.
 const MAX_OFFSET: u64 = 4096;
 
-static KEY: AtomicU32 = AtomicU32::new(UNKNOWN);
-static ENV_OFFSET: AtomicU64 = AtomicU64::new(0);
-static FUNCTIONS: AtomicU64 = AtomicU64::new(0);
+/// Where a thread's JavaThread and JNIEnv are, found on this JVM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JavaThreadKey {
+    /// The pthread key holding the current `Thread*`.
+    key: libc::pthread_key_t,
+    /// The JNIEnv's offset inside its JavaThread.
+    env_offset: u64,
+    /// The JNI function table every JNIEnv of the VM starts with.
+    functions: u64,
+}
 
-/// Finds the pthread key and JNIEnv offset on the calling Java thread.
-/// Idempotent.
-pub fn discover(env: JniEnv) -> Result<(), String> {
-    if KEY.load(Ordering::SeqCst) != UNKNOWN {
-        return Ok(());
+/// The first successful discovery (the JVM does not change).
+static DISCOVERED: OnceLock<JavaThreadKey> = OnceLock::new();
+
+/// Finds the pthread key and JNIEnv offset on the calling Java thread, or
+/// returns the one found before. Not signal-safe.
+pub fn discover(env: JniEnv) -> Result<JavaThreadKey, String> {
+    if let Some(found) = DISCOVERED.get() {
+        return Ok(*found);
     }
     let thread = env.current_thread_eetop().ok_or("cannot read Thread.eetop")? as u64;
     let raw = env.as_raw() as u64;
-    let offset = raw.checked_sub(thread).filter(|&o| o < MAX_OFFSET).ok_or("the JNIEnv is not inside its thread")?;
+    let env_offset =
+        raw.checked_sub(thread).filter(|&o| o < MAX_OFFSET).ok_or("the JNIEnv is not inside its thread")?;
     // SAFETY: pthread_getspecific only reads the calling thread's key table.
     let key = (0..MAX_KEYS)
-        .find(|&k| unsafe { libc::pthread_getspecific(k as libc::pthread_key_t) } as u64 == thread)
+        .map(|k| k as libc::pthread_key_t)
+        .find(|&k| unsafe { libc::pthread_getspecific(k) } as u64 == thread)
         .ok_or("no pthread key holds the current JavaThread")?;
     // SAFETY: a JNIEnv is a pointer to the function table.
     let functions = unsafe { *(raw as *const u64) };
-    FUNCTIONS.store(functions, Ordering::SeqCst);
-    ENV_OFFSET.store(offset, Ordering::SeqCst);
-    KEY.store(key, Ordering::SeqCst);
-    Ok(())
+    Ok(*DISCOVERED.get_or_init(|| JavaThreadKey { key, env_offset, functions }))
 }
 
-/// Whether [`current_env`] can answer (discovery succeeded).
-pub fn discovered() -> bool {
-    KEY.load(Ordering::SeqCst) != UNKNOWN
+/// What an earlier [`discover`] found, if it succeeded.
+pub fn discovered() -> Option<JavaThreadKey> {
+    DISCOVERED.get().copied()
 }
 
-/// The calling thread's `JavaThread*`, or 0 if it is not a Java thread (or
-/// discovery failed). Signal-safe: no TLS, no allocation, a fault-safe read.
-pub fn current_thread() -> u64 {
-    let key = KEY.load(Ordering::Relaxed);
-    if key == UNKNOWN {
-        return 0;
+impl JavaThreadKey {
+    /// The calling thread's `JavaThread*`, or 0 if it is not a Java thread.
+    /// Signal-safe: no TLS, no allocation, a fault-safe read.
+    pub fn current_thread(&self) -> u64 {
+        // SAFETY: reads the calling thread's key table only.
+        let thread = unsafe { libc::pthread_getspecific(self.key) } as u64;
+        if thread == 0 {
+            return 0;
+        }
+        // A JavaThread embeds a JNIEnv that starts with the VM's function table.
+        match safe_load(thread.wrapping_add(self.env_offset)) {
+            Some(table) if table == self.functions => thread,
+            _ => 0,
+        }
     }
-    // SAFETY: reads the calling thread's key table only.
-    let thread = unsafe { libc::pthread_getspecific(key as libc::pthread_key_t) } as u64;
-    if thread == 0 {
-        return 0;
-    }
-    // A JavaThread embeds a JNIEnv that starts with the VM's function table.
-    match safe_load(thread + ENV_OFFSET.load(Ordering::Relaxed)) {
-        Some(table) if table == FUNCTIONS.load(Ordering::Relaxed) => thread,
-        _ => 0,
+
+    /// The calling thread's JNIEnv, or null if it is not a Java thread.
+    /// Signal-safe: no TLS, no allocation, a fault-safe read.
+    pub fn current_env(&self) -> *mut JNIEnv {
+        match self.current_thread() {
+            0 => std::ptr::null_mut(),
+            thread => thread.wrapping_add(self.env_offset) as *mut JNIEnv,
+        }
     }
 }
 
-/// The calling thread's JNIEnv, or null if it is not a Java thread (or
-/// discovery failed). Signal-safe: no TLS, no allocation, a fault-safe read.
-pub fn current_env() -> *mut JNIEnv {
-    match current_thread() {
-        0 => std::ptr::null_mut(),
-        thread => (thread + ENV_OFFSET.load(Ordering::Relaxed)) as *mut JNIEnv,
+/// How the handler finds the interrupted thread's JavaThread and JNIEnv.
+#[derive(Clone, Copy, Debug)]
+pub enum JavaThreads {
+    /// TLS-free, through the discovered key.
+    Key(JavaThreadKey),
+    /// Through a function returning the JNIEnv (the JVM's `GetEnv` when
+    /// discovery failed: not TLS-free; a stand-in in tests); it finds no
+    /// JavaThread.
+    EnvFunction(fn() -> *mut JNIEnv),
+}
+
+impl JavaThreads {
+    /// The calling thread's `JavaThread*`, or 0. Signal-safe.
+    pub fn current_thread(&self) -> u64 {
+        match self {
+            Self::Key(key) => key.current_thread(),
+            Self::EnvFunction(_) => 0,
+        }
+    }
+
+    /// The calling thread's JNIEnv, or null if it is not attached.
+    /// Signal-safe with [`Self::Key`].
+    pub fn current_env(&self) -> *mut JNIEnv {
+        match self {
+            Self::Key(key) => key.current_env(),
+            Self::EnvFunction(env) => env(),
+        }
     }
 }

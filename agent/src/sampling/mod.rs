@@ -1,9 +1,10 @@
 //! Everything that runs inside a profiling signal handler.
 //!
 //! Rules for this module tree: no allocation, no blocking locks, no
-//! formatting, no panicking paths, errno preserved. Memory is reached
-//! through the [`Sampler`] published before signals are armed; a test with
-//! a counting allocator checks that a sample allocates nothing.
+//! formatting, no panicking paths, errno preserved. Session state is
+//! reached only through the [`Sampler`] published before signals are
+//! armed; a test with a counting allocator checks that a sample allocates
+//! nothing.
 
 pub mod asgct;
 pub mod chain;
@@ -17,31 +18,47 @@ pub mod thread_state;
 mod verify;
 pub mod vm_stack;
 
+use crate::context::ContextState;
 use crate::counters::{self, Counter};
 use crate::storage::call_traces::TraceId;
 use crate::storage::samples::{SampleKind, SampleRecord, SampleStripes};
 use crate::storage::trace_storage::CallTraceStorage;
 use asgct::{AsgctFn, AsgctFrame, AsgctTrace};
 use frames::{CallTraceError, Frame};
+use java_thread::JavaThreads;
 use jfr_writer::ThreadState;
-use jni::sys::JNIEnv;
+use origin::Origins;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Arc;
+use thread_state::BlockingMethods;
 
 /// Where Java stacks come from.
 #[derive(Clone, Copy)]
 pub struct JavaWalker {
     pub asgct: Option<AsgctFn>,
-    /// Returns the calling thread's JNIEnv (null when not attached).
-    pub current_env: fn() -> *mut JNIEnv,
+    /// How the interrupted thread's JavaThread and JNIEnv are found.
+    pub threads: JavaThreads,
 }
 
 /// At most this many native frames precede the Java frames of a sample.
 const MAX_NATIVE_FRAMES: usize = 512;
 
-/// What the handler needs, allocated before sampling starts.
+/// One session's state: everything a sample touches, built before signals
+/// are armed, published through [`publish`], hidden again by [`retire`]
+/// once they are disarmed. Handlers read session state through these
+/// fields only; besides them a sample touches process-wide counters and
+/// latency histograms, the previous signal actions it forwards foreign
+/// signals to, and the fault-recovery state of `safe_read`.
 pub struct Sampler {
+    /// Which signals are ours; engines register in it while they run.
+    pub origins: Arc<Origins>,
+    /// The thread filter (`filter`): when on, only threads added to it
+    /// through the API are sampled.
+    pub filter: bool,
+    /// Per-thread filter membership and trace context (agent-wide: it
+    /// outlives sessions).
+    pub context: &'static ContextState,
     pub traces: CallTraceStorage,
     pub stripes: SampleStripes,
     pub max_depth: usize,
@@ -54,6 +71,8 @@ pub struct Sampler {
     /// Also walk every sample with AsyncGetCallTrace and count agreement
     /// and time (`verifywalk`).
     pub verify_walk: bool,
+    /// The Java methods that tell a wall-clock sample's thread state.
+    pub blocking: BlockingMethods,
 }
 
 /// One sample's inputs, from the handler.
@@ -84,23 +103,32 @@ pub fn retire() {
     }
 }
 
-/// Runs `f` with the published sampler, if any. Signal-safe.
+/// Runs `f` with the published sampler, if any, and returns its result.
+/// Signal-safe.
 #[inline]
-pub fn with_active(f: impl FnOnce(&Sampler)) {
+pub fn with_active<R>(f: impl FnOnce(&Sampler) -> R) -> Option<R> {
     IN_FLIGHT.fetch_add(1, Ordering::SeqCst);
     let sampler = ACTIVE.load(Ordering::SeqCst);
-    if !sampler.is_null() {
+    let result = if sampler.is_null() {
+        None
+    } else {
         // SAFETY: a non-null pointer stays valid until `retire` has seen
         // IN_FLIGHT drop to zero, which cannot happen before we decrement.
-        f(unsafe { &*sampler });
-    }
+        Some(f(unsafe { &*sampler }))
+    };
     IN_FLIGHT.fetch_sub(1, Ordering::SeqCst);
+    result
 }
 
 impl Sampler {
+    /// Whether thread `tid` is sampled (the thread filter). Signal-safe.
+    pub fn sampled(&self, tid: u32) -> bool {
+        !self.filter || self.context.in_filter(tid)
+    }
+
     /// Records one sample of the calling thread. Signal-safe.
     pub fn record(&self, request: SampleRequest, time_ns: u64, tid: u32) {
-        if !crate::context::sampled(tid) {
+        if !self.sampled(tid) {
             counters::increment(Counter::SamplesFiltered);
             return;
         }
@@ -122,7 +150,7 @@ impl Sampler {
             let (len, truncated) = unsafe { self.walk(index, frames, raw, request.ucontext) };
             let walked = frames.get(..len).unwrap_or_default();
             if request.kind == SampleKind::Wall {
-                state = thread_state::classify(thread_state::in_syscall(request.ucontext), walked);
+                state = thread_state::classify(&self.blocking, thread_state::in_syscall(request.ucontext), walked);
             }
             self.traces.put(walked, truncated, tid as usize)
         };
@@ -133,7 +161,7 @@ impl Sampler {
             weight: request.weight,
             state: state as u8,
             kind: request.kind,
-            context: crate::context::sample_context(tid),
+            context: self.context.sample_context(tid),
         };
         if stripe.push(record) {
             counters::increment(Counter::Samples);
@@ -187,7 +215,7 @@ impl Sampler {
         ucontext: *mut c_void,
     ) -> (usize, bool) {
         let Some(regs) = native::registers(ucontext) else { return (0, false) };
-        let thread = java_thread::current_thread();
+        let thread = self.walker.threads.current_thread();
         let verify = self.verify_walk && thread != 0;
         // Alternate which walker goes first, so neither always finds the
         // caches warmed by the other.
@@ -233,7 +261,7 @@ impl Sampler {
         let Some(asgct) = self.walker.asgct else {
             return error(out, CallTraceError::NoWalker);
         };
-        let env = (self.walker.current_env)();
+        let env = self.walker.threads.current_env();
         if env.is_null() {
             return error(out, CallTraceError::NotJavaThread);
         }

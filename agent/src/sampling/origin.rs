@@ -1,11 +1,13 @@
-//! Which SIGPROF signals are ours. Engines register what they arm (perf
-//! file descriptors, a cookie in timer payloads); the handler checks each
-//! signal against that and forwards everything else to the previous
-//! handler. Both registrations also name the target thread, which saves
-//! the handler a `gettid` system call.
+//! Which SIGPROF and SIGVTALRM signals are ours. Engines register what they
+//! arm (the CPU source, perf file descriptors, a cookie in timer payloads)
+//! in the session's [`Origins`]; the handler checks each signal against it
+//! and forwards everything else to the previous handler. Both
+//! registrations also name the target thread, which saves the handler a
+//! `gettid` system call.
 
 use super::siginfo::{RawSiginfo, POLL_HUP, POLL_IN, SI_KERNEL, SI_QUEUE, SI_TIMER};
-use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU8, Ordering};
+use crate::storage::mapped::MappedArray;
+use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
@@ -27,50 +29,26 @@ pub fn timer_payload(tid: u32) -> u64 {
 /// The high half of the payload of our wall-clock signals; the low half is
 /// the sample's weight.
 const WALL_COOKIE: u64 = 0x5741_4c4c << 32;
-/// This process, as the sender our wall-clock signals carry.
-static OWN_PID: AtomicI32 = AtomicI32::new(0);
-
-/// Records the pid our wall-clock signals come from (before sending any).
-pub fn set_wall_sender(pid: i32) {
-    OWN_PID.store(pid, Ordering::SeqCst);
-}
 
 /// The `si_value` of a wall-clock signal of `weight`.
 pub fn wall_payload(weight: u32) -> u64 {
     WALL_COOKIE | u64::from(weight)
 }
 
-/// The weight of a wall-clock signal if it is ours. Signal-safe.
-pub fn classify_sigvtalrm(info: &RawSiginfo) -> Option<u32> {
-    let ours = info.code == SI_QUEUE
-        && info.timer_value() >> 32 == WALL_COOKIE >> 32
-        && info.sender_pid() == OWN_PID.load(Ordering::Relaxed);
-    ours.then(|| (info.timer_value() as u32).max(1))
-}
-
+/// File descriptor numbers the perf table covers.
 const MAX_FDS: usize = 1 << 20;
-static CPU_SOURCE: AtomicU8 = AtomicU8::new(CpuSource::Off as u8);
-/// For each of our perf file descriptors, the thread it samples (0: not
-/// ours). 4 MiB of address space, resident only where touched.
-static PERF_FD_TIDS: [AtomicU32; MAX_FDS] = [const { AtomicU32::new(0) }; MAX_FDS];
 
-pub fn set_cpu_source(source: CpuSource) {
-    CPU_SOURCE.store(source as u8, Ordering::SeqCst);
-}
-
-fn perf_slot(fd: i32) -> Option<&'static AtomicU32> {
-    usize::try_from(fd).ok().and_then(|fd| PERF_FD_TIDS.get(fd))
-}
-
-/// Marks `fd` as our perf event sampling `tid`; false if out of range.
-pub fn add_perf_fd(fd: i32, tid: u32) -> bool {
-    perf_slot(fd).map(|slot| slot.store(tid, Ordering::SeqCst)).is_some()
-}
-
-pub fn remove_perf_fd(fd: i32) {
-    if let Some(slot) = perf_slot(fd) {
-        slot.store(0, Ordering::SeqCst);
-    }
+/// What makes a signal ours, for one session. The CPU source and the perf
+/// table change while the session runs (engine fallbacks, threads coming
+/// and going), hence atomics; everything else is fixed at creation.
+pub struct Origins {
+    /// This process, as the sender our wall-clock signals carry.
+    own_pid: i32,
+    /// The CPU engine whose SIGPROF signals are ours ([`CpuSource`]).
+    cpu_source: AtomicU8,
+    /// For each of our perf file descriptors, the thread it samples (0: not
+    /// ours). 4 MiB of address space, resident only where touched.
+    perf_fd_tids: MappedArray<AtomicU32>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,21 +62,60 @@ pub enum Origin {
     Foreign,
 }
 
-/// Signal-safe.
-pub fn classify_sigprof(info: &RawSiginfo) -> Origin {
-    let source = CPU_SOURCE.load(Ordering::Relaxed);
-    if source == CpuSource::Perf as u8 && (info.code == POLL_IN || info.code == POLL_HUP) {
-        return match perf_slot(info.fd()).map(|slot| slot.load(Ordering::Relaxed)) {
-            Some(tid) if tid != 0 => Origin::Ours { weight: 1, tid: Some(tid) },
-            _ => Origin::Foreign,
-        };
+impl Origins {
+    /// No CPU source yet, no perf descriptor. Not signal-safe (maps the
+    /// perf table).
+    pub fn new() -> std::io::Result<Self> {
+        Ok(Self {
+            own_pid: std::process::id() as i32,
+            cpu_source: AtomicU8::new(CpuSource::Off as u8),
+            perf_fd_tids: MappedArray::new(MAX_FDS)?,
+        })
     }
-    if source == CpuSource::Ctimer as u8 && info.code == SI_TIMER && info.timer_value() >> 32 == TIMER_COOKIE >> 32 {
-        let weight = (info.timer_overrun().max(0) as u32).saturating_add(1);
-        return Origin::Ours { weight, tid: Some(info.timer_value() as u32) };
+
+    pub fn set_cpu_source(&self, source: CpuSource) {
+        self.cpu_source.store(source as u8, Ordering::SeqCst);
     }
-    if source == CpuSource::Itimer as u8 && info.code == SI_KERNEL {
-        return Origin::Ours { weight: 1, tid: None };
+
+    fn perf_slot(&self, fd: i32) -> Option<&AtomicU32> {
+        usize::try_from(fd).ok().filter(|&fd| fd < self.perf_fd_tids.len()).map(|fd| self.perf_fd_tids.get(fd))
     }
-    Origin::Foreign
+
+    /// Marks `fd` as our perf event sampling `tid`; false if out of range.
+    pub fn add_perf_fd(&self, fd: i32, tid: u32) -> bool {
+        self.perf_slot(fd).map(|slot| slot.store(tid, Ordering::SeqCst)).is_some()
+    }
+
+    pub fn remove_perf_fd(&self, fd: i32) {
+        if let Some(slot) = self.perf_slot(fd) {
+            slot.store(0, Ordering::SeqCst);
+        }
+    }
+
+    /// Signal-safe.
+    pub fn classify_sigprof(&self, info: &RawSiginfo) -> Origin {
+        let source = self.cpu_source.load(Ordering::Relaxed);
+        if source == CpuSource::Perf as u8 && (info.code == POLL_IN || info.code == POLL_HUP) {
+            return match self.perf_slot(info.fd()).map(|slot| slot.load(Ordering::Relaxed)) {
+                Some(tid) if tid != 0 => Origin::Ours { weight: 1, tid: Some(tid) },
+                _ => Origin::Foreign,
+            };
+        }
+        if source == CpuSource::Ctimer as u8 && info.code == SI_TIMER && info.timer_value() >> 32 == TIMER_COOKIE >> 32
+        {
+            let weight = (info.timer_overrun().max(0) as u32).saturating_add(1);
+            return Origin::Ours { weight, tid: Some(info.timer_value() as u32) };
+        }
+        if source == CpuSource::Itimer as u8 && info.code == SI_KERNEL {
+            return Origin::Ours { weight: 1, tid: None };
+        }
+        Origin::Foreign
+    }
+
+    /// The weight of a wall-clock signal if it is ours. Signal-safe.
+    pub fn classify_sigvtalrm(&self, info: &RawSiginfo) -> Option<u32> {
+        let ours =
+            info.code == SI_QUEUE && info.timer_value() >> 32 == WALL_COOKIE >> 32 && info.sender_pid() == self.own_pid;
+        ours.then(|| (info.timer_value() as u32).max(1))
+    }
 }

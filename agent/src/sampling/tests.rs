@@ -1,6 +1,10 @@
 use super::*;
 use frames::FrameKind;
+use java_thread::JavaThreads;
+use jni::sys::JNIEnv;
+use origin::Origins;
 use std::sync::atomic::AtomicU64;
+use thread_state::BlockingMethods;
 
 static NEXT_METHOD: AtomicU64 = AtomicU64::new(0);
 
@@ -31,10 +35,14 @@ fn sampler(max_depth: usize, current_env: fn() -> *mut JNIEnv) -> Sampler {
         traces: CallTraceStorage::new(1024, 1 << 16).unwrap(),
         stripes: SampleStripes::new(1024, 64).unwrap(),
         max_depth,
-        walker: JavaWalker { asgct: Some(fake_asgct), current_env },
+        walker: JavaWalker { asgct: Some(fake_asgct), threads: JavaThreads::EnvFunction(current_env) },
         native: None,
         hotspot: None,
         verify_walk: false,
+        origins: Arc::new(Origins::new().unwrap()),
+        filter: false,
+        context: crate::context::init().unwrap(),
+        blocking: BlockingMethods::default(),
     }
 }
 

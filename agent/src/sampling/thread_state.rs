@@ -9,18 +9,16 @@
 //!   Java `native` method is "in native".
 //!
 //! The blocking methods' jmethodIDs are found by the control plane at
-//! `start` ([`set_blocking_methods`]); the handler compares ids only.
+//! `start` ([`BlockingMethods`], part of the published session); the
+//! handler compares ids only.
 
 use super::native::registers;
 use super::safe_read::safe_load;
 use frames::{Frame, BCI_NATIVE_METHOD};
 use jfr_writer::ThreadState;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
 const MAX_BLOCKING: usize = 16;
-static BLOCKING_IDS: [AtomicU64; MAX_BLOCKING] = [const { AtomicU64::new(0) }; MAX_BLOCKING];
-static BLOCKING_STATES: [AtomicU8; MAX_BLOCKING] = [const { AtomicU8::new(0) }; MAX_BLOCKING];
 
 /// Which Java methods block, by (class signature, method name). Names cover
 /// JDK 11 to 25 (`sleep` became `sleep0`/`sleepNanos0`, `wait` `wait0`).
@@ -34,18 +32,32 @@ pub const BLOCKING_METHODS: &[(&str, &str, ThreadState)] = &[
     ("Ljava/lang/Object;", "wait0", ThreadState::Waiting),
 ];
 
-/// Control plane: the jmethodIDs of the blocking methods (at most 16 kept).
-pub fn set_blocking_methods(methods: &[(u64, ThreadState)]) {
-    for (index, slot) in BLOCKING_IDS.iter().enumerate() {
-        let (id, state) = methods.get(index).copied().unwrap_or((0, ThreadState::Unknown));
-        BLOCKING_STATES[index].store(state as u8, Ordering::SeqCst);
-        slot.store(id, Ordering::SeqCst);
+/// The jmethodIDs of the blocking methods found at `start` and the state
+/// each stands for (id 0: unused entry).
+#[derive(Clone, Copy, Debug)]
+pub struct BlockingMethods([(u64, ThreadState); MAX_BLOCKING]);
+
+impl Default for BlockingMethods {
+    /// No blocking method known (without wall-clock sampling, or a JNIEnv
+    /// at start).
+    fn default() -> Self {
+        Self::new(&[])
     }
 }
 
-fn blocking_state(method: u64) -> Option<ThreadState> {
-    let index = BLOCKING_IDS.iter().position(|id| method != 0 && id.load(Ordering::Relaxed) == method)?;
-    Some(ThreadState::from_u8(BLOCKING_STATES[index].load(Ordering::Relaxed)))
+impl BlockingMethods {
+    /// At most 16 methods are kept.
+    pub fn new(methods: &[(u64, ThreadState)]) -> Self {
+        let mut table = [(0, ThreadState::Unknown); MAX_BLOCKING];
+        for (entry, method) in table.iter_mut().zip(methods) {
+            *entry = *method;
+        }
+        Self(table)
+    }
+
+    fn state_of(&self, method: u64) -> Option<ThreadState> {
+        self.0.iter().find(|(id, _)| method != 0 && *id == method).map(|(_, state)| *state)
+    }
 }
 
 /// The byte at `address`, through the fault-safe load.
@@ -80,10 +92,10 @@ pub fn in_syscall(ucontext: *mut c_void) -> bool {
 
 /// The state of a thread from whether it was in a system call and its
 /// walked stack (innermost first). Signal-safe.
-pub fn classify(in_syscall: bool, frames: &[Frame]) -> ThreadState {
+pub fn classify(blocking: &BlockingMethods, in_syscall: bool, frames: &[Frame]) -> ThreadState {
     let top_java = frames.iter().find(|f| f.kind.is_java());
     match (in_syscall, top_java) {
-        (true, Some(frame)) => blocking_state(frame.method).unwrap_or(if frame.bci == BCI_NATIVE_METHOD {
+        (true, Some(frame)) => blocking.state_of(frame.method).unwrap_or(if frame.bci == BCI_NATIVE_METHOD {
             ThreadState::InNative
         } else {
             ThreadState::Syscall
@@ -100,7 +112,8 @@ mod tests {
 
     #[test]
     fn states_from_syscall_and_top_java_frame() {
-        set_blocking_methods(&[(0x5000, ThreadState::Sleeping), (0x6000, ThreadState::Parked)]);
+        let blocking = BlockingMethods::new(&[(0x5000, ThreadState::Sleeping), (0x6000, ThreadState::Parked)]);
+        let classify = |in_syscall, frames: &[Frame]| classify(&blocking, in_syscall, frames);
         let sleeping = [Frame::native(0x1234), Frame::java(0x5000, BCI_NATIVE_METHOD), Frame::java(0x7000, 3)];
         assert_eq!(classify(true, &sleeping), ThreadState::Sleeping);
         assert_eq!(classify(true, &[Frame::java(0x6000, BCI_NATIVE_METHOD)]), ThreadState::Parked);

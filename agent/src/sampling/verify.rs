@@ -34,7 +34,7 @@ pub(super) fn reference_walk<'a>(
     ucontext: *mut c_void,
 ) -> Option<Reference<'a>> {
     let asgct = walker.asgct?;
-    let env = (walker.current_env)();
+    let env = walker.threads.current_env();
     if env.is_null() {
         return None;
     }

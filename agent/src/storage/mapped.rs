@@ -18,6 +18,8 @@ unsafe impl Zeroable for std::sync::atomic::AtomicU64 {}
 // SAFETY: all-zero bytes are `Frame::java(0, 0)` (the layout contract
 // documented on `frames::Frame`).
 unsafe impl Zeroable for frames::Frame {}
+// SAFETY: as above.
+unsafe impl Zeroable for std::sync::atomic::AtomicU32 {}
 
 pub struct MappedArray<T: Zeroable> {
     base: NonNull<T>,

@@ -17,6 +17,9 @@ use frames::Frame;
 use profiler_agent::context;
 use profiler_agent::os_thread::current_tid;
 use profiler_agent::sampling::asgct::{AsgctFrame, AsgctTrace};
+use profiler_agent::sampling::java_thread::JavaThreads;
+use profiler_agent::sampling::origin::Origins;
+use profiler_agent::sampling::thread_state::BlockingMethods;
 use profiler_agent::sampling::{JavaWalker, SampleRequest, Sampler};
 use profiler_agent::storage::call_traces::TraceId;
 use profiler_agent::storage::samples::{SampleKind, SampleRecord, SampleStripes, STRIPES};
@@ -24,7 +27,7 @@ use profiler_agent::storage::trace_storage::CallTraceStorage;
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Serializes the cases using `nesting_walker` (its state is global) and
 /// the one installing a signal handler.
@@ -82,10 +85,17 @@ fn sampler() -> Sampler {
         traces: CallTraceStorage::new(64, 1024).unwrap(),
         stripes: SampleStripes::new(16, 8).unwrap(),
         max_depth: 8,
-        walker: JavaWalker { asgct: Some(nesting_walker), current_env: || std::ptr::NonNull::dangling().as_ptr() },
+        walker: JavaWalker {
+            asgct: Some(nesting_walker),
+            threads: JavaThreads::EnvFunction(|| std::ptr::NonNull::dangling().as_ptr()),
+        },
         native: None,
         hotspot: None,
         verify_walk: false,
+        origins: Arc::new(Origins::new().unwrap()),
+        filter: false,
+        context: profiler_agent::context::init().unwrap(),
+        blocking: BlockingMethods::default(),
     }
 }
 

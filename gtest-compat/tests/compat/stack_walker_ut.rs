@@ -24,8 +24,11 @@ use profiler_agent::counters::{self, Counter};
 use profiler_agent::libraries::sections::Wanted;
 use profiler_agent::libraries::LibraryTable;
 use profiler_agent::sampling::asgct::{AsgctFrame, AsgctTrace};
+use profiler_agent::sampling::java_thread::JavaThreads;
 use profiler_agent::sampling::native::{NativeMode, NativeWalker};
+use profiler_agent::sampling::origin::Origins;
 use profiler_agent::sampling::safe_read::{install_fault_handlers, on_fault, restore_fault_handlers, safe_load};
+use profiler_agent::sampling::thread_state::BlockingMethods;
 use profiler_agent::sampling::{JavaWalker, SampleRequest, Sampler};
 use profiler_agent::storage::samples::{SampleKind, SampleStripes};
 use profiler_agent::storage::trace_storage::CallTraceStorage;
@@ -78,10 +81,14 @@ fn record(methods: &[u64]) -> Vec<Frame> {
         traces: CallTraceStorage::new(1024, 1 << 16).unwrap(),
         stripes: SampleStripes::new(1024, 64).unwrap(),
         max_depth: 64,
-        walker: JavaWalker { asgct: Some(scripted_asgct), current_env: attached },
+        walker: JavaWalker { asgct: Some(scripted_asgct), threads: JavaThreads::EnvFunction(attached) },
         native: None,
         hotspot: None,
         verify_walk: false,
+        origins: Arc::new(Origins::new().unwrap()),
+        filter: false,
+        context: profiler_agent::context::init().unwrap(),
+        blocking: BlockingMethods::default(),
     };
     sampler.record(SampleRequest { ucontext: std::ptr::null_mut(), weight: 1, kind: SampleKind::Cpu }, 1, 77);
     let mut frames = Vec::new();

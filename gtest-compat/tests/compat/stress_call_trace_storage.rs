@@ -10,6 +10,9 @@ use profiler_agent::context;
 use profiler_agent::entry::thread_exiting;
 use profiler_agent::os_thread::current_tid;
 use profiler_agent::sampling::asgct::{AsgctFrame, AsgctTrace};
+use profiler_agent::sampling::java_thread::JavaThreads;
+use profiler_agent::sampling::origin::Origins;
+use profiler_agent::sampling::thread_state::BlockingMethods;
 use profiler_agent::sampling::{JavaWalker, SampleRequest, Sampler};
 use profiler_agent::storage::call_traces::{CallTraceTable, TraceId};
 use profiler_agent::storage::samples::{SampleKind, SampleStripes};
@@ -419,7 +422,7 @@ fn teardown_fuzz_test() {
                         thread_exiting();
                         let after: Vec<_> =
                             (0..3).map(|_| storage.put(&[Frame::java(0x999999, -1)], false, tid as usize)).collect();
-                        let context_gone = context::sample_context(tid) == Default::default();
+                        let context_gone = context::state().unwrap().sample_context(tid) == Default::default();
                         (stored + after.iter().filter(|&&id| valid(id)).count() as u64, context_gone)
                     })
                 })
@@ -648,10 +651,17 @@ fn signal_stress(signals: u64, workers: usize) -> (u64, u64) {
         traces: CallTraceStorage::new(1 << 12, 1 << 16).unwrap(),
         stripes: SampleStripes::new(1 << 12, 64).unwrap(),
         max_depth: 64,
-        walker: JavaWalker { asgct: Some(fake_walker), current_env: || std::ptr::NonNull::dangling().as_ptr() },
+        walker: JavaWalker {
+            asgct: Some(fake_walker),
+            threads: JavaThreads::EnvFunction(|| std::ptr::NonNull::dangling().as_ptr()),
+        },
         native: None,
         hotspot: None,
         verify_walk: false,
+        origins: Arc::new(Origins::new().unwrap()),
+        filter: false,
+        context: profiler_agent::context::init().unwrap(),
+        blocking: BlockingMethods::default(),
     });
     HANDLED.store(0, Ordering::SeqCst);
     SAMPLER.store(Arc::as_ptr(&sampler).cast_mut(), Ordering::SeqCst);

@@ -84,7 +84,7 @@ fn signal_in_tls_clear_delete_window_does_not_crash() {
         assert_eq!(probe_from_handler(), ABSENT, "the released slot is invisible to a handler");
         thread_exiting();
         assert_eq!(probe_from_handler(), ABSENT);
-        assert_eq!(context::sample_context(tid), Default::default());
+        assert_eq!(context::state().unwrap().sample_context(tid), Default::default());
     });
 }
 
