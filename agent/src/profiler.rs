@@ -221,7 +221,7 @@ fn build_sampler(vm: &Vm, options: &Options, env: Option<JniEnv>, blocking: Bloc
         stripes,
         max_depth: depth,
         walker: JavaWalker { asgct: vm.asgct(), threads },
-        native: options.cstack.native_walker(options.remote_symbolication),
+        native: options.cstack.native_unwinder(options.remote_symbolication),
         hotspot: options.cstack.hotspot_walker(vm, &threads),
         verify_walk: options.verify_walk,
         blocking,

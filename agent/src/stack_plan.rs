@@ -7,7 +7,7 @@ use crate::libraries::sections::Wanted;
 use crate::libraries::LibraryTable;
 use crate::log;
 use crate::sampling::java_thread::JavaThreads;
-use crate::sampling::native::{NativeMode, NativeWalker};
+use crate::sampling::native::{NativeMode, NativeUnwinder};
 use crate::sampling::vm_stack::VmStackWalker;
 use crate::storage::samples::STRIPES;
 use crate::vm::Vm;
@@ -81,14 +81,14 @@ impl StackPlan {
 
     /// The native walker, if the plan has one, over a new library table
     /// loading the unwind sections it needs. Not signal-safe.
-    pub fn native_walker(self, remote: bool) -> Option<NativeWalker> {
+    pub fn native_unwinder(self, remote: bool) -> Option<NativeUnwinder> {
         let mode = self.native?;
         let wanted = match mode {
             NativeMode::FramePointer => Wanted::Nothing,
             NativeMode::Dwarf => Wanted::Dwarf,
             NativeMode::SFrame => Wanted::SFrame,
         };
-        Some(NativeWalker::new(mode, remote, Arc::new(LibraryTable::new(wanted)), STRIPES))
+        Some(NativeUnwinder::new(mode, remote, Arc::new(LibraryTable::new(wanted)), STRIPES))
     }
 
     /// The HotSpot walker the plan asks for, or `None` (with a warning

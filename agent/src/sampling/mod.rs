@@ -64,7 +64,7 @@ pub struct Sampler {
     pub max_depth: usize,
     pub walker: JavaWalker,
     /// Native stack walking (`cstack=`), if enabled.
-    pub native: Option<native::NativeWalker>,
+    pub native: Option<native::NativeUnwinder>,
     /// The HotSpot walker (`cstack=vm`/`vmx`), used instead of
     /// AsyncGetCallTrace when present.
     pub hotspot: Option<vm_stack::VmStackWalker>,

@@ -1,20 +1,23 @@
 //! The native part of a mixed stack: frames from the interrupted context
 //! outwards, through native libraries, until the walk reaches code outside
-//! every library (JIT-compiled or interpreter code, where the Java walker
+//! every library (JIT-compiled or interpreter code, where the Java source
 //! takes over), a marked JVM function, the end of the stack or a frame it
-//! cannot unwind (counted by reason).
+//! cannot unwind (counted by reason). The unwinder the stack plan chose
+//! steps each frame through [`SnapshotUnwinder`].
 
 use super::safe_read::safe_load;
 use crate::counters::{self, Counter};
-use crate::libraries::{Library, LibraryTable};
+use crate::libraries::{Library, LibraryTable, Snapshot};
 use frames::{Frame, Mark, RemoteFrame};
 use std::cell::UnsafeCell;
 use std::ffi::c_void;
 use std::sync::Arc;
-use unwind::dwarf::{new_cache, DwarfCache};
+use unwind::dwarf::{new_cache, DwarfCache, DwarfUnwinder, SectionData};
 use unwind::fp::FramePointerUnwinder;
+use unwind::sframe::SFrameUnwinder;
 use unwind::{PcKind, Registers, StackReader, StepError, Unwinder, MAX_STACK_SPAN};
 
+/// The native unwinder a stack plan asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NativeMode {
     FramePointer,
@@ -22,7 +25,50 @@ pub enum NativeMode {
     SFrame,
 }
 
-pub struct NativeWalker {
+/// The unwinder of a [`NativeMode`] over one library snapshot, with the
+/// unwind information that snapshot holds.
+enum SnapshotUnwinder<'a> {
+    FramePointer,
+    Dwarf(&'a DwarfUnwinder),
+    SFrame(&'a SFrameUnwinder<SectionData>),
+    /// DWARF was asked for but the snapshot has none: every step fails.
+    NoDwarf,
+}
+
+impl<'a> SnapshotUnwinder<'a> {
+    fn new(mode: NativeMode, snapshot: &'a Snapshot) -> Self {
+        match mode {
+            NativeMode::FramePointer => Self::FramePointer,
+            NativeMode::Dwarf => snapshot.dwarf.as_ref().map_or(Self::NoDwarf, Self::Dwarf),
+            // Libraries without SFrame sections are walked by frame pointers.
+            NativeMode::SFrame => snapshot.sframe.as_ref().map_or(Self::FramePointer, Self::SFrame),
+        }
+    }
+}
+
+impl Unwinder for SnapshotUnwinder<'_> {
+    /// Used by DWARF only.
+    type Cache = DwarfCache;
+
+    fn step(
+        &self,
+        kind: PcKind,
+        regs: &mut Registers,
+        cache: &mut DwarfCache,
+        stack: &mut dyn StackReader,
+    ) -> Result<bool, StepError> {
+        match self {
+            Self::FramePointer => FramePointerUnwinder.step(kind, regs, &mut (), stack),
+            Self::Dwarf(dwarf) => dwarf.step(kind, regs, cache, stack),
+            Self::SFrame(sframe) => sframe.step(kind, regs, &mut (), stack),
+            Self::NoDwarf => Err(StepError::NoUnwindInfo),
+        }
+    }
+}
+
+/// Unwinds the native frames of a sample through the library table, with
+/// the unwinder of its [`NativeMode`].
+pub struct NativeUnwinder {
     mode: NativeMode,
     /// Record frames of libraries with a build-id for remote symbolication.
     remote: bool,
@@ -32,7 +78,7 @@ pub struct NativeWalker {
 }
 
 // SAFETY: cache `i` is only touched by the holder of stripe `i`'s lock.
-unsafe impl Sync for NativeWalker {}
+unsafe impl Sync for NativeUnwinder {}
 
 /// Reads the interrupted thread's stack: only addresses from its stack
 /// pointer up to [`MAX_STACK_SPAN`] above it, aligned, through a read that
@@ -82,7 +128,7 @@ fn count(error: StepError) {
     });
 }
 
-impl NativeWalker {
+impl NativeUnwinder {
     /// Not signal-safe: allocates the per-stripe caches.
     pub fn new(mode: NativeMode, remote: bool, libraries: Arc<LibraryTable>, stripes: usize) -> Self {
         let caches = (0..stripes).map(|_| UnsafeCell::new(new_cache())).collect();
@@ -141,9 +187,13 @@ impl NativeWalker {
         marks_end: bool,
     ) -> NativeWalk {
         let mut n = 0;
-        let Some(snapshot) = self.libraries.current() else {
+        let (Some(snapshot), Some(cache)) = (self.libraries.current(), self.caches.get(stripe)) else {
             return NativeWalk { frames: 0, regs, kind, stop: NativeStop::Failed };
         };
+        // SAFETY: the caller holds stripe `stripe` (this function's
+        // contract), so its cache is ours alone.
+        let cache = unsafe { &mut **cache.get() };
+        let unwinder = SnapshotUnwinder::new(self.mode, snapshot);
         let mut stack = ThreadStack { sp: regs.sp };
         let stop = loop {
             let address = kind.attribution(regs.pc);
@@ -158,20 +208,7 @@ impl NativeWalker {
             if mark != Mark::None && marks_end {
                 break NativeStop::Mark;
             }
-            let step = match self.mode {
-                NativeMode::FramePointer => FramePointerUnwinder.step(kind, &mut regs, &mut (), &mut stack),
-                NativeMode::Dwarf => match (&snapshot.dwarf, self.caches.get(stripe)) {
-                    // SAFETY: the caller holds stripe `stripe` (this
-                    // function's contract), so its cache is ours alone.
-                    (Some(dwarf), Some(cache)) => dwarf.step(kind, &mut regs, unsafe { &mut *cache.get() }, &mut stack),
-                    _ => Err(StepError::NoUnwindInfo),
-                },
-                NativeMode::SFrame => match &snapshot.sframe {
-                    Some(sframe) => sframe.step(kind, &mut regs, &mut (), &mut stack),
-                    None => FramePointerUnwinder.step(kind, &mut regs, &mut (), &mut stack),
-                },
-            };
-            match step {
+            match unwinder.step(kind, &mut regs, cache, &mut stack) {
                 Ok(true) => kind = PcKind::ReturnAddress,
                 Ok(false) => break NativeStop::End,
                 Err(error) => {
@@ -204,7 +241,7 @@ pub enum NativeStop {
     Full,
 }
 
-/// The result of [`NativeWalker::walk_from`]: the frames written, and the
+/// The result of [`NativeUnwinder::walk_from`]: the frames written, and the
 /// registers (with their pc kind) where the walk stopped.
 #[derive(Clone, Copy, Debug)]
 pub struct NativeWalk {

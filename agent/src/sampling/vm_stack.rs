@@ -9,7 +9,7 @@
 //! `vm` jumps to the Java frames the caller left (the anchor saved in the
 //! JavaCallWrapper); `vmx` walks the native frames in between.
 
-use super::native::{NativeStop, NativeWalker};
+use super::native::{NativeStop, NativeUnwinder};
 use super::safe_read::ProcessMemory;
 use crate::counters::{self, Counter};
 use frames::{Frame, JavaFrameKind};
@@ -129,7 +129,7 @@ impl VmStackWalker {
     /// until this returns.
     pub unsafe fn walk(
         &self,
-        native: Option<&NativeWalker>,
+        native: Option<&NativeUnwinder>,
         stripe: usize,
         regs: Registers,
         thread: u64,

@@ -25,7 +25,7 @@ use profiler_agent::libraries::sections::Wanted;
 use profiler_agent::libraries::LibraryTable;
 use profiler_agent::sampling::asgct::{AsgctFrame, AsgctTrace};
 use profiler_agent::sampling::java_thread::JavaThreads;
-use profiler_agent::sampling::native::{NativeMode, NativeWalker};
+use profiler_agent::sampling::native::{NativeMode, NativeUnwinder};
 use profiler_agent::sampling::origin::Origins;
 use profiler_agent::sampling::safe_read::{install_fault_handlers, on_fault, restore_fault_handlers, safe_load};
 use profiler_agent::sampling::thread_state::BlockingMethods;
@@ -339,7 +339,7 @@ fn walk_recovers(mode: NativeMode) {
     install_fault_handlers().unwrap();
     let bad = BadPage::new();
     let table = Arc::new(LibraryTable::new(Wanted::Dwarf));
-    let walker = NativeWalker::new(mode, false, table, 1);
+    let walker = NativeUnwinder::new(mode, false, table, 1);
     let pc = walk_target as *const () as usize as u64;
     assert_eq!(walk_target(), 7);
     for _ in 0..2 {
