@@ -16,7 +16,7 @@ use crate::recording::{DumpContext, Recording};
 use crate::sampling::java_thread::{self, JavaThreads};
 use crate::sampling::origin::Origins;
 use crate::sampling::thread_state::{self, BlockingMethods};
-use crate::sampling::{self, safe_read, JavaWalker, Sampler};
+use crate::sampling::{self, safe_read, Sampler};
 use crate::storage::samples::SampleStripes;
 use crate::storage::trace_storage::CallTraceStorage;
 use crate::threads;
@@ -220,9 +220,10 @@ fn build_sampler(vm: &Vm, options: &Options, env: Option<JniEnv>, blocking: Bloc
         traces,
         stripes,
         max_depth: depth,
-        walker: JavaWalker { asgct: vm.asgct(), threads },
+        threads,
+        asgct: vm.asgct(),
         native: options.cstack.native_unwinder(options.remote_symbolication),
-        hotspot: options.cstack.hotspot_walker(vm, &threads),
+        hotspot: options.cstack.hotspot_source(vm, &threads),
         verify_walk: options.verify_walk,
         blocking,
     })

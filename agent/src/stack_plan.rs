@@ -8,7 +8,7 @@ use crate::libraries::LibraryTable;
 use crate::log;
 use crate::sampling::java_thread::JavaThreads;
 use crate::sampling::native::{NativeMode, NativeUnwinder};
-use crate::sampling::vm_stack::VmStackWalker;
+use crate::sampling::vm_stack::HotSpotSource;
 use crate::storage::samples::STRIPES;
 use crate::vm::Vm;
 use std::sync::Arc;
@@ -79,7 +79,7 @@ impl StackPlan {
         Ok(())
     }
 
-    /// The native walker, if the plan has one, over a new library table
+    /// The native unwinder, if the plan has one, over a new library table
     /// loading the unwind sections it needs. Not signal-safe.
     pub fn native_unwinder(self, remote: bool) -> Option<NativeUnwinder> {
         let mode = self.native?;
@@ -91,17 +91,17 @@ impl StackPlan {
         Some(NativeUnwinder::new(mode, remote, Arc::new(LibraryTable::new(wanted)), STRIPES))
     }
 
-    /// The HotSpot walker the plan asks for, or `None` (with a warning
-    /// saying why) to walk Java frames with AsyncGetCallTrace. It needs
-    /// the TLS-free JavaThread lookup. Not signal-safe.
-    pub fn hotspot_walker(self, vm: &Vm, threads: &JavaThreads) -> Option<VmStackWalker> {
+    /// The HotSpot Java source the plan asks for, or `None` (with a
+    /// warning saying why) to walk Java frames with AsyncGetCallTrace. It
+    /// needs the TLS-free JavaThread lookup. Not signal-safe.
+    pub fn hotspot_source(self, vm: &Vm, threads: &JavaThreads) -> Option<HotSpotSource> {
         let JavaSource::HotSpot { extended } = self.java else { return None };
         if !matches!(threads, JavaThreads::Key(_)) {
             log::warn!("cstack=vm: the JavaThread lookup is unavailable; walking Java frames with AsyncGetCallTrace");
             return None;
         }
         match vm.hotspot_walker() {
-            Ok(hotspot) => Some(VmStackWalker::new(hotspot, extended, STRIPES)),
+            Ok(hotspot) => Some(HotSpotSource::new(hotspot, extended, STRIPES)),
             Err(e) => {
                 log::warn!("cstack=vm: {e}; walking Java frames with AsyncGetCallTrace");
                 None

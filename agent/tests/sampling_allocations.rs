@@ -1,7 +1,8 @@
 //! The sampling path allocates nothing: real SIGPROF signals from the
-//! itimer engine run the real handler, recording samples and inserting new
-//! stack traces, while a counting global allocator watches; then the
-//! HotSpot walker (`cstack=vm`) walks the synthetic VM of
+//! itimer engine run the real handler, stitching DWARF-unwound native
+//! frames with AsyncGetCallTrace's (a stand-in) into new and known stack
+//! traces, while a counting global allocator watches; then the stitched
+//! walk with the HotSpot source (`cstack=vm`) walks the synthetic VM of
 //! `unwind::hotspot::testing` (compiled frame with an inlined method,
 //! interpreted frame, entry frame) a thousand times under the same watch.
 //!
@@ -9,22 +10,30 @@
 //! the counter is armed: the test thread itself only spins and reads
 //! atomics during that window.
 
+use frames::{Frame, FrameKind};
 use profiler_agent::args::CpuEngineKind;
 use profiler_agent::counters::{self, Counter};
 use profiler_agent::engine;
+use profiler_agent::libraries::sections::Wanted;
+use profiler_agent::libraries::LibraryTable;
 use profiler_agent::sampling::asgct::{AsgctFrame, AsgctTrace};
 use profiler_agent::sampling::java_thread::JavaThreads;
+use profiler_agent::sampling::mixed::{self, MixedWalk};
+use profiler_agent::sampling::native::{NativeMode, NativeUnwinder};
 use profiler_agent::sampling::origin::Origins;
 use profiler_agent::sampling::thread_state::BlockingMethods;
-use profiler_agent::sampling::{self, JavaWalker, Sampler};
+use profiler_agent::sampling::vm_stack::HotSpotSource;
+use profiler_agent::sampling::{self, Sampler};
 use profiler_agent::storage::samples::SampleStripes;
+use profiler_agent::storage::samples::STRIPES;
 use profiler_agent::storage::trace_storage::CallTraceStorage;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use unwind::hotspot::{testing, MethodIds, SegmentEnd, VmFrame, WalkMemo};
+use unwind::hotspot::testing;
+use unwind::Registers;
 
 struct CountingAllocator;
 
@@ -84,12 +93,15 @@ fn attached() -> *mut jni::sys::JNIEnv {
 
 #[test]
 fn sampling_path_does_not_allocate() {
+    let libraries = Arc::new(LibraryTable::new(Wanted::Dwarf));
+    libraries.refresh_if_changed();
     let sampler = Arc::new(Sampler {
         traces: CallTraceStorage::new(1 << 12, 1 << 16).unwrap(),
         stripes: SampleStripes::new(1 << 14, 64).unwrap(),
         max_depth: 64,
-        walker: JavaWalker { asgct: Some(fake_walker), threads: JavaThreads::EnvFunction(attached) },
-        native: None,
+        asgct: Some(fake_walker),
+        threads: JavaThreads::EnvFunction(attached),
+        native: Some(NativeUnwinder::new(NativeMode::Dwarf, false, libraries, STRIPES)),
         hotspot: None,
         verify_walk: false,
         origins: Arc::new(Origins::new().unwrap()),
@@ -117,24 +129,26 @@ fn sampling_path_does_not_allocate() {
     let samples = counters::get(Counter::Samples);
     assert!(samples >= 300, "only {samples} samples arrived");
     assert!(sampler.traces.len() >= 97, "new traces were inserted while armed");
+    let mut native = 0;
+    sampler.traces.for_each_live(|t| native += t.frames.iter().filter(|f| f.kind == FrameKind::Native).count());
+    assert!(native > 0, "native frames were unwound and stitched");
     assert_eq!(ALLOCATIONS.load(Ordering::SeqCst), 0, "allocations during {samples} samples");
 
     let (memory, _) = testing::vm();
-    let walker = testing::walker();
-    let code = |pc: u64| walker.in_code_cache(pc) || pc == testing::NATIVE_CALLER;
-    let mut ids = MethodIds::default();
-    let (mut frames, mut entries) = (0usize, 0usize);
+    let source = HotSpotSource::new(testing::walker(), false, 1);
+    let regs = Registers { pc: testing::CODE + 0x1f, sp: testing::SP, fp: 0, lr: 0 };
+    let mut out = [Frame::default(); 16];
+    let mut frames = 0usize;
     ARMED.store(true, Ordering::SeqCst);
     for _ in 0..1000 {
-        let mut frame = VmFrame::interrupted(testing::CODE + 0x1f, testing::SP, 0);
-        let mut memo = WalkMemo::new(testing::THREAD, &mut ids);
-        let end = walker.walk_java(&memory, &code, &mut frame, &mut memo, &mut |_| {
-            frames += 1;
-            true
-        });
-        entries += usize::from(end == SegmentEnd::Entry(None));
+        // SAFETY: this thread alone uses stripe 0 of `source`.
+        let mut walk = unsafe { source.begin(None, 0, testing::THREAD, &memory) }.expect("stripe 0");
+        // SAFETY: as above.
+        let walked = unsafe { mixed::walk(None, 0, Some(regs), &mut walk, &mut out) };
+        assert_eq!(walked, MixedWalk { frames: 3, truncated: false }, "three Java frames, then the entry frame");
+        frames += walked.frames;
     }
     ARMED.store(false, Ordering::SeqCst);
-    assert_eq!((frames, entries), (3000, 1000), "every walk reached the entry frame with 3 Java frames");
+    assert_eq!(frames, 3000);
     assert_eq!(ALLOCATIONS.load(Ordering::SeqCst), 0, "allocations during 1000 HotSpot walks");
 }

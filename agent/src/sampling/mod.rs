@@ -7,9 +7,11 @@
 //! nothing.
 
 pub mod asgct;
+pub mod asgct_walk;
 pub mod chain;
 pub mod handler;
 pub mod java_thread;
+pub mod mixed;
 pub mod native;
 pub mod origin;
 pub mod safe_read;
@@ -23,26 +25,18 @@ use crate::counters::{self, Counter};
 use crate::storage::call_traces::TraceId;
 use crate::storage::samples::{SampleKind, SampleRecord, SampleStripes};
 use crate::storage::trace_storage::CallTraceStorage;
-use asgct::{AsgctFn, AsgctFrame, AsgctTrace};
+use asgct::{AsgctFn, AsgctFrame};
+use asgct_walk::AsgctWalk;
 use frames::{CallTraceError, Frame};
 use java_thread::JavaThreads;
 use jfr_writer::ThreadState;
+use mixed::{marker_frame, MixedWalk};
 use origin::Origins;
+use safe_read::ProcessMemory;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Arc;
 use thread_state::BlockingMethods;
-
-/// Where Java stacks come from.
-#[derive(Clone, Copy)]
-pub struct JavaWalker {
-    pub asgct: Option<AsgctFn>,
-    /// How the interrupted thread's JavaThread and JNIEnv are found.
-    pub threads: JavaThreads,
-}
-
-/// At most this many native frames precede the Java frames of a sample.
-const MAX_NATIVE_FRAMES: usize = 512;
 
 /// One session's state: everything a sample touches, built before signals
 /// are armed, published through [`publish`], hidden again by [`retire`]
@@ -62,12 +56,16 @@ pub struct Sampler {
     pub traces: CallTraceStorage,
     pub stripes: SampleStripes,
     pub max_depth: usize,
-    pub walker: JavaWalker,
-    /// Native stack walking (`cstack=`), if enabled.
+    /// How the interrupted thread's JavaThread and JNIEnv are found.
+    pub threads: JavaThreads,
+    /// AsyncGetCallTrace, if the JVM exports it: the Java source unless
+    /// `hotspot` is present, and the reference of `verify_walk`.
+    pub asgct: Option<AsgctFn>,
+    /// Native stack unwinding (`cstack=`), if enabled.
     pub native: Option<native::NativeUnwinder>,
-    /// The HotSpot walker (`cstack=vm`/`vmx`), used instead of
-    /// AsyncGetCallTrace when present.
-    pub hotspot: Option<vm_stack::VmStackWalker>,
+    /// Java frames from HotSpot's structures (`cstack=vm`/`vmx`), used
+    /// instead of AsyncGetCallTrace when present.
+    pub hotspot: Option<vm_stack::HotSpotSource>,
     /// Also walk every sample with AsyncGetCallTrace and count agreement
     /// and time (`verifywalk`).
     pub verify_walk: bool,
@@ -178,7 +176,8 @@ impl Sampler {
     /// count and whether the depth limit cut the stack.
     ///
     /// # Safety
-    /// The caller holds stripe `stripe`.
+    /// The caller holds stripe `stripe`; `raw` has room for as many frames
+    /// as `frames`.
     unsafe fn walk(
         &self,
         stripe: usize,
@@ -187,50 +186,54 @@ impl Sampler {
         ucontext: *mut c_void,
     ) -> (usize, bool) {
         if let Some(hotspot) = &self.hotspot {
-            // SAFETY: the caller holds `stripe` (this function's contract).
+            // SAFETY: this function's contract.
             return unsafe { self.walk_hotspot(hotspot, stripe, frames, raw, ucontext) };
         }
-        let native_budget = frames.len().min(MAX_NATIVE_FRAMES);
-        let native = match (&self.native, frames.get_mut(..native_budget)) {
-            // SAFETY: the caller holds `stripe` (this function's contract).
-            (Some(walker), Some(out)) => unsafe { walker.walk(stripe, ucontext, out) },
-            _ => 0,
-        };
-        let Some(rest) = frames.get_mut(native..) else { return (native, true) };
-        let (java, truncated) = self.walk_java(rest, raw, ucontext, native > 0);
-        (native + java, truncated)
+        // SAFETY: `raw` has room for the stack (this function's contract);
+        // ucontext is the handler's.
+        let mut java = unsafe { AsgctWalk::new(self.asgct, &self.threads, raw, ucontext) };
+        let regs = native::registers(ucontext);
+        // SAFETY: the caller holds `stripe` (this function's contract).
+        let walk = unsafe { mixed::walk(self.native.as_ref(), stripe, regs, &mut java, frames) };
+        (walk.frames, walk.truncated)
     }
 
     /// The mixed stack from HotSpot's structures, checked against
     /// AsyncGetCallTrace when verifying.
     ///
     /// # Safety
-    /// The caller holds stripe `stripe`.
+    /// The caller holds stripe `stripe`; `raw` has room for as many frames
+    /// as `frames`.
     unsafe fn walk_hotspot(
         &self,
-        hotspot: &vm_stack::VmStackWalker,
+        hotspot: &vm_stack::HotSpotSource,
         stripe: usize,
         frames: &mut [Frame],
         raw: *mut AsgctFrame,
         ucontext: *mut c_void,
     ) -> (usize, bool) {
         let Some(regs) = native::registers(ucontext) else { return (0, false) };
-        let thread = self.walker.threads.current_thread();
+        let thread = self.threads.current_thread();
         let verify = self.verify_walk && thread != 0;
         // Alternate which walker goes first, so neither always finds the
         // caches warmed by the other.
         let reference_first = verify && verify::reference_goes_first();
         let mut reference = None;
         if reference_first {
-            reference = verify::reference_walk(&self.walker, raw, frames.len(), ucontext);
+            reference = verify::reference_walk(self.asgct, &self.threads, raw, frames.len(), ucontext);
         }
         let started = if verify { crate::clock::monotonic_ns() } else { 0 };
+        let native = self.native.as_ref();
         // SAFETY: the caller holds `stripe` (this function's contract).
-        let walk = unsafe { hotspot.walk(self.native.as_ref(), stripe, regs, thread, frames) };
+        let walk = match unsafe { hotspot.begin(native, stripe, thread, &ProcessMemory) } {
+            // SAFETY: as above.
+            Some(mut java) => unsafe { mixed::walk(native, stripe, Some(regs), &mut java, frames) },
+            None => MixedWalk { frames: 0, truncated: false },
+        };
         if verify {
             counters::add(Counter::WalkVmNanos, crate::clock::monotonic_ns().saturating_sub(started));
             if !reference_first {
-                reference = verify::reference_walk(&self.walker, raw, frames.len(), ucontext);
+                reference = verify::reference_walk(self.asgct, &self.threads, raw, frames.len(), ucontext);
             }
         }
         if let Some(reference) = reference {
@@ -244,76 +247,6 @@ impl Sampler {
             return marker_frame(frames, error, false);
         }
         (walk.frames, walk.truncated)
-    }
-
-    /// Writes the Java stack into `out`; returns the frame count and
-    /// whether the depth limit cut it. A stack that cannot be walked gets a
-    /// marker frame saying why, unless native frames already describe a
-    /// thread that runs no Java code.
-    fn walk_java(
-        &self,
-        out: &mut [Frame],
-        raw: *mut AsgctFrame,
-        ucontext: *mut c_void,
-        after_native: bool,
-    ) -> (usize, bool) {
-        let error = |out: &mut [Frame], e: CallTraceError| marker_frame(out, e, after_native);
-        let Some(asgct) = self.walker.asgct else {
-            return error(out, CallTraceError::NoWalker);
-        };
-        let env = self.walker.threads.current_env();
-        if env.is_null() {
-            return error(out, CallTraceError::NotJavaThread);
-        }
-        if out.is_empty() {
-            return (0, true);
-        }
-        let mut trace = AsgctTrace { env, num_frames: 0, frames: raw };
-        // SAFETY: `raw` has room for as many frames as `out` (two words
-        // each); ucontext is the interrupted context given to the handler.
-        unsafe { asgct(&mut trace, out.len() as i32, ucontext) };
-        if trace.num_frames <= 0 {
-            return error(out, CallTraceError::from_code(i64::from(trace.num_frames)));
-        }
-        let written = (trace.num_frames as usize).min(out.len());
-        // A leaf without a method id (HotSpot found no jmethodID for it yet)
-        // names nothing: dropped, its callers kept.
-        // SAFETY: AsyncGetCallTrace wrote at least one frame to `raw`.
-        let skip = usize::from(unsafe { (*raw).method }.is_null());
-        if skip == written {
-            return error(out, CallTraceError::UnknownJava);
-        }
-        let len = written - skip;
-        for (i, slot) in out.iter_mut().take(len).enumerate() {
-            // SAFETY: AsyncGetCallTrace wrote `written` frames to `raw`.
-            let f = unsafe { *raw.add(i + skip) };
-            *slot = Frame::java(f.method as u64, f.bci);
-        }
-        let truncated = written == out.len();
-        if truncated {
-            counters::increment(Counter::StackTruncated);
-        }
-        (len, truncated)
-    }
-}
-
-/// Writes a frame saying why the Java stack could not be walked (unless
-/// native frames already describe a thread that runs no Java code).
-fn marker_frame(out: &mut [Frame], error: CallTraceError, after_native: bool) -> (usize, bool) {
-    counters::increment(Counter::StackWalkFailed);
-    let not_java = matches!(
-        error,
-        CallTraceError::NotJavaThread
-            | CallTraceError::NoJavaFrame
-            | CallTraceError::UnknownNotJava
-            | CallTraceError::NotWalkableNotJava
-    );
-    match out.first_mut() {
-        Some(slot) if !(after_native && not_java) => {
-            *slot = Frame::error(error);
-            (1, false)
-        }
-        _ => (0, false),
     }
 }
 

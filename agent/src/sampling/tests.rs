@@ -1,4 +1,5 @@
 use super::*;
+use asgct::AsgctTrace;
 use frames::FrameKind;
 use java_thread::JavaThreads;
 use jni::sys::JNIEnv;
@@ -35,7 +36,8 @@ fn sampler(max_depth: usize, current_env: fn() -> *mut JNIEnv) -> Sampler {
         traces: CallTraceStorage::new(1024, 1 << 16).unwrap(),
         stripes: SampleStripes::new(1024, 64).unwrap(),
         max_depth,
-        walker: JavaWalker { asgct: Some(fake_asgct), threads: JavaThreads::EnvFunction(current_env) },
+        asgct: Some(fake_asgct),
+        threads: JavaThreads::EnvFunction(current_env),
         native: None,
         hotspot: None,
         verify_walk: false,

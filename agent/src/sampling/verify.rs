@@ -3,8 +3,9 @@
 //! how often both did and agreed (same methods and bytecode indexes, in
 //! order), and how long each took. For tests and benchmarks.
 
-use super::asgct::{AsgctFrame, AsgctTrace};
-use super::JavaWalker;
+use super::asgct::{AsgctFn, AsgctFrame};
+use super::asgct_walk;
+use super::java_thread::JavaThreads;
 use crate::counters::{self, Counter};
 use frames::Frame;
 use std::ffi::c_void;
@@ -28,24 +29,24 @@ pub(super) struct Reference<'a> {
 /// Walks the interrupted stack with AsyncGetCallTrace into `raw` (room for
 /// `capacity` frames), timed. Signal-safe.
 pub(super) fn reference_walk<'a>(
-    walker: &JavaWalker,
+    asgct: Option<AsgctFn>,
+    threads: &JavaThreads,
     raw: *mut AsgctFrame,
     capacity: usize,
     ucontext: *mut c_void,
 ) -> Option<Reference<'a>> {
-    let asgct = walker.asgct?;
-    let env = walker.threads.current_env();
+    let asgct = asgct?;
+    let env = threads.current_env();
     if env.is_null() {
         return None;
     }
     let started = crate::clock::monotonic_ns();
-    let mut trace = AsgctTrace { env, num_frames: 0, frames: raw };
     // SAFETY: `raw` has room for `capacity` frames (two words each);
     // ucontext is the interrupted context given to the handler.
-    unsafe { asgct(&mut trace, capacity as i32, ucontext) };
+    let num_frames = unsafe { asgct_walk::call(asgct, env, raw, capacity, ucontext) };
     counters::add(Counter::WalkAsgctNanos, crate::clock::monotonic_ns().saturating_sub(started));
     counters::increment(Counter::WalkVerified);
-    let written = usize::try_from(trace.num_frames).unwrap_or(0).min(capacity);
+    let written = usize::try_from(num_frames).unwrap_or(0).min(capacity);
     // SAFETY: AsyncGetCallTrace wrote `written` frames to `raw`, which the
     // caller's stripe keeps ours until the sample is recorded.
     let frames = unsafe { std::slice::from_raw_parts(raw, written) };

@@ -20,7 +20,7 @@ use profiler_agent::sampling::asgct::{AsgctFrame, AsgctTrace};
 use profiler_agent::sampling::java_thread::JavaThreads;
 use profiler_agent::sampling::origin::Origins;
 use profiler_agent::sampling::thread_state::BlockingMethods;
-use profiler_agent::sampling::{JavaWalker, SampleRequest, Sampler};
+use profiler_agent::sampling::{SampleRequest, Sampler};
 use profiler_agent::storage::call_traces::TraceId;
 use profiler_agent::storage::samples::{SampleKind, SampleRecord, SampleStripes, STRIPES};
 use profiler_agent::storage::trace_storage::CallTraceStorage;
@@ -85,10 +85,8 @@ fn sampler() -> Sampler {
         traces: CallTraceStorage::new(64, 1024).unwrap(),
         stripes: SampleStripes::new(16, 8).unwrap(),
         max_depth: 8,
-        walker: JavaWalker {
-            asgct: Some(nesting_walker),
-            threads: JavaThreads::EnvFunction(|| std::ptr::NonNull::dangling().as_ptr()),
-        },
+        asgct: Some(nesting_walker),
+        threads: JavaThreads::EnvFunction(|| std::ptr::NonNull::dangling().as_ptr()),
         native: None,
         hotspot: None,
         verify_walk: false,

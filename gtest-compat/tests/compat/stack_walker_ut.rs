@@ -29,7 +29,7 @@ use profiler_agent::sampling::native::{NativeMode, NativeUnwinder};
 use profiler_agent::sampling::origin::Origins;
 use profiler_agent::sampling::safe_read::{install_fault_handlers, on_fault, restore_fault_handlers, safe_load};
 use profiler_agent::sampling::thread_state::BlockingMethods;
-use profiler_agent::sampling::{JavaWalker, SampleRequest, Sampler};
+use profiler_agent::sampling::{SampleRequest, Sampler};
 use profiler_agent::storage::samples::{SampleKind, SampleStripes};
 use profiler_agent::storage::trace_storage::CallTraceStorage;
 use std::cell::RefCell;
@@ -81,7 +81,8 @@ fn record(methods: &[u64]) -> Vec<Frame> {
         traces: CallTraceStorage::new(1024, 1 << 16).unwrap(),
         stripes: SampleStripes::new(1024, 64).unwrap(),
         max_depth: 64,
-        walker: JavaWalker { asgct: Some(scripted_asgct), threads: JavaThreads::EnvFunction(attached) },
+        asgct: Some(scripted_asgct),
+        threads: JavaThreads::EnvFunction(attached),
         native: None,
         hotspot: None,
         verify_walk: false,

@@ -13,7 +13,7 @@ use profiler_agent::sampling::asgct::{AsgctFrame, AsgctTrace};
 use profiler_agent::sampling::java_thread::JavaThreads;
 use profiler_agent::sampling::origin::Origins;
 use profiler_agent::sampling::thread_state::BlockingMethods;
-use profiler_agent::sampling::{JavaWalker, SampleRequest, Sampler};
+use profiler_agent::sampling::{SampleRequest, Sampler};
 use profiler_agent::storage::call_traces::{CallTraceTable, TraceId};
 use profiler_agent::storage::samples::{SampleKind, SampleStripes};
 use profiler_agent::storage::trace_storage::CallTraceStorage;
@@ -651,10 +651,8 @@ fn signal_stress(signals: u64, workers: usize) -> (u64, u64) {
         traces: CallTraceStorage::new(1 << 12, 1 << 16).unwrap(),
         stripes: SampleStripes::new(1 << 12, 64).unwrap(),
         max_depth: 64,
-        walker: JavaWalker {
-            asgct: Some(fake_walker),
-            threads: JavaThreads::EnvFunction(|| std::ptr::NonNull::dangling().as_ptr()),
-        },
+        asgct: Some(fake_walker),
+        threads: JavaThreads::EnvFunction(|| std::ptr::NonNull::dangling().as_ptr()),
         native: None,
         hotspot: None,
         verify_walk: false,
