@@ -41,9 +41,10 @@ use thread_state::BlockingMethods;
 /// One session's state: everything a sample touches, built before signals
 /// are armed, published through [`publish`], hidden again by [`retire`]
 /// once they are disarmed. Handlers read session state through these
-/// fields only; besides them a sample touches process-wide counters and
-/// latency histograms, the previous signal actions it forwards foreign
-/// signals to, and the fault-recovery state of `safe_read`.
+/// fields only; besides them a sample touches process-wide counters (and
+/// `verify`'s turn counter) and latency histograms, the previous signal
+/// actions it forwards foreign signals to, and the fault-recovery state of
+/// `safe_read`.
 pub struct Sampler {
     /// Which signals are ours; engines register in it while they run.
     pub origins: Arc<Origins>,
@@ -53,8 +54,11 @@ pub struct Sampler {
     /// Per-thread filter membership and trace context (agent-wide: it
     /// outlives sessions).
     pub context: &'static ContextState,
+    /// The stack traces samples refer to, deduplicated.
     pub traces: CallTraceStorage,
+    /// Sample records, per stripe, until the recording drains them.
     pub stripes: SampleStripes,
+    /// Frames kept per stack (`jstackdepth`).
     pub max_depth: usize,
     /// How the interrupted thread's JavaThread and JNIEnv are found.
     pub threads: JavaThreads,
