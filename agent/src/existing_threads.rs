@@ -8,8 +8,8 @@ use crate::jni_env::JniEnv;
 use crate::sampling::safe_read::ProcessMemory;
 use crate::threads;
 use crate::vm::Vm;
-use unwind::hotspot::memory::VmMemory;
-use unwind::hotspot::tables::VmTables;
+use hotspot::memory::VmMemory;
+use hotspot::tables::VmTables;
 
 /// Where a JavaThread keeps its kernel thread id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,8 +77,8 @@ pub fn name_existing_threads(vm: &Vm, env: JniEnv) -> Result<usize, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use unwind::hotspot::tables::FieldEntry;
-    use unwind::hotspot::testing::FakeMemory;
+    use hotspot::tables::FieldEntry;
+    use hotspot::testing::FakeMemory;
 
     fn tables(fields: &[(&str, u64)]) -> VmTables {
         let mut tables = VmTables::default();

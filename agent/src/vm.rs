@@ -8,14 +8,14 @@ use crate::jvmti::{Jvmti, JVMTI_VERSION_1_2};
 use crate::log;
 use crate::sampling::asgct::AsgctFn;
 use crate::sampling::safe_read::ProcessMemory;
+use hotspot::layout::{CodeAddresses, VmLayout};
+use hotspot::memory::VmMemory;
+use hotspot::tables::VmTables;
+use hotspot::HotSpotWalker;
 use jni::sys::{jint, JNIEnv, JavaVM, JNI_OK};
 use std::ffi::{c_void, CStr, CString};
 use std::ptr;
 use std::sync::OnceLock;
-use unwind::hotspot::layout::{CodeAddresses, VmLayout};
-use unwind::hotspot::memory::VmMemory;
-use unwind::hotspot::tables::VmTables;
-use unwind::hotspot::HotSpotWalker;
 
 pub const JNI_VERSION: jint = 0x0001_0008;
 

@@ -3,7 +3,7 @@
 //! frames with AsyncGetCallTrace's (a stand-in) into new and known stack
 //! traces, while a counting global allocator watches; then the stitched
 //! walk with the HotSpot source (`cstack=vm`) walks the synthetic VM of
-//! `unwind::hotspot::testing` (compiled frame with an inlined method,
+//! `hotspot::testing` (compiled frame with an inlined method,
 //! interpreted frame, entry frame) a thousand times under the same watch.
 //!
 //! This test binary holds a single test so nothing else allocates while
@@ -11,6 +11,7 @@
 //! atomics during that window.
 
 use frames::{Frame, FrameKind};
+use hotspot::testing;
 use profiler_agent::args::CpuEngineKind;
 use profiler_agent::counters::{self, Counter};
 use profiler_agent::engine;
@@ -32,7 +33,6 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use unwind::hotspot::testing;
 use unwind::Registers;
 
 struct CountingAllocator;

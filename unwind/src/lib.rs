@@ -13,7 +13,6 @@
 
 pub mod dwarf;
 pub mod fp;
-pub mod hotspot;
 pub mod sframe;
 
 /// Reads the stack of the thread being unwound.

@@ -87,7 +87,7 @@ pub fn safe_load(address: u64) -> Option<u64> {
 /// VM memory read through [`safe_load`], for the HotSpot walker.
 pub struct ProcessMemory;
 
-impl unwind::hotspot::memory::VmMemory for ProcessMemory {
+impl hotspot::memory::VmMemory for ProcessMemory {
     #[inline]
     fn load(&self, address: u64) -> Option<u64> {
         safe_load(address)

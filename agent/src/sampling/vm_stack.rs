@@ -12,11 +12,9 @@ use super::mixed::{JavaWalk, Next};
 use super::native::{NativeStop, NativeUnwinder, NativeWalk};
 use crate::counters::{self, Counter};
 use frames::{Frame, JavaFrameKind};
+use hotspot::memory::VmMemory;
+use hotspot::{Anchor, HotSpotWalker, JavaFrame, MethodIds, SegmentEnd, VmFrame, WalkFailure, WalkMemo, NO_JMETHOD_ID};
 use std::cell::UnsafeCell;
-use unwind::hotspot::memory::VmMemory;
-use unwind::hotspot::{
-    self, Anchor, HotSpotWalker, JavaFrame, MethodIds, SegmentEnd, VmFrame, WalkFailure, WalkMemo, NO_JMETHOD_ID,
-};
 use unwind::{PcKind, Registers};
 
 /// HotSpot's structures, and one jmethodID table per sample stripe.

@@ -4,13 +4,13 @@
 //! (`Method → ConstMethod → ConstantPool → pool holder →
 //! _methods_jmethod_ids`, whose slot 0 is the length and slot idnum + 1 the
 //! id). Checked on `HotSpotWalker::jmethod_id` over the synthetic VM of
-//! `unwind::hotspot::testing` (methods A, B, C with idnums 0, 1, 2). The
+//! `hotspot::testing` (methods A, B, C with idnums 0, 1, 2). The
 //! null id is `NO_JMETHOD_ID`: a real method without an id (the walk
 //! reports it without a method and goes on); `None` is kept for pointers
 //! that do not lead to a method.
 
-use unwind::hotspot::testing::*;
-use unwind::hotspot::NO_JMETHOD_ID;
+use hotspot::testing::*;
+use hotspot::NO_JMETHOD_ID;
 
 /// Where the holder keeps its jmethodID cache.
 fn cache_slot() -> u64 {

@@ -4,13 +4,13 @@
 //! in its prologue or epilogue yields the caller's raw return address (no
 //! "minus one", which only symbolization applies) and the right stack
 //! pointer. Checked on `HotSpotWalker::walk_java` over the synthetic VM of
-//! `unwind::hotspot::testing`: A (compiled) returns to C's interpreted
+//! `hotspot::testing`: A (compiled) returns to C's interpreted
 //! frame, as compiled Java returns only to code in the code cache; the
 //! walk stops at C, so the frame it ends at (C's pc, sp and fp) tells
 //! which slots the step out of A used.
 
-use unwind::hotspot::testing::*;
-use unwind::hotspot::{JavaFrame, JavaFrameKind, MethodIds, SegmentEnd, VmFrame};
+use hotspot::testing::*;
+use hotspot::{JavaFrame, JavaFrameKind, MethodIds, SegmentEnd, VmFrame};
 
 /// The stack for these cases: below C's frame, above the words of A's
 /// frame the synthetic VM uses.

@@ -2,8 +2,8 @@
 //! per-stripe table that remembers it across samples), whether it is
 //! `native`, and the bci a bytecode pointer stands for.
 
-use super::memory::VmMemory;
-use super::walker::{HotSpotWalker, WalkMemo};
+use crate::memory::VmMemory;
+use crate::walker::{HotSpotWalker, WalkMemo};
 
 const ACC_NATIVE: u64 = 0x100;
 /// The method of a frame whose `Method*` has no jmethodID.

@@ -3,13 +3,13 @@
 //! interpreted frame, called from an entry frame), for the walker's tests
 //! here and in gtest-compat. Built for tests and with feature `testing`.
 
-use super::compressed::Unsigned5;
-use super::layout::{
+use crate::compressed::Unsigned5;
+use crate::layout::{
     BlobKind, CodeAddresses, CodeHeap, CodeStart, Continuations, DebugInfo, Deopt, DeoptHandlers, Field, VmLayout,
 };
-use super::memory::VmMemory;
-use super::methods::MethodIds;
-use super::walker::*;
+use crate::memory::VmMemory;
+use crate::methods::MethodIds;
+use crate::walker::*;
 use std::collections::BTreeMap;
 
 /// Sparse memory for tests: unwritten words are unreadable.

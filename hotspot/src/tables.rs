@@ -4,7 +4,7 @@
 //! array of entries whose layout is itself described by exported
 //! `...Offset` and `...ArrayStride` symbols; a null type name ends it.
 
-use super::memory::VmMemory;
+use crate::memory::VmMemory;
 use std::collections::HashMap;
 
 /// One `VMStructEntry`: a field offset, or the address of a static field.

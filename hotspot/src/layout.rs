@@ -2,9 +2,9 @@
 //! JDK-version differences live here and not in the walker. A required
 //! entry that is missing is an error naming it.
 
-use super::compressed::Unsigned5;
-use super::memory::VmMemory;
-use super::tables::{FieldEntry, VmTables};
+use crate::compressed::Unsigned5;
+use crate::memory::VmMemory;
+use crate::tables::{FieldEntry, VmTables};
 
 /// A field of a VM structure: its offset and its width in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -48,8 +48,8 @@ pub trait VmMemory {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::FakeMemory;
     use super::*;
+    use crate::testing::FakeMemory;
 
     #[test]
     fn unaligned_reads_span_two_words() {

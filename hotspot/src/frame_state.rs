@@ -12,7 +12,7 @@
 //! (`cmp rsp, [r15+d]; ja`, whose slow path is a stub in the nmethod),
 //! `ret`; C1's exception unwind leaves by `pop rbp; jmp`.
 
-use super::memory::VmMemory;
+use crate::memory::VmMemory;
 
 /// Where the caller's return address is, relative to the interrupted sp.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -154,7 +154,7 @@ fn body_state(code: &Code) -> FrameState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hotspot::testing::FakeMemory;
+    use crate::testing::FakeMemory;
 
     const PC: u64 = 0x7000_0033;
 

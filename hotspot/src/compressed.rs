@@ -4,7 +4,7 @@
 //! JDK 20 moved the encoding into `unsigned5.hpp` and excluded byte 0
 //! (every byte is stored plus `X = 1`), so the variant depends on the JDK.
 
-use super::memory::VmMemory;
+use crate::memory::VmMemory;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Unsigned5 {
@@ -90,8 +90,8 @@ impl<'m, M: VmMemory + ?Sized> CompressedReader<'m, M> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::FakeMemory;
     use super::*;
+    use crate::testing::FakeMemory;
 
     /// HotSpot's writer, for round trips.
     fn encode(encoding: Unsigned5, mut value: u32, out: &mut Vec<u8>) {

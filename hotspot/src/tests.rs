@@ -1,10 +1,10 @@
 //! The walker on the synthetic VM of [`super::testing`].
 
-use super::layout::VmLayout;
-use super::methods::{MethodIds, NO_JMETHOD_ID};
-use super::tables::VmTables;
-use super::testing::*;
-use super::walker::*;
+use crate::layout::VmLayout;
+use crate::methods::{MethodIds, NO_JMETHOD_ID};
+use crate::tables::VmTables;
+use crate::testing::*;
+use crate::walker::*;
 
 #[test]
 fn compiled_inlined_interpreted_then_entry_frame() {

@@ -1,9 +1,9 @@
 //! The code cache: which blob holds a pc (through the code heap's segment
 //! map), whether it is an nmethod, and where its instructions start.
 
-use super::layout::{BlobKind, CodeStart};
-use super::memory::VmMemory;
-use super::walker::HotSpotWalker;
+use crate::layout::{BlobKind, CodeStart};
+use crate::memory::VmMemory;
+use crate::walker::HotSpotWalker;
 use std::sync::atomic::Ordering;
 
 /// `CodeBlobKind::Nmethod` (JDK 23+).

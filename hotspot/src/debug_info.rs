@@ -2,10 +2,10 @@
 //! scope descriptors it points to (the method and bci of each inlined
 //! level, innermost first), in whichever place the JDK keeps them.
 
-use super::compressed::CompressedReader;
-use super::layout::{DebugInfo, Field};
-use super::memory::VmMemory;
-use super::walker::{HotSpotWalker, JavaFrame, JavaFrameKind, WalkMemo};
+use crate::compressed::CompressedReader;
+use crate::layout::{DebugInfo, Field};
+use crate::memory::VmMemory;
+use crate::walker::{HotSpotWalker, JavaFrame, JavaFrameKind, WalkMemo};
 
 /// `DebugInformationRecorder::serialized_null`: no (more) scopes.
 const SERIALIZED_NULL: i32 = 0;

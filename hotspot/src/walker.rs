@@ -9,13 +9,13 @@
 //! [`VmMemory`]; a broken invariant ends the walk with a [`WalkFailure`],
 //! never a fault. Nothing here allocates.
 
-use super::debug_info::{CodeSite, Scopes};
-use super::frame_state::{frame_state, FrameState};
-use super::layout::{CodeAddresses, DeoptHandlers, VmLayout};
-use super::memory::VmMemory;
-use super::methods::{MethodIds, NO_JMETHOD_ID};
-use crate::MAX_STACK_SPAN;
+use crate::debug_info::{CodeSite, Scopes};
+use crate::frame_state::{frame_state, FrameState};
+use crate::layout::{CodeAddresses, DeoptHandlers, VmLayout};
+use crate::memory::VmMemory;
+use crate::methods::{MethodIds, NO_JMETHOD_ID};
 use std::sync::atomic::AtomicU64;
+use unwind::MAX_STACK_SPAN;
 
 /// AsyncGetCallTrace's bci for `native` methods.
 pub const BCI_NATIVE: i32 = -3;
