@@ -1,25 +1,53 @@
 //! The code cache: which blob holds a pc (through the code heap's segment
-//! map), whether it is an nmethod, and where its instructions start.
+//! map), whether it is an nmethod, where its instructions start, and the
+//! blob fields a frame's caller is found with.
 
-use crate::layout::{BlobKind, CodeStart};
+use crate::layout::{BlobKind, BlobLayout, CodeAddresses, CodeStart, DeoptHandlers};
 use crate::memory::VmMemory;
-use crate::walker::HotSpotWalker;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// `CodeBlobKind::Nmethod` (JDK 23+).
 const KIND_NMETHOD: u64 = 1;
 /// Segment-map hops before a lookup gives up.
 const MAX_SEGMENT_HOPS: usize = 1 << 14;
 
-impl HotSpotWalker {
-    pub(super) fn code_begin<M: VmMemory + ?Sized>(&self, memory: &M, blob: u64) -> Option<u64> {
+/// The code cache of one JVM: its addresses, fixed at start, and how its
+/// blobs are laid out.
+#[derive(Debug)]
+pub struct CodeCache {
+    layout: BlobLayout,
+    addresses: CodeAddresses,
+    /// Name pointers seen on nmethods (up to JDK 22 names tell blob kinds
+    /// apart; every nmethod shares one of two string literals).
+    nmethod_names: [AtomicU64; 2],
+}
+
+impl CodeCache {
+    pub fn new(layout: BlobLayout, addresses: CodeAddresses) -> Self {
+        Self { layout, addresses, nmethod_names: [AtomicU64::new(0), AtomicU64::new(0)] }
+    }
+
+    pub fn contains(&self, pc: u64) -> bool {
+        pc >= self.addresses.low && pc < self.addresses.high
+    }
+
+    pub fn in_interpreter(&self, pc: u64) -> bool {
+        pc >= self.addresses.interpreter.0 && pc < self.addresses.interpreter.1
+    }
+
+    /// The return address into the call stub: an entry frame's pc.
+    pub fn is_call_stub_return(&self, pc: u64) -> bool {
+        pc == self.addresses.call_stub_return
+    }
+
+    pub fn code_begin<M: VmMemory + ?Sized>(&self, memory: &M, blob: u64) -> Option<u64> {
         match self.layout.blob_code {
             CodeStart::Pointer(field) => field.read(memory, blob),
             CodeStart::Offset(field) => blob.checked_add(field.read(memory, blob)?),
         }
     }
 
-    pub(super) fn is_nmethod<M: VmMemory + ?Sized>(&self, memory: &M, blob: u64) -> bool {
+    pub fn is_nmethod<M: VmMemory + ?Sized>(&self, memory: &M, blob: u64) -> bool {
         match self.layout.blob_kind {
             BlobKind::Kind(field) => field.read(memory, blob) == Some(KIND_NMETHOD),
             BlobKind::Name => {
@@ -41,12 +69,57 @@ impl HotSpotWalker {
         }
     }
 
+    /// A blob's frame size in words.
+    pub fn frame_size<M: VmMemory + ?Sized>(&self, memory: &M, blob: u64) -> Option<i64> {
+        self.layout.blob_frame_size.read_signed(memory, blob)
+    }
+
+    /// The offset from the code start where a blob's frame is complete
+    /// (-1 if it does not say).
+    pub fn frame_complete<M: VmMemory + ?Sized>(&self, memory: &M, blob: u64) -> i64 {
+        self.layout.blob_frame_complete.read_signed(memory, blob).unwrap_or(-1)
+    }
+
+    /// An nmethod's `Method*`.
+    pub fn nmethod_method<M: VmMemory + ?Sized>(&self, memory: &M, nmethod: u64) -> Option<u64> {
+        self.layout.nmethod_method.read(memory, nmethod)
+    }
+
+    /// An nmethod's compilation level (C2's 4 if unreadable).
+    pub fn comp_level<M: VmMemory + ?Sized>(&self, memory: &M, nmethod: u64) -> i64 {
+        self.layout.nmethod_comp_level.read_signed(memory, nmethod).unwrap_or(4)
+    }
+
+    /// The pc a deoptimization handler of `nmethod` replaced as the return
+    /// address `pc` of the frame whose unextended sp is `unextended_sp`,
+    /// if it did.
+    pub fn original_pc<M: VmMemory + ?Sized>(
+        &self,
+        memory: &M,
+        nmethod: u64,
+        pc: u64,
+        unextended_sp: u64,
+    ) -> Option<u64> {
+        let deopt = self.layout.deopt?;
+        let (first, second) = match deopt.handlers {
+            DeoptHandlers::Pointers(a, b) => (a.read(memory, nmethod)?, b.read(memory, nmethod)?),
+            DeoptHandlers::Offsets(a, b) => {
+                (nmethod.checked_add(a.read(memory, nmethod)?)?, nmethod.checked_add(b.read(memory, nmethod)?)?)
+            }
+        };
+        if pc != first && pc != second {
+            return None;
+        }
+        let offset = deopt.orig_pc_offset.read_signed(memory, nmethod)?;
+        memory.u64(unextended_sp.checked_add_signed(offset)?)
+    }
+
     /// The blob containing `pc`, through the segment map of its code heap:
     /// each segment's byte is 0xFF if free, else the distance (in segments,
     /// possibly in several hops) back to its block's first segment.
     pub fn find_blob<M: VmMemory + ?Sized>(&self, memory: &M, pc: u64) -> Option<u64> {
         let l = &self.layout;
-        let heap = self.code.heaps.iter().find(|h| pc >= h.low && pc < h.high)?;
+        let heap = self.addresses.heaps.iter().find(|h| pc >= h.low && pc < h.high)?;
         let mut segment = (pc - heap.low) >> heap.log2_segment;
         let mut hops = 0;
         loop {

@@ -3,9 +3,8 @@
 //! level, innermost first), in whichever place the JDK keeps them.
 
 use crate::compressed::CompressedReader;
-use crate::layout::{DebugInfo, Field};
+use crate::layout::{DebugInfo, DebugLayout, Field};
 use crate::memory::VmMemory;
-use crate::walker::{HotSpotWalker, JavaFrame, JavaFrameKind, WalkMemo};
 
 /// `DebugInformationRecorder::serialized_null`: no (more) scopes.
 const SERIALIZED_NULL: i32 = 0;
@@ -16,51 +15,46 @@ const MAX_INLINE_DEPTH: usize = 64;
 
 /// A pc in an nmethod.
 #[derive(Clone, Copy)]
-pub(super) struct CodeSite {
-    pub(super) blob: u64,
-    pub(super) pc_offset: i64,
-    pub(super) interrupted: bool,
+pub struct CodeSite {
+    pub blob: u64,
+    pub pc_offset: i64,
+    pub interrupted: bool,
 }
 
-impl HotSpotWalker {
-    /// Gives `sink` the scopes (innermost first) of the PcDesc for
-    /// `pc_offset`.
-    pub(super) fn emit_scopes<M: VmMemory + ?Sized>(
-        &self,
-        memory: &M,
-        site: CodeSite,
-        outer_kind: JavaFrameKind,
-        memo: &mut WalkMemo,
-        sink: &mut dyn FnMut(JavaFrame) -> bool,
-    ) -> Scopes {
-        let Some(tables) = self.debug_tables(memory, site.blob) else { return Scopes::None };
+/// One level of a pc's scope chain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Scope {
+    /// The `Method*`.
+    pub method: u64,
+    pub bci: i32,
+    /// The nmethod's own method (the others are inlined into it).
+    pub outermost: bool,
+}
+
+/// Reads nmethods' debug information.
+#[derive(Clone, Copy, Debug)]
+pub struct DebugInfoReader {
+    layout: DebugLayout,
+}
+
+impl DebugInfoReader {
+    pub fn new(layout: DebugLayout) -> Self {
+        Self { layout }
+    }
+
+    /// The scopes (innermost first) of the PcDesc for `site`; none if the
+    /// nmethod has no debug information there.
+    pub fn scopes<'a, M: VmMemory + ?Sized>(&'a self, memory: &'a M, site: CodeSite) -> ScopeChain<'a, M> {
         // The interrupted instruction has not executed yet: its state is
         // the one recorded for the next PcDesc, as AsyncGetCallTrace reads
         // it. Return addresses have a PcDesc of their own.
         let target = if site.interrupted { site.pc_offset.saturating_add(1) } else { site.pc_offset };
-        let desc = self.find_pc_desc(memory, &tables, target);
-        let Some(mut decode_offset) = desc else { return Scopes::None };
-        let mut emitted = Scopes::None;
-        for _ in 0..MAX_INLINE_DEPTH {
-            if decode_offset == SERIALIZED_NULL {
-                break;
-            }
-            let Some(position) = tables.scopes_data.checked_add(decode_offset as u64) else { break };
-            let mut reader = CompressedReader::new(memory, self.layout.encoding, position);
-            let (Some(sender), Some(index), Some(bci)) = (reader.read_i32(), reader.read_i32(), reader.read_i32())
-            else {
-                break;
-            };
-            let Some(method) = self.metadata_at(memory, &tables, index) else { break };
-            let Some(id) = self.memo_jmethod_id(memory, memo, method) else { break };
-            let kind = if sender == SERIALIZED_NULL { outer_kind } else { JavaFrameKind::Inlined };
-            if !sink(JavaFrame { method: id, bci: bci.wrapping_add(INVOCATION_ENTRY_BCI), kind }) {
-                return Scopes::Full;
-            }
-            emitted = Scopes::Some;
-            decode_offset = sender;
-        }
-        emitted
+        let found = self.debug_tables(memory, site.blob).and_then(|tables| {
+            let decode_offset = self.find_pc_desc(memory, &tables, target)?;
+            Some((tables, decode_offset))
+        });
+        let (tables, decode_offset) = found.unwrap_or((DebugTables::EMPTY, SERIALIZED_NULL));
+        ScopeChain { reader: self, memory, tables, decode_offset, depth: 0 }
     }
 
     /// The scope decode offset of the first PcDesc at or after `target`
@@ -106,25 +100,63 @@ impl HotSpotWalker {
             }
         }
     }
+}
 
-    /// `nmethod::metadata_at`: index 0 is null, the others count from 1.
-    fn metadata_at<M: VmMemory + ?Sized>(&self, memory: &M, tables: &DebugTables, index: i32) -> Option<u64> {
-        let index = u64::try_from(index).ok().filter(|&i| i > 0)?;
-        memory.u64(tables.metadata.checked_add((index - 1) * 8)?).filter(|&m| m != 0)
+/// The scope descriptors of one PcDesc, decoded one level at a time; it
+/// ends at the outermost scope or at the first level that does not decode.
+pub struct ScopeChain<'a, M: VmMemory + ?Sized> {
+    reader: &'a DebugInfoReader,
+    memory: &'a M,
+    tables: DebugTables,
+    decode_offset: i32,
+    depth: usize,
+}
+
+impl<M: VmMemory + ?Sized> Iterator for ScopeChain<'_, M> {
+    type Item = Scope;
+
+    fn next(&mut self) -> Option<Scope> {
+        let scope = self.decode();
+        // A level that does not decode ends the chain.
+        self.decode_offset = match scope {
+            Some((_, sender)) => sender,
+            None => SERIALIZED_NULL,
+        };
+        scope.map(|(scope, _)| scope)
     }
 }
 
-/// What [`HotSpotWalker::emit_scopes`] did.
-pub(super) enum Scopes {
-    None,
-    Some,
-    Full,
+impl<M: VmMemory + ?Sized> ScopeChain<'_, M> {
+    /// The scope at the current decode offset and its sender's offset.
+    fn decode(&mut self) -> Option<(Scope, i32)> {
+        if self.decode_offset == SERIALIZED_NULL || self.depth >= MAX_INLINE_DEPTH {
+            return None;
+        }
+        self.depth += 1;
+        let position = self.tables.scopes_data.checked_add(u64::try_from(self.decode_offset).ok()?)?;
+        let mut reader = CompressedReader::new(self.memory, self.reader.layout.encoding, position);
+        let (sender, index, bci) = (reader.read_i32()?, reader.read_i32()?, reader.read_i32()?);
+        let method = self.tables.metadata_at(self.memory, index)?;
+        let scope = Scope { method, bci: bci.wrapping_add(INVOCATION_ENTRY_BCI), outermost: sender == SERIALIZED_NULL };
+        Some((scope, sender))
+    }
 }
 
 /// Where one nmethod's debug information lies.
+#[derive(Clone, Copy)]
 struct DebugTables {
     pcs: u64,
     pcs_end: u64,
     scopes_data: u64,
     metadata: u64,
+}
+
+impl DebugTables {
+    const EMPTY: DebugTables = DebugTables { pcs: 0, pcs_end: 0, scopes_data: 0, metadata: 0 };
+
+    /// `nmethod::metadata_at`: index 0 is null, the others count from 1.
+    fn metadata_at<M: VmMemory + ?Sized>(&self, memory: &M, index: i32) -> Option<u64> {
+        let index = u64::try_from(index).ok().filter(|&i| i > 0)?;
+        memory.u64(self.metadata.checked_add((index - 1).checked_mul(8)?)?).filter(|&m| m != 0)
+    }
 }

@@ -93,17 +93,59 @@ pub struct Continuations {
     pub entry_size: u64,
 }
 
+/// How a jmethodID names its method, chosen once from the JDK version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MethodIdScheme {
+    /// Up to JDK 25: an id points at its `Method*`, so a remembered id is
+    /// checked by one read.
+    Checkable,
+    /// JDK 26+ (JDK-8268406): ids are opaque; an id is checked through its
+    /// holder's method array, and none is remembered across samples.
+    Opaque,
+}
+
+impl MethodIdScheme {
+    pub fn for_java_major(major: u32) -> Self {
+        if major < 26 {
+            MethodIdScheme::Checkable
+        } else {
+            MethodIdScheme::Opaque
+        }
+    }
+}
+
+/// Everything the walker reads from the tables, grouped by the part of
+/// the walker that uses it.
 #[derive(Clone, Debug)]
 pub struct VmLayout {
-    pub java_major: u32,
-    pub encoding: Unsigned5,
+    pub frames: FrameLayout,
+    pub blobs: BlobLayout,
+    pub debug: DebugLayout,
+    pub methods: MethodLayout,
+}
 
+/// Thread anchors and the frames the walker steps through itself
+/// (interpreted, entry, continuation entry).
+#[derive(Clone, Copy, Debug)]
+pub struct FrameLayout {
     pub thread_anchor: u64,
     pub anchor_sp: Field,
     pub anchor_pc: Field,
     pub anchor_fp: Field,
     pub call_wrapper_anchor: u64,
+    /// `None` before JDK 21.
+    pub continuations: Option<Continuations>,
+    /// Word offsets from an interpreted frame's fp.
+    pub interpreter_method: i64,
+    pub interpreter_bcp: i64,
+    pub interpreter_sender_sp: i64,
+    /// Word offset of an entry frame's JavaCallWrapper from its fp.
+    pub entry_call_wrapper: i64,
+}
 
+/// Code heaps and the blobs in them.
+#[derive(Clone, Copy, Debug)]
+pub struct BlobLayout {
     pub heap_block_size: u64,
     pub heap_block_used: Field,
     pub blob_name: Field,
@@ -114,16 +156,25 @@ pub struct VmLayout {
     pub blob_kind: BlobKind,
     pub nmethod_method: Field,
     pub nmethod_comp_level: Field,
-    pub debug_info: DebugInfo,
     /// `None` if the tables do not say (frames being deoptimized then
     /// decode at the handler, with the wrong bci).
     pub deopt: Option<Deopt>,
-    /// `None` before JDK 21.
-    pub continuations: Option<Continuations>,
+}
+
+/// An nmethod's PcDescs and scope descriptors.
+#[derive(Clone, Copy, Debug)]
+pub struct DebugLayout {
+    pub encoding: Unsigned5,
+    pub debug_info: DebugInfo,
     pub pc_desc_size: u64,
     pub pc_desc_pc_offset: Field,
     pub pc_desc_scope_offset: Field,
+}
 
+/// Methods, their classes and their jmethodIDs.
+#[derive(Clone, Copy, Debug)]
+pub struct MethodLayout {
+    pub id_scheme: MethodIdScheme,
     pub method_const_method: Field,
     pub method_access_flags: Field,
     pub const_method_constants: Field,
@@ -134,13 +185,6 @@ pub struct VmLayout {
     pub pool_holder: Field,
     pub klass_jmethod_ids: Field,
     pub klass_methods: Field,
-
-    /// Word offsets from an interpreted frame's fp.
-    pub interpreter_method: i64,
-    pub interpreter_bcp: i64,
-    pub interpreter_sender_sp: i64,
-    /// Word offset of an entry frame's JavaCallWrapper from its fp.
-    pub entry_call_wrapper: i64,
 }
 
 /// Word offsets from an interpreter frame's fp (x86-64 `frame_x86.hpp`),
@@ -254,14 +298,21 @@ impl VmLayout {
             _ => None,
         };
         let nmethod_type = if tables.field("nmethod", "_method").is_some() { "nmethod" } else { "CompiledMethod" };
-        Ok(VmLayout {
-            java_major,
-            encoding: Unsigned5::for_java_major(java_major),
+        let frames = FrameLayout {
             thread_anchor: l.offset("JavaThread", "_anchor")?,
             anchor_sp: l.field("JavaFrameAnchor", "_last_Java_sp")?,
             anchor_pc: l.field("JavaFrameAnchor", "_last_Java_pc")?,
             anchor_fp: l.field("JavaFrameAnchor", "_last_Java_fp")?,
             call_wrapper_anchor: l.offset("JavaCallWrapper", "_anchor")?,
+            continuations,
+            interpreter_method: INTERPRETER_METHOD,
+            interpreter_bcp: INTERPRETER_BCP,
+            interpreter_sender_sp: l
+                .constant("frame::interpreter_frame_sender_sp_offset")
+                .unwrap_or(INTERPRETER_SENDER_SP),
+            entry_call_wrapper: l.constant("frame::entry_frame_call_wrapper_offset").unwrap_or(ENTRY_CALL_WRAPPER),
+        };
+        let blobs = BlobLayout {
             heap_block_size: l.size("HeapBlock")?,
             heap_block_used: l.field("HeapBlock::Header", "_used")?,
             blob_name: l.field("CodeBlob", "_name")?,
@@ -272,12 +323,17 @@ impl VmLayout {
             blob_kind,
             nmethod_method: l.field(nmethod_type, "_method")?,
             nmethod_comp_level: l.field("nmethod", "_comp_level")?,
-            debug_info,
             deopt,
-            continuations,
+        };
+        let debug = DebugLayout {
+            encoding: Unsigned5::for_java_major(java_major),
+            debug_info,
             pc_desc_size: Some(l.size("PcDesc")?).filter(|&size| size > 0).ok_or("VMTypes gives PcDesc size 0")?,
             pc_desc_pc_offset: l.field("PcDesc", "_pc_offset")?,
             pc_desc_scope_offset: l.field("PcDesc", "_scope_decode_offset")?,
+        };
+        let methods = MethodLayout {
+            id_scheme: MethodIdScheme::for_java_major(java_major),
             method_const_method: l.field("Method", "_constMethod")?,
             method_access_flags: l.field("Method", "_access_flags")?,
             const_method_constants: l.field("ConstMethod", "_constants")?,
@@ -287,13 +343,8 @@ impl VmLayout {
             pool_holder: l.field("ConstantPool", "_pool_holder")?,
             klass_jmethod_ids: l.field("InstanceKlass", "_methods_jmethod_ids")?,
             klass_methods: l.field("InstanceKlass", "_methods")?,
-            interpreter_method: INTERPRETER_METHOD,
-            interpreter_bcp: INTERPRETER_BCP,
-            interpreter_sender_sp: l
-                .constant("frame::interpreter_frame_sender_sp_offset")
-                .unwrap_or(INTERPRETER_SENDER_SP),
-            entry_call_wrapper: l.constant("frame::entry_frame_call_wrapper_offset").unwrap_or(ENTRY_CALL_WRAPPER),
-        })
+        };
+        Ok(VmLayout { frames, blobs, debug, methods })
     }
 }
 

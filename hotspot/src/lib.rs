@@ -1,17 +1,23 @@
-//! Walking Java frames from HotSpot's own structures (`cstack=vm`/`vmx`).
+//! HotSpot's self-description and the walk of Java frames built on it
+//! (`cstack=vm`/`vmx`). The only reader of VMStructs in the workspace.
 //!
-//! At start the control plane reads libjvm's VMStructs tables
-//! ([`tables`]) into a typed [`layout::VmLayout`] and the code cache's
-//! addresses; in the signal handler [`walker::HotSpotWalker`] walks Java
-//! frames with them, reading memory only through a [`memory::VmMemory`].
+//! At start the control plane reads libjvm's VMStructs tables ([`tables`])
+//! into a typed [`layout::VmLayout`] (JDK-version differences are decided
+//! there, once) and the code cache's addresses; in the signal handler
+//! [`HotSpotWalker`] walks Java frames with them, composing the code cache
+//! ([`code_cache`]), nmethods' debug information ([`debug_info`]) and
+//! methods ([`methods`]), and reading memory only through a
+//! [`memory::VmMemory`]. Module dependencies go one way: `memory` and
+//! `tables` at the bottom, `layout` over them, the walker's parts over
+//! `layout`, `walker` on top.
 
-mod code_cache;
+pub mod code_cache;
 pub mod compressed;
-mod debug_info;
+pub mod debug_info;
 mod frame_state;
 pub mod layout;
 pub mod memory;
-mod methods;
+pub mod methods;
 pub mod tables;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

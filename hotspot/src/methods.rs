@@ -2,8 +2,8 @@
 //! per-stripe table that remembers it across samples), whether it is
 //! `native`, and the bci a bytecode pointer stands for.
 
+use crate::layout::{MethodIdScheme, MethodLayout};
 use crate::memory::VmMemory;
-use crate::walker::{HotSpotWalker, WalkMemo};
 
 const ACC_NATIVE: u64 = 0x100;
 /// The method of a frame whose `Method*` has no jmethodID.
@@ -14,10 +14,10 @@ const METHOD_IDS: usize = 512;
 /// jmethodIDs by `Method*`, kept across samples by one sampling stripe
 /// (used under its lock). The jmethodID chain is eight dependent reads; a
 /// hit is one, checking that the id still points at its method (HotSpot
-/// clears the slot when the method goes away). Not used from JDK 26, whose
-/// ids are opaque and cannot be checked that way.
+/// clears the slot when the method goes away). Used only with
+/// [`MethodIdScheme::Checkable`] ids.
 pub struct MethodIds {
-    pub(super) entries: [(u64, u64); METHOD_IDS],
+    entries: [(u64, u64); METHOD_IDS],
 }
 
 impl Default for MethodIds {
@@ -32,14 +32,24 @@ impl MethodIds {
     }
 }
 
-impl HotSpotWalker {
-    pub(super) fn is_native<M: VmMemory + ?Sized>(&self, memory: &M, method: u64) -> bool {
+/// Reads methods and their jmethodIDs.
+#[derive(Clone, Copy, Debug)]
+pub struct MethodReader {
+    layout: MethodLayout,
+}
+
+impl MethodReader {
+    pub fn new(layout: MethodLayout) -> Self {
+        Self { layout }
+    }
+
+    pub fn is_native<M: VmMemory + ?Sized>(&self, memory: &M, method: u64) -> bool {
         self.layout.method_access_flags.read(memory, method).is_some_and(|flags| flags & ACC_NATIVE != 0)
     }
 
     /// The bci a bytecode pointer stands for, if it points into the
     /// method's bytecodes.
-    pub(super) fn bci_of_bcp<M: VmMemory + ?Sized>(&self, memory: &M, method: u64, bcp: u64) -> Option<i32> {
+    pub fn bci_of_bcp<M: VmMemory + ?Sized>(&self, memory: &M, method: u64, bcp: u64) -> Option<i32> {
         let l = &self.layout;
         let const_method = l.method_const_method.read(memory, method)?;
         let code_size = l.const_method_code_size.read(memory, const_method)?;
@@ -49,14 +59,15 @@ impl HotSpotWalker {
 
     /// [`Self::jmethod_id`] through the stripe's [`MethodIds`] table (ids
     /// only; a method without one is looked up again each time).
-    pub(super) fn memo_jmethod_id<M: VmMemory + ?Sized>(
+    pub fn remembered_jmethod_id<M: VmMemory + ?Sized>(
         &self,
         memory: &M,
-        memo: &mut WalkMemo,
+        ids: &mut MethodIds,
         method: u64,
     ) -> Option<u64> {
-        let checkable = self.layout.java_major < 26;
-        let entry = memo.ids.entries.get_mut(MethodIds::slot(method))?;
+        // Opaque ids cannot be checked by one read: never remembered.
+        let checkable = self.layout.id_scheme == MethodIdScheme::Checkable;
+        let entry = ids.entries.get_mut(MethodIds::slot(method))?;
         if checkable && entry.0 == method && method != 0 && memory.u64(entry.1) == Some(method) {
             return Some(entry.1);
         }
@@ -83,7 +94,7 @@ impl HotSpotWalker {
         if idnum >= length {
             return Some(NO_JMETHOD_ID);
         }
-        match memory.u64(ids.checked_add((idnum + 1) * 8)?)? {
+        match memory.u64(ids.checked_add(idnum.checked_add(1)?.checked_mul(8)?)?)? {
             NO_JMETHOD_ID => Some(NO_JMETHOD_ID),
             id => self.id_names(memory, id, method, holder, idnum).then_some(id),
         }
@@ -106,20 +117,22 @@ impl HotSpotWalker {
     /// id (JDK 26+, JDK-8268406) is checked through the holder's method
     /// array instead.
     fn id_names<M: VmMemory + ?Sized>(&self, memory: &M, id: u64, method: u64, holder: u64, idnum: u64) -> bool {
-        if self.layout.java_major < 26 {
-            return match memory.u64(id) {
+        match self.layout.id_scheme {
+            MethodIdScheme::Checkable => match memory.u64(id) {
                 Some(current) if current == method => true,
                 Some(current) => current != 0 && self.holder_and_idnum(memory, current) == Some((holder, idnum)),
                 None => false,
-            };
+            },
+            MethodIdScheme::Opaque => {
+                let Some(methods) = self.layout.klass_methods.read(memory, holder) else { return false };
+                // Array<Method*>: an int length, then the elements, word-aligned.
+                let Some(length) = memory.u32(methods) else { return false };
+                let at = |i: u64| memory.u64(methods.checked_add(8)?.checked_add(i.checked_mul(8)?)?);
+                if idnum < u64::from(length) && at(idnum) == Some(method) {
+                    return true;
+                }
+                (0..u64::from(length).min(4096)).any(|i| at(i) == Some(method))
+            }
         }
-        let Some(methods) = self.layout.klass_methods.read(memory, holder) else { return false };
-        // Array<Method*>: an int length, then the elements, word-aligned.
-        let Some(length) = memory.u32(methods) else { return false };
-        let at = |i: u64| memory.u64(methods + 8 + 8 * i);
-        if idnum < u64::from(length) && at(idnum) == Some(method) {
-            return true;
-        }
-        (0..u64::from(length).min(4096)).any(|i| at(i) == Some(method))
     }
 }

@@ -5,10 +5,11 @@
 
 use crate::compressed::Unsigned5;
 use crate::layout::{
-    BlobKind, CodeAddresses, CodeHeap, CodeStart, Continuations, DebugInfo, Deopt, DeoptHandlers, Field, VmLayout,
+    BlobKind, BlobLayout, CodeAddresses, CodeHeap, CodeStart, Continuations, DebugInfo, DebugLayout, Deopt,
+    DeoptHandlers, Field, FrameLayout, MethodIdScheme, MethodLayout, VmLayout,
 };
 use crate::memory::VmMemory;
-use crate::methods::MethodIds;
+use crate::methods::{MethodIds, MethodReader};
 use crate::walker::*;
 use std::collections::BTreeMap;
 
@@ -70,51 +71,68 @@ pub fn field(offset: u64, width: u8) -> Field {
 /// A JDK-17-like layout with the synthetic VM's offsets.
 pub fn layout() -> VmLayout {
     VmLayout {
-        java_major: 17,
-        encoding: Unsigned5::Legacy,
-        thread_anchor: 0x100,
-        anchor_sp: field(0, 8),
-        anchor_pc: field(8, 8),
-        anchor_fp: field(16, 8),
-        call_wrapper_anchor: 32,
-        heap_block_size: 16,
-        heap_block_used: field(8, 1),
-        blob_name: field(0x08, 8),
-        blob_size: field(0x10, 4),
-        blob_frame_size: field(0x14, 4),
-        blob_frame_complete: field(0x18, 4),
-        blob_code: CodeStart::Pointer(field(0x20, 8)),
-        blob_kind: BlobKind::Name,
-        nmethod_method: field(0x28, 8),
-        nmethod_comp_level: field(0x30, 4),
-        debug_info: DebugInfo::InBlob {
-            pcs: field(0x40, 4),
-            pcs_end: field(0x44, 4),
-            scopes_data: field(0x48, 8),
-            metadata: field(0x50, 4),
+        frames: FrameLayout {
+            thread_anchor: 0x100,
+            anchor_sp: field(0, 8),
+            anchor_pc: field(8, 8),
+            anchor_fp: field(16, 8),
+            call_wrapper_anchor: 32,
+            continuations: Some(Continuations {
+                thread_entry: field(0x200, 8),
+                return_pc: CONT_RETURN_PC,
+                entry_size: 64,
+            }),
+            interpreter_method: -3,
+            interpreter_bcp: -8,
+            interpreter_sender_sp: -1,
+            entry_call_wrapper: -6,
         },
-        deopt: Some(Deopt {
-            handlers: DeoptHandlers::Pointers(field(0x58, 8), field(0x60, 8)),
-            orig_pc_offset: field(0x68, 4),
-        }),
-        continuations: Some(Continuations { thread_entry: field(0x200, 8), return_pc: CONT_RETURN_PC, entry_size: 64 }),
-        pc_desc_size: 16,
-        pc_desc_pc_offset: field(0, 4),
-        pc_desc_scope_offset: field(4, 4),
-        method_const_method: field(8, 8),
-        method_access_flags: field(40, 4),
-        const_method_constants: field(8, 8),
-        const_method_idnum: field(38, 2),
-        const_method_code_size: field(32, 2),
-        const_method_size: 48,
-        pool_holder: field(24, 8),
-        klass_jmethod_ids: field(344, 8),
-        klass_methods: field(408, 8),
-        interpreter_method: -3,
-        interpreter_bcp: -8,
-        interpreter_sender_sp: -1,
-        entry_call_wrapper: -6,
+        blobs: BlobLayout {
+            heap_block_size: 16,
+            heap_block_used: field(8, 1),
+            blob_name: field(0x08, 8),
+            blob_size: field(0x10, 4),
+            blob_frame_size: field(0x14, 4),
+            blob_frame_complete: field(0x18, 4),
+            blob_code: CodeStart::Pointer(field(0x20, 8)),
+            blob_kind: BlobKind::Name,
+            nmethod_method: field(0x28, 8),
+            nmethod_comp_level: field(0x30, 4),
+            deopt: Some(Deopt {
+                handlers: DeoptHandlers::Pointers(field(0x58, 8), field(0x60, 8)),
+                orig_pc_offset: field(0x68, 4),
+            }),
+        },
+        debug: DebugLayout {
+            encoding: Unsigned5::Legacy,
+            debug_info: DebugInfo::InBlob {
+                pcs: field(0x40, 4),
+                pcs_end: field(0x44, 4),
+                scopes_data: field(0x48, 8),
+                metadata: field(0x50, 4),
+            },
+            pc_desc_size: 16,
+            pc_desc_pc_offset: field(0, 4),
+            pc_desc_scope_offset: field(4, 4),
+        },
+        methods: MethodLayout {
+            id_scheme: MethodIdScheme::Checkable,
+            method_const_method: field(8, 8),
+            method_access_flags: field(40, 4),
+            const_method_constants: field(8, 8),
+            const_method_idnum: field(38, 2),
+            const_method_code_size: field(32, 2),
+            const_method_size: 48,
+            pool_holder: field(24, 8),
+            klass_jmethod_ids: field(344, 8),
+            klass_methods: field(408, 8),
+        },
     }
+}
+
+/// The methods of the synthetic VM's layout.
+pub fn method_reader() -> MethodReader {
+    MethodReader::new(layout().methods)
 }
 
 /// The walker over the synthetic VM's code cache.

@@ -44,9 +44,9 @@ fn c1_frames_are_told_apart_by_compilation_level() {
 fn segment_map_finds_the_block_start_and_refuses_free_segments() {
     let (m, _) = vm();
     let w = walker();
-    assert_eq!(w.find_blob(&m, BLOB + 0x150), Some(BLOB), "two hops back");
-    assert_eq!(w.find_blob(&m, HEAP + 3 * 128 + 4), None, "free segment");
-    assert_eq!(w.find_blob(&m, HEAP + 0x10_0000), None, "outside every heap");
+    assert_eq!(w.code.find_blob(&m, BLOB + 0x150), Some(BLOB), "two hops back");
+    assert_eq!(w.code.find_blob(&m, HEAP + 3 * 128 + 4), None, "free segment");
+    assert_eq!(w.code.find_blob(&m, HEAP + 0x10_0000), None, "outside every heap");
 }
 
 /// A method whose class has no jmethodID for it (being prepared, or an
@@ -77,7 +77,7 @@ fn a_method_without_jmethod_id_is_reported_without_one_and_the_walk_goes_on() {
 fn a_jmethod_id_of_another_method_ends_the_walk_with_a_reason() {
     let (mut m, methods) = vm();
     m.put_u64(IDS + 8 * 3, jmethod_id(0));
-    assert_eq!(walker().jmethod_id(&m, methods.c), None);
+    assert_eq!(method_reader().jmethod_id(&m, methods.c), None);
     let (frames, end, _) = walk(&m, VmFrame::new(CODE + 0x40, SP, 0));
     assert_eq!(frames.len(), 1, "A is named; C is not");
     assert_eq!(end, SegmentEnd::Failed(WalkFailure::UnknownMethod));
@@ -100,7 +100,7 @@ fn a_frame_of_a_redefined_method_is_named_by_the_moved_jmethod_id() {
     assert_eq!(frames.iter().map(|f| f.method).collect::<Vec<_>>(), [jmethod_id(0), jmethod_id(2)]);
     assert_eq!((frames, end), (before, before_end), "walked as before the redefinition");
     m.put_u16(new_const_method + 38, 1);
-    assert_eq!(walker().jmethod_id(&m, methods.c), None, "another method's slot");
+    assert_eq!(method_reader().jmethod_id(&m, methods.c), None, "another method's slot");
 }
 
 #[test]

@@ -4,17 +4,17 @@
 //! the scope descriptors), stubs (stepped over) and entry frames (where the
 //! VM called Java from native code, ending a Java segment).
 //!
-//! Blob lookup, debug information and methods live in the sibling modules
-//! `code_cache`, `debug_info` and `methods`. Every read goes through
-//! [`VmMemory`]; a broken invariant ends the walk with a [`WalkFailure`],
-//! never a fault. Nothing here allocates.
+//! The walker composes the code cache ([`CodeCache`]), nmethods' debug
+//! information ([`DebugInfoReader`]) and methods ([`MethodReader`]). Every
+//! read goes through [`VmMemory`]; a broken invariant ends the walk with a
+//! [`WalkFailure`], never a fault. Nothing here allocates.
 
-use crate::debug_info::{CodeSite, Scopes};
+use crate::code_cache::CodeCache;
+use crate::debug_info::{CodeSite, DebugInfoReader};
 use crate::frame_state::{frame_state, FrameState};
-use crate::layout::{CodeAddresses, DeoptHandlers, VmLayout};
+use crate::layout::{CodeAddresses, FrameLayout, VmLayout};
 use crate::memory::VmMemory;
-use crate::methods::{MethodIds, NO_JMETHOD_ID};
-use std::sync::atomic::AtomicU64;
+use crate::methods::{MethodIds, MethodReader, NO_JMETHOD_ID};
 use unwind::MAX_STACK_SPAN;
 
 /// AsyncGetCallTrace's bci for `native` methods.
@@ -40,7 +40,7 @@ pub struct JavaFrame {
 }
 
 impl JavaFrame {
-    pub(super) const EMPTY: JavaFrame = JavaFrame { method: 0, bci: 0, kind: JavaFrameKind::Interpreted };
+    const EMPTY: JavaFrame = JavaFrame { method: 0, bci: 0, kind: JavaFrameKind::Interpreted };
 }
 
 /// Frames remembered per return address.
@@ -61,7 +61,7 @@ pub struct WalkMemo<'c> {
     frame_size: i64,
     frames: [JavaFrame; MEMO_FRAMES],
     len: usize,
-    pub(super) ids: &'c mut MethodIds,
+    ids: &'c mut MethodIds,
 }
 
 impl<'c> WalkMemo<'c> {
@@ -155,11 +155,10 @@ pub enum WalkFailure {
 /// The HotSpot walker: layout plus code-cache addresses, fixed at start.
 #[derive(Debug)]
 pub struct HotSpotWalker {
-    pub layout: VmLayout,
-    pub code: CodeAddresses,
-    /// Name pointers seen on nmethods (up to JDK 22 names tell blob kinds
-    /// apart; every nmethod shares one of two string literals).
-    pub(super) nmethod_names: [AtomicU64; 2],
+    frames: FrameLayout,
+    pub(crate) code: CodeCache,
+    debug: DebugInfoReader,
+    methods: MethodReader,
 }
 
 /// Whether an address is code we know (a library or the code cache): used
@@ -175,27 +174,33 @@ impl<F: Fn(u64) -> bool> CodeCheck for F {
 }
 
 /// One step's result.
-pub(super) enum Step {
+enum Step {
     Continue,
     End(SegmentEnd),
 }
 
 impl HotSpotWalker {
     pub fn new(layout: VmLayout, code: CodeAddresses) -> Self {
-        Self { layout, code, nmethod_names: [AtomicU64::new(0), AtomicU64::new(0)] }
+        let VmLayout { frames, blobs, debug, methods } = layout;
+        Self {
+            frames,
+            code: CodeCache::new(blobs, code),
+            debug: DebugInfoReader::new(debug),
+            methods: MethodReader::new(methods),
+        }
     }
 
     pub fn in_code_cache(&self, pc: u64) -> bool {
-        pc >= self.code.low && pc < self.code.high
+        self.code.contains(pc)
     }
 
     /// The anchor of a thread (`JavaThread*`), if it has a last Java frame.
     pub fn thread_anchor<M: VmMemory + ?Sized>(&self, memory: &M, thread: u64) -> Option<Anchor> {
-        self.anchor_at(memory, thread.checked_add(self.layout.thread_anchor)?)
+        self.anchor_at(memory, thread.checked_add(self.frames.thread_anchor)?)
     }
 
     fn anchor_at<M: VmMemory + ?Sized>(&self, memory: &M, anchor: u64) -> Option<Anchor> {
-        let l = &self.layout;
+        let l = &self.frames;
         let sp = l.anchor_sp.read(memory, anchor)?;
         if sp == 0 {
             return None;
@@ -233,15 +238,15 @@ impl HotSpotWalker {
             }
             let before = *frame;
             let stubs_before = stubs_in_a_row;
-            let step = if frame.pc == self.code.call_stub_return {
+            let step = if self.code.is_call_stub_return(frame.pc) {
                 self.entry_frame(memory, frame)
-            } else if frame.pc >= self.code.interpreter.0 && frame.pc < self.code.interpreter.1 {
+            } else if self.code.in_interpreter(frame.pc) {
                 self.interpreted_frame(memory, frame, memo, sink)
             } else if !frame.interrupted && memo.len > 0 && memo.pc == frame.pc {
                 self.remembered_frame(memory, code, frame, memo, sink)
             } else {
-                match self.find_blob(memory, frame.pc) {
-                    Some(blob) if self.is_nmethod(memory, blob) => {
+                match self.code.find_blob(memory, frame.pc) {
+                    Some(blob) if self.code.is_nmethod(memory, blob) => {
                         self.compiled_frame(memory, code, blob, frame, memo, sink)
                     }
                     Some(_) if stubs_in_a_row >= MAX_STUBS_IN_A_ROW => {
@@ -267,7 +272,7 @@ impl HotSpotWalker {
     }
 
     fn entry_frame<M: VmMemory + ?Sized>(&self, memory: &M, frame: &mut VmFrame) -> Step {
-        let l = &self.layout;
+        let l = &self.frames;
         let fp = frame.fp;
         let caller = (|| {
             let wrapper = memory.u64(fp.checked_add_signed(l.entry_call_wrapper * 8)?)?;
@@ -292,7 +297,7 @@ impl HotSpotWalker {
         memo: &mut WalkMemo,
         sink: &mut dyn FnMut(JavaFrame) -> bool,
     ) -> Step {
-        let l = &self.layout;
+        let l = &self.frames;
         let fp = frame.fp;
         let fail = |why| Step::End(SegmentEnd::Failed(why));
         if !fp.is_multiple_of(8) || fp < frame.sp || fp - frame.sp > MAX_STACK_SPAN {
@@ -300,10 +305,15 @@ impl HotSpotWalker {
         }
         let word = |index: i64| fp.checked_add_signed(index * 8).and_then(|a| memory.u64(a));
         let Some(method) = word(l.interpreter_method) else { return fail(WalkFailure::BadInterpretedFrame) };
-        let Some(id) = self.memo_jmethod_id(memory, memo, method) else { return fail(WalkFailure::UnknownMethod) };
-        let native = self.is_native(memory, method);
-        let bcp_bci =
-            if native { None } else { word(l.interpreter_bcp).and_then(|bcp| self.bci_of_bcp(memory, method, bcp)) };
+        let Some(id) = self.methods.remembered_jmethod_id(memory, memo.ids, method) else {
+            return fail(WalkFailure::UnknownMethod);
+        };
+        let native = self.methods.is_native(memory, method);
+        let bcp_bci = if native {
+            None
+        } else {
+            word(l.interpreter_bcp).and_then(|bcp| self.methods.bci_of_bcp(memory, method, bcp))
+        };
         // Without an id, only a bcp inside the method's bytecodes vouches
         // for the frame.
         if id == NO_JMETHOD_ID && bcp_bci.is_none() {
@@ -334,18 +344,17 @@ impl HotSpotWalker {
         memo: &mut WalkMemo,
         sink: &mut dyn FnMut(JavaFrame) -> bool,
     ) -> Step {
-        let l = &self.layout;
         let fail = |why| Step::End(SegmentEnd::Failed(why));
-        let Some(code_begin) = self.code_begin(memory, blob) else { return fail(WalkFailure::BadCompiledFrame) };
-        let Some(method) = l.nmethod_method.read(memory, blob) else { return fail(WalkFailure::BadCompiledFrame) };
-        let level = l.nmethod_comp_level.read_signed(memory, blob).unwrap_or(4);
-        let outer_kind = match level {
+        let Some(code_begin) = self.code.code_begin(memory, blob) else { return fail(WalkFailure::BadCompiledFrame) };
+        let Some(method) = self.code.nmethod_method(memory, blob) else { return fail(WalkFailure::BadCompiledFrame) };
+        let outer_kind = match self.code.comp_level(memory, blob) {
             1..=3 => JavaFrameKind::C1Compiled,
             _ => JavaFrameKind::C2Compiled,
         };
         // A frame being deoptimized returns to a handler; its state is that
         // of the pc the handler replaced.
-        let original = if frame.interrupted { None } else { self.original_pc(memory, blob, frame) };
+        let original =
+            if frame.interrupted { None } else { self.code.original_pc(memory, blob, frame.pc, frame.unextended_sp) };
         let pc_offset = original.unwrap_or(frame.pc).wrapping_sub(code_begin) as i64;
         // Remember what this return address decodes to while emitting it.
         memo.len = 0;
@@ -358,30 +367,31 @@ impl HotSpotWalker {
             memo_len += 1;
             sink(f)
         };
-        let sink = &mut remember;
-        let native = self.is_native(memory, method);
-        let scopes = if native {
-            Scopes::None
-        } else {
+        let native = self.methods.is_native(memory, method);
+        let mut emitted = false;
+        if !native {
             let site = CodeSite { blob, pc_offset, interrupted: frame.interrupted };
-            self.emit_scopes(memory, site, outer_kind, memo, sink)
-        };
-        match scopes {
-            Scopes::Full => return Step::End(SegmentEnd::Full),
-            Scopes::Some => {}
-            Scopes::None => {
-                // A native wrapper, or no debug information at this pc: the
-                // method alone (at bci 0), as AsyncGetCallTrace reports it.
-                let Some(id) = self.memo_jmethod_id(memory, memo, method) else {
-                    return fail(WalkFailure::UnknownMethod);
-                };
-                let (bci, kind) = if native { (BCI_NATIVE, JavaFrameKind::Native) } else { (0, outer_kind) };
-                if !sink(JavaFrame { method: id, bci, kind }) {
+            for scope in self.debug.scopes(memory, site) {
+                let Some(id) = self.methods.remembered_jmethod_id(memory, memo.ids, scope.method) else { break };
+                let kind = if scope.outermost { outer_kind } else { JavaFrameKind::Inlined };
+                if !remember(JavaFrame { method: id, bci: scope.bci, kind }) {
                     return Step::End(SegmentEnd::Full);
                 }
+                emitted = true;
             }
         }
-        let Some(frame_size) = l.blob_frame_size.read_signed(memory, blob) else {
+        if !emitted {
+            // A native wrapper, or no debug information at this pc: the
+            // method alone (at bci 0), as AsyncGetCallTrace reports it.
+            let Some(id) = self.methods.remembered_jmethod_id(memory, memo.ids, method) else {
+                return fail(WalkFailure::UnknownMethod);
+            };
+            let (bci, kind) = if native { (BCI_NATIVE, JavaFrameKind::Native) } else { (0, outer_kind) };
+            if !remember(JavaFrame { method: id, bci, kind }) {
+                return Step::End(SegmentEnd::Full);
+            }
+        }
+        let Some(frame_size) = self.code.frame_size(memory, blob) else {
             return fail(WalkFailure::BadCompiledFrame);
         };
         if !frame.interrupted && original.is_none() && (1..=MEMO_FRAMES).contains(&memo_len) {
@@ -390,7 +400,7 @@ impl HotSpotWalker {
             memo.pc = frame.pc;
             memo.frame_size = frame_size;
         }
-        let complete = l.blob_frame_complete.read_signed(memory, blob).unwrap_or(-1);
+        let complete = self.code.frame_complete(memory, blob);
         let mut shape = FrameShape { words: frame_size, complete, pc_offset, java: true, state: FrameState::Unknown };
         if frame.interrupted {
             shape.state = frame_state(memory, frame.pc, shape.in_prologue());
@@ -402,23 +412,6 @@ impl HotSpotWalker {
             }
             None => fail(WalkFailure::BadCompiledFrame),
         }
-    }
-
-    /// The pc a deoptimization handler replaced as `frame`'s return address,
-    /// if it did.
-    fn original_pc<M: VmMemory + ?Sized>(&self, memory: &M, blob: u64, frame: &VmFrame) -> Option<u64> {
-        let deopt = self.layout.deopt?;
-        let (first, second) = match deopt.handlers {
-            DeoptHandlers::Pointers(a, b) => (a.read(memory, blob)?, b.read(memory, blob)?),
-            DeoptHandlers::Offsets(a, b) => {
-                (blob.checked_add(a.read(memory, blob)?)?, blob.checked_add(b.read(memory, blob)?)?)
-            }
-        };
-        if frame.pc != first && frame.pc != second {
-            return None;
-        }
-        let offset = deopt.orig_pc_offset.read_signed(memory, blob)?;
-        memory.u64(frame.unextended_sp.checked_add_signed(offset)?)
     }
 
     /// A compiled frame at the return address decoded last.
@@ -512,11 +505,10 @@ impl HotSpotWalker {
         frame: &mut VmFrame,
         thread: u64,
     ) -> Step {
-        let l = &self.layout;
         let shape = FrameShape {
-            words: l.blob_frame_size.read_signed(memory, blob).unwrap_or(0),
-            complete: l.blob_frame_complete.read_signed(memory, blob).unwrap_or(-1),
-            pc_offset: self.code_begin(memory, blob).map_or(0, |begin| frame.pc.wrapping_sub(begin) as i64),
+            words: self.code.frame_size(memory, blob).unwrap_or(0),
+            complete: self.code.frame_complete(memory, blob),
+            pc_offset: self.code.code_begin(memory, blob).map_or(0, |begin| frame.pc.wrapping_sub(begin) as i64),
             java: false,
             state: FrameState::Unknown,
         };
@@ -539,7 +531,7 @@ impl HotSpotWalker {
     /// innermost continuation entry, if that entry lies above `frame`: the
     /// entry's address is the frame's sp, the fp is just above the entry.
     fn continuation_entry<M: VmMemory + ?Sized>(&self, memory: &M, thread: u64, frame: &VmFrame) -> Option<VmFrame> {
-        let c = self.layout.continuations?;
+        let c = self.frames.continuations?;
         let entry = c.thread_entry.read(memory, Some(thread).filter(|&t| t != 0)?)?;
         if entry <= frame.sp || entry - frame.sp > MAX_STACK_SPAN || !entry.is_multiple_of(8) {
             return None;
