@@ -8,8 +8,6 @@ use crate::jvmti::{Jvmti, JVMTI_VERSION_1_2};
 use crate::log;
 use crate::sampling::asgct::AsgctFn;
 use crate::sampling::safe_read::ProcessMemory;
-use hotspot::layout::{CodeAddresses, VmLayout};
-use hotspot::memory::VmMemory;
 use hotspot::tables::VmTables;
 use hotspot::HotSpotWalker;
 use jni::sys::{jint, JNIEnv, JavaVM, JNI_OK};
@@ -127,16 +125,7 @@ impl Vm {
         if !cfg!(target_arch = "x86_64") {
             return Err("the HotSpot walker knows x86-64 frame layouts only".into());
         }
-        let memory = ProcessMemory;
-        let tables = self.vm_tables()?;
-        let major = tables
-            .field("Abstract_VM_Version", "_vm_major_version")
-            .filter(|f| f.is_static)
-            .and_then(|f| memory.u32(f.value))
-            .ok_or("VMStructs has no Abstract_VM_Version::_vm_major_version")?;
-        let layout = VmLayout::from_tables(tables, major)?;
-        let code = CodeAddresses::read(tables, &memory)?;
-        Ok(HotSpotWalker::new(layout, code))
+        HotSpotWalker::from_tables(self.vm_tables()?, &ProcessMemory)
     }
 
     /// The calling thread's JNIEnv, or null if it is not attached.

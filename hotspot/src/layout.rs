@@ -249,6 +249,16 @@ impl Lookup<'_> {
 }
 
 impl VmLayout {
+    /// The layout of the running JVM, whose version its tables give.
+    pub fn read(tables: &VmTables, memory: &dyn VmMemory) -> Result<Self, String> {
+        let java_major = tables
+            .field("Abstract_VM_Version", "_vm_major_version")
+            .filter(|f| f.is_static)
+            .and_then(|f| memory.u32(f.value))
+            .ok_or("VMStructs has no Abstract_VM_Version::_vm_major_version")?;
+        Self::from_tables(tables, java_major)
+    }
+
     pub fn from_tables(tables: &VmTables, java_major: u32) -> Result<Self, String> {
         let l = Lookup { tables };
         let blob_code = match l.field("CodeBlob", "_code_begin") {

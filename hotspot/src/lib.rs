@@ -18,6 +18,7 @@ mod frame_state;
 pub mod layout;
 pub mod memory;
 pub mod methods;
+pub mod os_thread;
 pub mod tables;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

@@ -15,6 +15,7 @@ use crate::frame_state::{frame_state, FrameState};
 use crate::layout::{CodeAddresses, FrameLayout, VmLayout};
 use crate::memory::VmMemory;
 use crate::methods::{MethodIds, MethodReader, NO_JMETHOD_ID};
+use crate::tables::VmTables;
 use unwind::MAX_STACK_SPAN;
 
 /// AsyncGetCallTrace's bci for `native` methods.
@@ -188,6 +189,12 @@ impl HotSpotWalker {
             debug: DebugInfoReader::new(debug),
             methods: MethodReader::new(methods),
         }
+    }
+
+    /// The walker for the running JVM, from its tables. Not signal-safe;
+    /// call after VM init (the code cache must exist).
+    pub fn from_tables(tables: &VmTables, memory: &dyn VmMemory) -> Result<Self, String> {
+        Ok(Self::new(VmLayout::read(tables, memory)?, CodeAddresses::read(tables, memory)?))
     }
 
     pub fn in_code_cache(&self, pc: u64) -> bool {
