@@ -136,3 +136,33 @@ impl MethodReader {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::*;
+
+    /// JDK 26+ ids do not point at their method: an id is checked through
+    /// the holder's method array, and none is remembered across samples.
+    #[test]
+    fn opaque_ids_are_checked_through_the_method_array_and_not_remembered() {
+        let (mut m, methods) = vm();
+        let opaque = MethodReader::new(MethodLayout { id_scheme: MethodIdScheme::Opaque, ..layout().methods });
+        let array = 0x65_0000;
+        m.put_u64(HOLDER + 408, array);
+        m.put_u32(array, 3);
+        for (i, method) in [methods.a, methods.b, methods.c].into_iter().enumerate() {
+            m.put_u64(array + 8 + 8 * i as u64, method);
+            m.put_u64(jmethod_id(i as u64), 0x7777);
+        }
+        assert_eq!(opaque.jmethod_id(&m, methods.c), Some(jmethod_id(2)));
+        assert_eq!(method_reader().jmethod_id(&m, methods.c), None, "a checkable id must point at its method");
+        let mut ids = MethodIds::default();
+        assert_eq!(opaque.remembered_jmethod_id(&m, &mut ids, methods.c), Some(jmethod_id(2)));
+        m.put_u64(IDS + 8 * 3, 0x63_1000);
+        assert_eq!(opaque.remembered_jmethod_id(&m, &mut ids, methods.c), Some(0x63_1000), "read again");
+        // A method its class does not list is not named by the id.
+        m.put_u32(array, 2);
+        assert_eq!(opaque.jmethod_id(&m, methods.c), None);
+    }
+}
