@@ -9,7 +9,7 @@ use crate::log;
 use crate::sampling::asgct::AsgctFn;
 use crate::sampling::safe_read::ProcessMemory;
 use hotspot::tables::VmTables;
-use hotspot::HotSpotWalker;
+use hotspot::JavaSegmentWalker;
 use jni::sys::{jint, JNIEnv, JavaVM, JNI_OK};
 use std::ffi::{c_void, CStr, CString};
 use std::ptr;
@@ -121,11 +121,11 @@ impl Vm {
 
     /// The HotSpot walker for this JVM, from libjvm's VMStructs tables.
     /// Not signal-safe; call after VM init (the code cache must exist).
-    pub fn hotspot_walker(&self) -> Result<HotSpotWalker, String> {
+    pub fn hotspot_walker(&self) -> Result<JavaSegmentWalker, String> {
         if !cfg!(target_arch = "x86_64") {
             return Err("the HotSpot walker knows x86-64 frame layouts only".into());
         }
-        HotSpotWalker::from_tables(self.vm_tables()?, &ProcessMemory)
+        JavaSegmentWalker::from_tables(self.vm_tables()?, &ProcessMemory)
     }
 
     /// The calling thread's JNIEnv, or null if it is not attached.

@@ -4,7 +4,7 @@
 //! At start the control plane reads libjvm's VMStructs tables ([`tables`])
 //! into a typed [`layout::VmLayout`] (JDK-version differences are decided
 //! there, once) and the code cache's addresses; in the signal handler
-//! [`HotSpotWalker`] walks Java frames with them, composing the code cache
+//! [`JavaSegmentWalker`] walks Java frames with them, composing the code cache
 //! ([`code_cache`]), nmethods' debug information ([`debug_info`]) and
 //! methods ([`methods`]), and reading memory only through a
 //! [`memory::VmMemory`]. Module dependencies go one way: `memory` and
@@ -25,7 +25,7 @@ pub mod testing;
 pub mod walker;
 
 pub use methods::{MethodIds, NO_JMETHOD_ID};
-pub use walker::{Anchor, HotSpotWalker, JavaFrame, JavaFrameKind, SegmentEnd, VmFrame, WalkFailure, WalkMemo};
+pub use walker::{Anchor, JavaFrame, JavaFrameKind, JavaSegmentWalker, SegmentEnd, VmFrame, WalkFailure, WalkMemo};
 
 #[cfg(test)]
 mod tests;

@@ -136,7 +136,7 @@ pub fn method_reader() -> MethodReader {
 }
 
 /// The walker over the synthetic VM's code cache.
-pub fn walker() -> HotSpotWalker {
+pub fn walker() -> JavaSegmentWalker {
     let code = CodeAddresses {
         heaps: vec![CodeHeap { low: HEAP, high: HEAP + 0x10_0000, segmap: SEGMAP, log2_segment: 7 }],
         low: HEAP,
@@ -144,7 +144,7 @@ pub fn walker() -> HotSpotWalker {
         interpreter: INTERPRETER,
         call_stub_return: CALL_STUB_RETURN,
     };
-    HotSpotWalker::new(layout(), code)
+    JavaSegmentWalker::new(layout(), code)
 }
 
 /// Methods A (compiled, at 0x60_0000), B (inlined into A) and C

@@ -153,9 +153,11 @@ pub enum WalkFailure {
     NoProgress,
 }
 
-/// The HotSpot walker: layout plus code-cache addresses, fixed at start.
+/// Walks one Java segment of a stack (from a pc in the code cache to the
+/// native code or entry frame it returns to) through HotSpot's structures,
+/// whose layout and code-cache addresses are fixed at start.
 #[derive(Debug)]
-pub struct HotSpotWalker {
+pub struct JavaSegmentWalker {
     frames: FrameLayout,
     pub(crate) code: CodeCache,
     debug: DebugInfoReader,
@@ -180,7 +182,7 @@ enum Step {
     End(SegmentEnd),
 }
 
-impl HotSpotWalker {
+impl JavaSegmentWalker {
     pub fn new(layout: VmLayout, code: CodeAddresses) -> Self {
         let VmLayout { frames, blobs, debug, methods } = layout;
         Self {

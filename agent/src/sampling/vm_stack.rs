@@ -13,13 +13,15 @@ use super::native::{NativeStop, NativeUnwinder, NativeWalk};
 use crate::counters::{self, Counter};
 use frames::{Frame, JavaFrameKind};
 use hotspot::memory::VmMemory;
-use hotspot::{Anchor, HotSpotWalker, JavaFrame, MethodIds, SegmentEnd, VmFrame, WalkFailure, WalkMemo, NO_JMETHOD_ID};
+use hotspot::{
+    Anchor, JavaFrame, JavaSegmentWalker, MethodIds, SegmentEnd, VmFrame, WalkFailure, WalkMemo, NO_JMETHOD_ID,
+};
 use std::cell::UnsafeCell;
 use unwind::{PcKind, Registers};
 
 /// HotSpot's structures, and one jmethodID table per sample stripe.
 pub struct HotSpotSource {
-    hotspot: HotSpotWalker,
+    hotspot: JavaSegmentWalker,
     /// `vmx`: keep the native frames between Java frames.
     extended: bool,
     /// Table `i` is used under stripe `i`'s lock.
@@ -31,7 +33,7 @@ unsafe impl Sync for HotSpotSource {}
 
 impl HotSpotSource {
     /// Not signal-safe: allocates the per-stripe tables.
-    pub fn new(hotspot: HotSpotWalker, extended: bool, stripes: usize) -> Self {
+    pub fn new(hotspot: JavaSegmentWalker, extended: bool, stripes: usize) -> Self {
         let method_ids = (0..stripes).map(|_| UnsafeCell::new(MethodIds::default())).collect();
         Self { hotspot, extended, method_ids }
     }

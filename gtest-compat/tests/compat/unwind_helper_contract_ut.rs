@@ -3,7 +3,7 @@
 //! The contract: stepping out of a stub or out of a compiled frame caught
 //! in its prologue or epilogue yields the caller's raw return address (no
 //! "minus one", which only symbolization applies) and the right stack
-//! pointer. Checked on `HotSpotWalker::walk_java` over the synthetic VM of
+//! pointer. Checked on `JavaSegmentWalker::walk_java` over the synthetic VM of
 //! `hotspot::testing`: A (compiled) returns to C's interpreted
 //! frame, as compiled Java returns only to code in the code cache; the
 //! walk stops at C, so the frame it ends at (C's pc, sp and fp) tells
