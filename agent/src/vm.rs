@@ -122,9 +122,6 @@ impl Vm {
     /// The HotSpot walker for this JVM, from libjvm's VMStructs tables.
     /// Not signal-safe; call after VM init (the code cache must exist).
     pub fn hotspot_walker(&self) -> Result<JavaSegmentWalker, String> {
-        if !cfg!(target_arch = "x86_64") {
-            return Err("the HotSpot walker knows x86-64 frame layouts only".into());
-        }
         JavaSegmentWalker::from_tables(self.vm_tables()?, &ProcessMemory)
     }
 

@@ -5,6 +5,7 @@
 use crate::compressed::Unsigned5;
 use crate::memory::VmMemory;
 use crate::tables::{FieldEntry, VmTables};
+use unwind::arch::hotspot_frame;
 
 /// A field of a VM structure: its offset and its width in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -187,17 +188,6 @@ pub struct MethodLayout {
     pub klass_methods: Field,
 }
 
-/// Word offsets from an interpreter frame's fp (x86-64 `frame_x86.hpp`),
-/// stable since JDK 9 (which added the mirror slot); the tables export
-/// only some of them.
-const INTERPRETER_METHOD: i64 = -3;
-const INTERPRETER_BCP: i64 = -8;
-const INTERPRETER_SENDER_SP: i64 = -1;
-#[cfg(target_arch = "aarch64")]
-const ENTRY_CALL_WRAPPER: i64 = -8;
-#[cfg(not(target_arch = "aarch64"))]
-const ENTRY_CALL_WRAPPER: i64 = -6;
-
 struct Lookup<'a> {
     tables: &'a VmTables,
 }
@@ -315,12 +305,14 @@ impl VmLayout {
             anchor_fp: l.field("JavaFrameAnchor", "_last_Java_fp")?,
             call_wrapper_anchor: l.offset("JavaCallWrapper", "_anchor")?,
             continuations,
-            interpreter_method: INTERPRETER_METHOD,
-            interpreter_bcp: INTERPRETER_BCP,
+            interpreter_method: hotspot_frame::INTERPRETER_METHOD,
+            interpreter_bcp: hotspot_frame::INTERPRETER_BCP,
             interpreter_sender_sp: l
                 .constant("frame::interpreter_frame_sender_sp_offset")
-                .unwrap_or(INTERPRETER_SENDER_SP),
-            entry_call_wrapper: l.constant("frame::entry_frame_call_wrapper_offset").unwrap_or(ENTRY_CALL_WRAPPER),
+                .unwrap_or(hotspot_frame::INTERPRETER_SENDER_SP),
+            entry_call_wrapper: l
+                .constant("frame::entry_frame_call_wrapper_offset")
+                .unwrap_or(hotspot_frame::ENTRY_CALL_WRAPPER),
         };
         let blobs = BlobLayout {
             heap_block_size: l.size("HeapBlock")?,

@@ -2,8 +2,8 @@
 //! through framehop, with its allocation-free cache policy. Addresses not
 //! covered by any module fall back to frame pointers inside framehop.
 
+use crate::arch::{from_framehop, to_framehop, FramehopCache, FramehopUnwinder};
 use crate::{check_progress, PcKind, Registers, StackReader, StepError, Unwinder};
-use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
 use framehop::{ExplicitModuleSectionInfo, FrameAddress, Module, MustNotAllocateDuringUnwind, Unwinder as _};
 use std::ops::Range;
 use std::sync::Arc;
@@ -28,7 +28,7 @@ pub struct DwarfModule {
 
 /// The per-stripe cache: framehop's rule cache, sized at creation and
 /// never grown during an unwind.
-pub type DwarfCache = CacheX86_64<MustNotAllocateDuringUnwind>;
+pub type DwarfCache = FramehopCache<MustNotAllocateDuringUnwind>;
 
 pub fn new_cache() -> Box<DwarfCache> {
     Box::new(DwarfCache::new_in())
@@ -36,7 +36,7 @@ pub fn new_cache() -> Box<DwarfCache> {
 
 #[derive(Clone, Default)]
 pub struct DwarfUnwinder {
-    inner: UnwinderX86_64<SectionData, MustNotAllocateDuringUnwind>,
+    inner: FramehopUnwinder<SectionData, MustNotAllocateDuringUnwind>,
 }
 
 impl DwarfUnwinder {
@@ -75,11 +75,11 @@ impl Unwinder for DwarfUnwinder {
             PcKind::Interrupted => FrameAddress::from_instruction_pointer(regs.pc),
             PcKind::ReturnAddress => FrameAddress::from_return_address(regs.pc).ok_or(StepError::NoProgress)?,
         };
-        let mut framehop_regs = UnwindRegsX86_64::new(regs.pc, regs.sp, regs.fp);
+        let mut framehop_regs = to_framehop(regs);
         let mut read = |address: u64| stack.read_u64(address).ok_or(());
         match self.inner.unwind_frame(address, &mut framehop_regs, cache, &mut read) {
             Ok(Some(return_address)) => {
-                let caller = Registers { pc: return_address, sp: framehop_regs.sp(), fp: framehop_regs.bp(), lr: 0 };
+                let caller = from_framehop(return_address, &framehop_regs);
                 let more = check_progress(regs, &caller)?;
                 *regs = caller;
                 Ok(more)

@@ -1,4 +1,5 @@
-//! Native stack unwinding for a signal handler.
+//! Native stack unwinding for a signal handler, and [`arch`], the one home
+//! of what differs between instruction sets.
 //!
 //! Every unwinder implements [`Unwinder::step`]: given the registers of one
 //! frame, compute its caller's. Steps never allocate, never panic on bad
@@ -11,6 +12,7 @@
 //! frame and the return address minus one for the others, so a call that
 //! is the last instruction of its function is attributed to that function.
 
+pub mod arch;
 pub mod dwarf;
 pub mod fp;
 pub mod sframe;

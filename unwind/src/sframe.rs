@@ -14,6 +14,7 @@
 //! start offset of 1, 2 or 4 bytes, an info byte, then 1 to 3 signed stack
 //! offsets of 1, 2 or 4 bytes: CFA, then RA and/or FP as the ABI says).
 
+use crate::arch::SFRAME_ABI;
 use crate::fp::FramePointerUnwinder;
 use crate::{check_progress, PcKind, Registers, StackReader, StepError, Unwinder};
 use std::ops::Range;
@@ -22,14 +23,8 @@ const MAGIC: u16 = 0xdee2;
 const HEADER_SIZE: usize = 28;
 const FLAG_FDE_SORTED: u8 = 0x1;
 const FLAG_FUNC_START_PCREL: u8 = 0x4;
-const ABI_AARCH64_LE: u8 = 2;
-const ABI_AMD64_LE: u8 = 3;
-/// The ABI of the code this unwinder runs in: sections of another are
-/// refused, their offsets would be read with the wrong registers.
-#[cfg(target_arch = "x86_64")]
-const HOST_ABI: u8 = ABI_AMD64_LE;
-#[cfg(target_arch = "aarch64")]
-const HOST_ABI: u8 = ABI_AARCH64_LE;
+pub(crate) const ABI_AARCH64_LE: u8 = 2;
+pub(crate) const ABI_AMD64_LE: u8 = 3;
 /// PLT entries on x86-64, the repetition block of v1 PCMASK FDEs.
 const V1_REP_SIZE: u64 = 16;
 
@@ -114,7 +109,9 @@ impl<D: AsRef<[u8]>> SFrameSection<D> {
         if abi != ABI_AMD64_LE && abi != ABI_AARCH64_LE {
             return Err(SFrameError::UnsupportedAbi);
         }
-        if abi != HOST_ABI {
+        // Sections of another ABI than the code we run in are refused:
+        // their offsets would be read with the wrong registers.
+        if abi != SFRAME_ABI {
             return Err(SFrameError::ForeignAbi);
         }
         let body = HEADER_SIZE + usize::from(d[7]);

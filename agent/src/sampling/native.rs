@@ -12,6 +12,7 @@ use frames::{Frame, Mark, RemoteFrame};
 use std::cell::UnsafeCell;
 use std::ffi::c_void;
 use std::sync::Arc;
+use unwind::arch;
 use unwind::dwarf::{new_cache, DwarfCache, DwarfUnwinder, SectionData};
 use unwind::fp::FramePointerUnwinder;
 use unwind::sframe::SFrameUnwinder;
@@ -103,21 +104,7 @@ pub fn registers(ucontext: *mut c_void) -> Option<Registers> {
     }
     // SAFETY: the kernel's ucontext for the signal being handled.
     let context = unsafe { &*ucontext.cast::<libc::ucontext_t>() };
-    #[cfg(target_arch = "x86_64")]
-    {
-        let g = &context.uc_mcontext.gregs;
-        Some(Registers {
-            pc: g[libc::REG_RIP as usize] as u64,
-            sp: g[libc::REG_RSP as usize] as u64,
-            fp: g[libc::REG_RBP as usize] as u64,
-            lr: 0,
-        })
-    }
-    #[cfg(target_arch = "aarch64")]
-    {
-        let m = &context.uc_mcontext;
-        Some(Registers { pc: m.pc, sp: m.sp, fp: m.regs[29], lr: m.regs[30] })
-    }
+    Some(arch::registers(context))
 }
 
 fn count(error: StepError) {

@@ -1,74 +1,17 @@
 //! Reading memory that may not be mapped, from a signal handler.
 //!
-//! `safe_load` is a two-instruction assembly routine whose load is the only
-//! instruction that can fault. Our SIGSEGV/SIGBUS handler ([`on_fault`])
-//! recognises a fault at exactly that address and resumes at a second entry
-//! that reports failure; every other fault goes to the previous handler
-//! (the JVM's, which relies on SIGSEGV for implicit null checks and more).
+//! `safe_load` is [`arch::guarded_load`], an assembly routine whose load is
+//! the only instruction that can fault. Our SIGSEGV/SIGBUS handler
+//! ([`on_fault`]) recognises a fault at exactly that address and resumes at
+//! a second entry that reports failure; every other fault goes to the
+//! previous handler (the JVM's, which relies on SIGSEGV for implicit null
+//! checks and more).
 //! The handler is installed while native unwinding is active, after the JVM
 //! has installed its own (HotSpot refuses to start over a foreign handler).
 
 use super::chain::PreviousAction;
 use std::ffi::{c_int, c_void};
-
-#[cfg(target_arch = "x86_64")]
-std::arch::global_asm!(
-    ".text",
-    ".globl profiler_safe_load",
-    ".hidden profiler_safe_load",
-    ".type profiler_safe_load, @function",
-    "profiler_safe_load:",
-    ".globl profiler_safe_load_fault_site",
-    ".hidden profiler_safe_load_fault_site",
-    "profiler_safe_load_fault_site:",
-    "    mov rax, qword ptr [rdi]",
-    "    mov qword ptr [rsi], rax",
-    "    mov eax, 1",
-    "    ret",
-    ".globl profiler_safe_load_resume",
-    ".hidden profiler_safe_load_resume",
-    "profiler_safe_load_resume:",
-    "    xor eax, eax",
-    "    ret",
-    ".size profiler_safe_load, . - profiler_safe_load",
-);
-
-#[cfg(target_arch = "aarch64")]
-std::arch::global_asm!(
-    ".text",
-    ".globl profiler_safe_load",
-    ".hidden profiler_safe_load",
-    ".type profiler_safe_load, %function",
-    "profiler_safe_load:",
-    ".globl profiler_safe_load_fault_site",
-    ".hidden profiler_safe_load_fault_site",
-    "profiler_safe_load_fault_site:",
-    "    ldr x2, [x0]",
-    "    str x2, [x1]",
-    "    mov w0, #1",
-    "    ret",
-    ".globl profiler_safe_load_resume",
-    ".hidden profiler_safe_load_resume",
-    "profiler_safe_load_resume:",
-    "    mov w0, #0",
-    "    ret",
-    ".size profiler_safe_load, . - profiler_safe_load",
-);
-
-extern "C" {
-    fn profiler_safe_load(address: u64, out: *mut u64) -> u32;
-    static profiler_safe_load_fault_site: u8;
-    static profiler_safe_load_resume: u8;
-}
-
-/// Addresses of code labels (taken, never read).
-fn fault_site() -> usize {
-    std::ptr::addr_of!(profiler_safe_load_fault_site) as usize
-}
-
-fn resume_site() -> usize {
-    std::ptr::addr_of!(profiler_safe_load_resume) as usize
-}
+use unwind::arch;
 
 /// The 8 bytes at `address`, or `None` if reading them faulted. Requires
 /// [`on_fault`] to be installed for SIGSEGV and SIGBUS, or `address` to be
@@ -78,10 +21,9 @@ pub fn safe_load(address: u64) -> Option<u64> {
     if address < 4096 || !address.is_multiple_of(8) {
         return None;
     }
-    let mut value = 0u64;
-    // SAFETY: the routine only reads `address` (a fault is recovered by
-    // `on_fault`) and writes `value`.
-    (unsafe { profiler_safe_load(address, &mut value) } == 1).then_some(value)
+    // SAFETY: a fault at the load is redirected by `on_fault` (installed
+    // per this function's contract) or cannot happen.
+    unsafe { arch::guarded_load(address) }
 }
 
 /// VM memory read through [`safe_load`], for the HotSpot walker.
@@ -104,14 +46,10 @@ fn redirect(ucontext: *mut c_void) -> bool {
     }
     // SAFETY: the kernel passes a valid ucontext_t to SA_SIGINFO handlers.
     let context = unsafe { &mut *ucontext.cast::<libc::ucontext_t>() };
-    #[cfg(target_arch = "x86_64")]
-    let pc = &mut context.uc_mcontext.gregs[libc::REG_RIP as usize];
-    #[cfg(target_arch = "aarch64")]
-    let pc = &mut context.uc_mcontext.pc;
-    if *pc as usize != fault_site() {
+    if arch::registers(context).pc != arch::fault_site() {
         return false;
     }
-    *pc = resume_site() as _;
+    arch::set_pc(context, arch::resume_site());
     true
 }
 

@@ -1,9 +1,7 @@
 //! What a thread was doing when a wall-clock signal interrupted it, from
 //! two signal-safe observations:
 //!
-//! - whether it was inside a system call: the kernel delivers the signal
-//!   with the pc just after the syscall instruction (the call returned
-//!   EINTR) or on it (the call will be restarted, SA_RESTART);
+//! - whether it was inside a system call ([`unwind::arch::in_syscall`]);
 //! - its innermost Java frame: a blocked thread in `Thread.sleep`,
 //!   `Unsafe.park` or `Object.wait` is sleeping, parked or waiting; any other
 //!   Java `native` method is "in native".
@@ -17,6 +15,7 @@ use super::safe_read::safe_load;
 use frames::{Frame, BCI_NATIVE_METHOD};
 use jfr_writer::ThreadState;
 use std::ffi::c_void;
+use unwind::arch;
 
 const MAX_BLOCKING: usize = 16;
 
@@ -66,28 +65,9 @@ fn byte_at(address: u64) -> Option<u8> {
     Some((word >> ((address & 7) * 8)) as u8)
 }
 
-/// Whether the instruction at `address` is a system call.
-fn is_syscall_at(address: u64) -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        byte_at(address) == Some(0x0f) && byte_at(address + 1) == Some(0x05)
-    }
-    #[cfg(target_arch = "aarch64")]
-    {
-        // svc #0
-        [0, 1, 2, 3].map(|i| byte_at(address + i)) == [Some(0x01), Some(0x00), Some(0x00), Some(0xd4)]
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-const SYSCALL_LEN: u64 = 2;
-#[cfg(target_arch = "aarch64")]
-const SYSCALL_LEN: u64 = 4;
-
 /// Whether the interrupted context was inside a system call.
 pub fn in_syscall(ucontext: *mut c_void) -> bool {
-    registers(ucontext)
-        .is_some_and(|r| is_syscall_at(r.pc) || (r.pc > SYSCALL_LEN && is_syscall_at(r.pc - SYSCALL_LEN)))
+    registers(ucontext).is_some_and(|r| arch::in_syscall(r.pc, byte_at))
 }
 
 /// The state of a thread from whether it was in a system call and its
@@ -123,19 +103,5 @@ mod tests {
         assert_eq!(classify(false, &[Frame::java(0x8000, BCI_NATIVE_METHOD)]), ThreadState::InNative);
         assert_eq!(classify(false, &[Frame::java(0x7000, 5)]), ThreadState::Runnable);
         assert_eq!(classify(false, &[]), ThreadState::Runnable);
-    }
-
-    #[test]
-    fn recognises_the_syscall_instruction() {
-        #[cfg(target_arch = "x86_64")]
-        let code: [u8; 8] = [0x90, 0x0f, 0x05, 0x90, 0x90, 0x90, 0x90, 0x90];
-        #[cfg(target_arch = "aarch64")]
-        let code: [u8; 8] = [0x01, 0x00, 0x00, 0xd4, 0, 0, 0, 0];
-        let word = u64::from_le_bytes(code);
-        let address = &word as *const u64 as u64;
-        #[cfg(target_arch = "x86_64")]
-        assert!(is_syscall_at(address + 1) && !is_syscall_at(address));
-        #[cfg(target_arch = "aarch64")]
-        assert!(is_syscall_at(address) && !is_syscall_at(address + 1));
     }
 }

@@ -1,0 +1,68 @@
+//! AArch64 (AAPCS64, Linux).
+
+use crate::Registers;
+use framehop::aarch64::{CacheAarch64, UnwindRegsAarch64, UnwinderAarch64};
+
+std::arch::global_asm!(
+    ".text",
+    ".globl profiler_safe_load",
+    ".hidden profiler_safe_load",
+    ".type profiler_safe_load, %function",
+    "profiler_safe_load:",
+    ".globl profiler_safe_load_fault_site",
+    ".hidden profiler_safe_load_fault_site",
+    "profiler_safe_load_fault_site:",
+    "    ldr x2, [x0]",
+    "    str x2, [x1]",
+    "    mov w0, #1",
+    "    ret",
+    ".globl profiler_safe_load_resume",
+    ".hidden profiler_safe_load_resume",
+    "profiler_safe_load_resume:",
+    "    mov w0, #0",
+    "    ret",
+    ".size profiler_safe_load, . - profiler_safe_load",
+);
+
+/// The registers of an interrupted context (`fp` is x29, `lr` x30).
+pub fn registers(context: &libc::ucontext_t) -> Registers {
+    let m = &context.uc_mcontext;
+    Registers { pc: m.pc, sp: m.sp, fp: m.regs[29], lr: m.regs[30] }
+}
+
+/// Makes an interrupted context resume at `pc`.
+pub fn set_pc(context: &mut libc::ucontext_t, pc: u64) {
+    context.uc_mcontext.pc = pc;
+}
+
+/// `svc #0`.
+pub const SYSCALL_INSTRUCTION: &[u8] = &[0x01, 0x00, 0x00, 0xd4];
+
+/// framehop's unwinder, cache and registers for this architecture.
+pub type FramehopUnwinder<D, P> = UnwinderAarch64<D, P>;
+pub type FramehopCache<P> = CacheAarch64<P>;
+pub type FramehopRegs = UnwindRegsAarch64;
+
+pub fn to_framehop(regs: &Registers) -> FramehopRegs {
+    UnwindRegsAarch64::new(regs.lr, regs.sp, regs.fp)
+}
+
+/// The caller's registers after framehop unwound to `return_address`.
+pub fn from_framehop(return_address: u64, regs: &FramehopRegs) -> Registers {
+    Registers { pc: return_address, sp: regs.sp(), fp: regs.fp(), lr: regs.lr() }
+}
+
+/// The ABI code of SFrame sections for this architecture.
+pub const SFRAME_ABI: u8 = crate::sframe::ABI_AARCH64_LE;
+
+/// HotSpot's frame layout. Not verified against `frame_aarch64.hpp`
+/// beyond the entry frame's call-wrapper offset: the walker is refused on
+/// this architecture.
+pub mod hotspot_frame {
+    /// The HotSpot walker's prologue and epilogue decoding is x86-64 code.
+    pub const SUPPORTED: bool = false;
+    pub const INTERPRETER_METHOD: i64 = -3;
+    pub const INTERPRETER_BCP: i64 = -8;
+    pub const INTERPRETER_SENDER_SP: i64 = -1;
+    pub const ENTRY_CALL_WRAPPER: i64 = -8;
+}

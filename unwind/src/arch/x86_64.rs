@@ -1,0 +1,75 @@
+//! x86-64 (System V, Linux).
+
+use crate::Registers;
+use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
+
+std::arch::global_asm!(
+    ".text",
+    ".globl profiler_safe_load",
+    ".hidden profiler_safe_load",
+    ".type profiler_safe_load, @function",
+    "profiler_safe_load:",
+    ".globl profiler_safe_load_fault_site",
+    ".hidden profiler_safe_load_fault_site",
+    "profiler_safe_load_fault_site:",
+    "    mov rax, qword ptr [rdi]",
+    "    mov qword ptr [rsi], rax",
+    "    mov eax, 1",
+    "    ret",
+    ".globl profiler_safe_load_resume",
+    ".hidden profiler_safe_load_resume",
+    "profiler_safe_load_resume:",
+    "    xor eax, eax",
+    "    ret",
+    ".size profiler_safe_load, . - profiler_safe_load",
+);
+
+/// The registers of an interrupted context.
+pub fn registers(context: &libc::ucontext_t) -> Registers {
+    let g = &context.uc_mcontext.gregs;
+    Registers {
+        pc: g[libc::REG_RIP as usize] as u64,
+        sp: g[libc::REG_RSP as usize] as u64,
+        fp: g[libc::REG_RBP as usize] as u64,
+        lr: 0,
+    }
+}
+
+/// Makes an interrupted context resume at `pc`.
+pub fn set_pc(context: &mut libc::ucontext_t, pc: u64) {
+    context.uc_mcontext.gregs[libc::REG_RIP as usize] = pc as i64;
+}
+
+/// `syscall`.
+pub const SYSCALL_INSTRUCTION: &[u8] = &[0x0f, 0x05];
+
+/// framehop's unwinder, cache and registers for this architecture.
+pub type FramehopUnwinder<D, P> = UnwinderX86_64<D, P>;
+pub type FramehopCache<P> = CacheX86_64<P>;
+pub type FramehopRegs = UnwindRegsX86_64;
+
+pub fn to_framehop(regs: &Registers) -> FramehopRegs {
+    UnwindRegsX86_64::new(regs.pc, regs.sp, regs.fp)
+}
+
+/// The caller's registers after framehop unwound to `return_address`.
+pub fn from_framehop(return_address: u64, regs: &FramehopRegs) -> Registers {
+    Registers { pc: return_address, sp: regs.sp(), fp: regs.bp(), lr: 0 }
+}
+
+/// The ABI code of SFrame sections for this architecture.
+pub const SFRAME_ABI: u8 = crate::sframe::ABI_AMD64_LE;
+
+/// HotSpot's frame layout (`frame_x86.hpp`): word offsets from an
+/// interpreted frame's fp, stable since JDK 9 (which added the mirror
+/// slot; the tables export only some of them), and of an entry frame's
+/// JavaCallWrapper.
+pub mod hotspot_frame {
+    /// The HotSpot walker knows this architecture's frames (its prologue
+    /// and epilogue decoding is x86-64 code).
+    pub const SUPPORTED: bool = true;
+    pub const INTERPRETER_METHOD: i64 = -3;
+    pub const INTERPRETER_BCP: i64 = -8;
+    pub const INTERPRETER_SENDER_SP: i64 = -1;
+    pub const ENTRY_CALL_WRAPPER: i64 = -6;
+}
