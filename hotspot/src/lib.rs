@@ -25,7 +25,7 @@ pub mod testing;
 pub mod walker;
 
 pub use methods::{MethodIds, NO_JMETHOD_ID};
-pub use walker::{Anchor, JavaFrame, JavaFrameKind, JavaSegmentWalker, SegmentEnd, VmFrame, WalkFailure, WalkMemo};
+pub use walker::{Anchor, JavaFrame, JavaSegmentWalker, SegmentEnd, VmFrame, WalkFailure, WalkMemo};
 
 #[cfg(test)]
 mod tests;

@@ -5,6 +5,7 @@ use crate::methods::{MethodIds, NO_JMETHOD_ID};
 use crate::tables::VmTables;
 use crate::testing::*;
 use crate::walker::*;
+use frames::JavaFrameKind;
 
 #[test]
 fn compiled_inlined_interpreted_then_entry_frame() {

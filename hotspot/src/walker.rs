@@ -16,21 +16,8 @@ use crate::layout::{CodeAddresses, FrameLayout, VmLayout};
 use crate::memory::VmMemory;
 use crate::methods::{MethodIds, MethodReader, NO_JMETHOD_ID};
 use crate::tables::VmTables;
+use frames::{JavaFrameKind, BCI_NATIVE_METHOD};
 use unwind::MAX_STACK_SPAN;
-
-/// AsyncGetCallTrace's bci for `native` methods.
-pub const BCI_NATIVE: i32 = -3;
-
-/// What a Java frame is, as the JFR FrameType pool names it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum JavaFrameKind {
-    Interpreted,
-    C1Compiled,
-    C2Compiled,
-    Inlined,
-    /// A Java `native` method (its compiled wrapper or interpreter entry).
-    Native,
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct JavaFrame {
@@ -331,8 +318,8 @@ impl JavaSegmentWalker {
         if id == NO_JMETHOD_ID && bcp_bci.is_none() {
             return fail(WalkFailure::UnknownMethod);
         }
-        let bci = if native { BCI_NATIVE } else { bcp_bci.unwrap_or(0) };
-        let kind = if bci == BCI_NATIVE { JavaFrameKind::Native } else { JavaFrameKind::Interpreted };
+        let bci = if native { BCI_NATIVE_METHOD } else { bcp_bci.unwrap_or(0) };
+        let kind = if native { JavaFrameKind::Native } else { JavaFrameKind::Interpreted };
         if !sink(JavaFrame { method: id, bci, kind }) {
             return Step::End(SegmentEnd::Full);
         }
@@ -398,7 +385,7 @@ impl JavaSegmentWalker {
             let Some(id) = self.methods.remembered_jmethod_id(memory, memo.ids, method) else {
                 return fail(WalkFailure::UnknownMethod);
             };
-            let (bci, kind) = if native { (BCI_NATIVE, JavaFrameKind::Native) } else { (0, outer_kind) };
+            let (bci, kind) = if native { (BCI_NATIVE_METHOD, JavaFrameKind::Native) } else { (0, outer_kind) };
             if !remember(JavaFrame { method: id, bci, kind }) {
                 return Step::End(SegmentEnd::Full);
             }

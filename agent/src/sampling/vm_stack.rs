@@ -11,7 +11,7 @@
 use super::mixed::{JavaWalk, Next};
 use super::native::{NativeStop, NativeUnwinder, NativeWalk};
 use crate::counters::{self, Counter};
-use frames::{Frame, JavaFrameKind};
+use frames::Frame;
 use hotspot::memory::VmMemory;
 use hotspot::{
     Anchor, JavaFrame, JavaSegmentWalker, MethodIds, SegmentEnd, VmFrame, WalkFailure, WalkMemo, NO_JMETHOD_ID,
@@ -112,21 +112,9 @@ impl FrameWriter<'_> {
             }
         }
         self.met_java = true;
-        *slot = Frame::java_of_kind(frame.method, frame.bci, java_frame_kind(frame.kind));
+        *slot = Frame::java_of_kind(frame.method, frame.bci, frame.kind);
         self.len += 1;
         true
-    }
-}
-
-/// The walker's kind in the shared vocabulary (until the walker reports
-/// `frames::JavaFrameKind` itself).
-fn java_frame_kind(kind: hotspot::JavaFrameKind) -> JavaFrameKind {
-    match kind {
-        hotspot::JavaFrameKind::Interpreted => JavaFrameKind::Interpreted,
-        hotspot::JavaFrameKind::C1Compiled => JavaFrameKind::C1Compiled,
-        hotspot::JavaFrameKind::C2Compiled => JavaFrameKind::C2Compiled,
-        hotspot::JavaFrameKind::Inlined => JavaFrameKind::Inlined,
-        hotspot::JavaFrameKind::Native => JavaFrameKind::Native,
     }
 }
 
@@ -244,9 +232,10 @@ impl<M: VmMemory> JavaWalk for HotSpotWalk<'_, M> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use frames::JavaFrameKind;
 
     fn java(method: u64, bci: i32) -> JavaFrame {
-        JavaFrame { method, bci, kind: hotspot::JavaFrameKind::C2Compiled }
+        JavaFrame { method, bci, kind: JavaFrameKind::C2Compiled }
     }
 
     #[test]

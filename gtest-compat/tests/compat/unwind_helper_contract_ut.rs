@@ -9,8 +9,9 @@
 //! walk stops at C, so the frame it ends at (C's pc, sp and fp) tells
 //! which slots the step out of A used.
 
+use frames::JavaFrameKind;
 use hotspot::testing::*;
-use hotspot::{JavaFrame, JavaFrameKind, MethodIds, SegmentEnd, VmFrame};
+use hotspot::{JavaFrame, MethodIds, SegmentEnd, VmFrame};
 
 /// The stack for these cases: below C's frame, above the words of A's
 /// frame the synthetic VM uses.
