@@ -1,32 +1,39 @@
 //! The sampling path allocates nothing: real SIGPROF signals from the
-//! itimer engine run the real handler, stitching DWARF-unwound native
-//! frames with AsyncGetCallTrace's (a stand-in) into new and known stack
-//! traces, while a counting global allocator watches; then the stitched
-//! walk with the HotSpot source (`cstack=vm`) walks the synthetic VM of
-//! `hotspot::testing` (compiled frame with an inlined method,
-//! interpreted frame, entry frame) a thousand times under the same watch.
+//! itimer engine run the real handler, stitching native frames (each
+//! native unwinder in turn: frame pointers, DWARF with remote frames,
+//! SFrame with its frame-pointer fallback, the thread filter on) with
+//! AsyncGetCallTrace's (a stand-in) into new and known stack traces, and
+//! queued SIGVTALRM signals run the wall-clock path (thread-state
+//! classification included), while a counting global allocator watches;
+//! then the stitched walk with the HotSpot source (`cstack=vm`) walks the
+//! synthetic VM of `hotspot::testing` (compiled frame with an inlined
+//! method, interpreted frame, entry frame) a thousand times under the same
+//! watch.
 //!
 //! This test binary holds a single test so nothing else allocates while
-//! the counter is armed: the test thread itself only spins and reads
-//! atomics during that window.
+//! the counter is armed: the test thread itself only spins, reads atomics
+//! and sends itself signals during that window.
 
 use frames::{Frame, FrameKind};
 use hotspot::testing;
 use profiler_agent::args::CpuEngineKind;
 use profiler_agent::counters::{self, Counter};
 use profiler_agent::engine;
+use profiler_agent::engine::signals::{self, Pending};
 use profiler_agent::libraries::sections::Wanted;
 use profiler_agent::libraries::LibraryTable;
 use profiler_agent::sampling::asgct::{AsgctFrame, AsgctTrace};
+use profiler_agent::sampling::chain::PREVIOUS_SIGVTALRM;
+use profiler_agent::sampling::handler::on_sigvtalrm;
 use profiler_agent::sampling::java_thread::JavaThreads;
 use profiler_agent::sampling::mixed::{self, MixedWalk};
 use profiler_agent::sampling::native::{NativeMode, NativeUnwinder};
-use profiler_agent::sampling::origin::Origins;
+use profiler_agent::sampling::origin::{wall_payload, Origins};
+use profiler_agent::sampling::siginfo::RawSiginfo;
 use profiler_agent::sampling::thread_state::BlockingMethods;
 use profiler_agent::sampling::vm_stack::HotSpotSource;
 use profiler_agent::sampling::{self, Sampler};
-use profiler_agent::storage::samples::SampleStripes;
-use profiler_agent::storage::samples::STRIPES;
+use profiler_agent::storage::samples::{SampleKind, SampleStripes, STRIPES};
 use profiler_agent::storage::trace_storage::CallTraceStorage;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::ffi::c_void;
@@ -91,34 +98,74 @@ fn attached() -> *mut jni::sys::JNIEnv {
     std::ptr::NonNull::dangling().as_ptr()
 }
 
-#[test]
-fn sampling_path_does_not_allocate() {
-    let libraries = Arc::new(LibraryTable::new(Wanted::Dwarf));
+/// One configuration of the sampling path.
+struct Scenario {
+    name: &'static str,
+    mode: NativeMode,
+    wanted: Wanted,
+    remote: bool,
+    filter: bool,
+}
+
+const SCENARIOS: [Scenario; 3] = [
+    Scenario { name: "fp", mode: NativeMode::FramePointer, wanted: Wanted::Nothing, remote: false, filter: false },
+    Scenario { name: "dwarf,remotesym", mode: NativeMode::Dwarf, wanted: Wanted::Dwarf, remote: true, filter: true },
+    Scenario { name: "sframe", mode: NativeMode::SFrame, wanted: Wanted::SFrame, remote: false, filter: false },
+];
+
+/// Wall-clock signals the test thread sends itself per scenario.
+const WALL_SIGNALS: u64 = 50;
+
+fn sampler(scenario: &Scenario) -> Arc<Sampler> {
+    let libraries = Arc::new(LibraryTable::new(scenario.wanted));
     libraries.refresh_if_changed();
-    let sampler = Arc::new(Sampler {
+    Arc::new(Sampler {
         traces: CallTraceStorage::new(1 << 12, 1 << 16).unwrap(),
         stripes: SampleStripes::new(1 << 14, 64).unwrap(),
         max_depth: 64,
         asgct: Some(fake_walker),
         threads: JavaThreads::EnvFunction(attached),
-        native: Some(NativeUnwinder::new(NativeMode::Dwarf, false, libraries, STRIPES)),
+        native: Some(NativeUnwinder::new(scenario.mode, scenario.remote, libraries, STRIPES)),
         hotspot: None,
         verify_walk: false,
         origins: Arc::new(Origins::new().unwrap()),
-        filter: false,
+        filter: scenario.filter,
         context: profiler_agent::context::init().unwrap(),
         blocking: BlockingMethods::default(),
-    });
+    })
+}
+
+/// Sends the calling thread a wall-clock signal, as the wall engine does.
+fn wall_signal() {
+    // SAFETY: getpid, getuid and gettid have no preconditions.
+    let (pid, uid, tid) = unsafe { (libc::getpid(), libc::getuid(), libc::gettid()) };
+    let info = RawSiginfo::queued(libc::SIGVTALRM, pid, uid, wall_payload(1));
+    // SAFETY: a valid siginfo for this process; the kernel copies it.
+    let sent = unsafe { libc::syscall(libc::SYS_rt_tgsigqueueinfo, pid, tid, libc::SIGVTALRM, &info) };
+    assert_eq!(sent, 0, "rt_tgsigqueueinfo");
+}
+
+/// Samples the test thread under `scenario` with the counter armed;
+/// returns the sampler and how many wall-clock samples it recorded.
+fn run_armed(scenario: &Scenario) -> (Arc<Sampler>, u64) {
+    let sampler = sampler(scenario);
+    if scenario.filter {
+        profiler_agent::context::filter_thread(true).unwrap();
+    }
     sampling::publish(&sampler);
     let me = vec![profiler_agent::os_thread::current_tid()];
     engine::start(CpuEngineKind::Itimer, Duration::from_millis(1), move || me.clone(), Arc::clone(&sampler.origins))
         .expect("itimer engine");
+    let first = counters::get(Counter::Samples);
 
     ALLOCATIONS.store(0, Ordering::SeqCst);
     ARMED.store(true, Ordering::SeqCst);
     let deadline = Instant::now() + Duration::from_secs(20);
     let mut spin = 0u64;
-    while counters::get(Counter::Samples) < 300 && Instant::now() < deadline {
+    for _ in 0..WALL_SIGNALS {
+        wall_signal();
+    }
+    while counters::get(Counter::Samples) - first < 300 + WALL_SIGNALS && Instant::now() < deadline {
         spin = spin.wrapping_mul(6364136223846793005).wrapping_add(1);
     }
     ARMED.store(false, Ordering::SeqCst);
@@ -126,13 +173,37 @@ fn sampling_path_does_not_allocate() {
 
     engine::stop();
     sampling::retire();
-    let samples = counters::get(Counter::Samples);
-    assert!(samples >= 300, "only {samples} samples arrived");
-    assert!(sampler.traces.len() >= 97, "new traces were inserted while armed");
-    let mut native = 0;
-    sampler.traces.for_each_live(|t| native += t.frames.iter().filter(|f| f.kind == FrameKind::Native).count());
-    assert!(native > 0, "native frames were unwound and stitched");
-    assert_eq!(ALLOCATIONS.load(Ordering::SeqCst), 0, "allocations during {samples} samples");
+    let samples = counters::get(Counter::Samples) - first;
+    let name = scenario.name;
+    assert!(samples >= 300 + WALL_SIGNALS, "{name}: only {samples} samples arrived");
+    assert_eq!(ALLOCATIONS.load(Ordering::SeqCst), 0, "{name}: allocations during {samples} samples");
+    let mut records = Vec::new();
+    sampler.stripes.drain_into(&mut records);
+    let wall = records.iter().filter(|r| r.kind == SampleKind::Wall).count() as u64;
+    (sampler, wall)
+}
+
+#[test]
+fn sampling_path_does_not_allocate() {
+    signals::install(libc::SIGVTALRM, on_sigvtalrm, &PREVIOUS_SIGVTALRM).expect("SIGVTALRM handler");
+    for scenario in &SCENARIOS {
+        let remote_before = counters::get(Counter::RemoteFrames);
+        let (sampler, wall) = run_armed(scenario);
+        let name = scenario.name;
+        assert_eq!(wall, WALL_SIGNALS, "{name}: every wall-clock signal was sampled");
+        assert!(sampler.traces.len() >= 97, "{name}: new traces were inserted while armed");
+        let mut native = 0;
+        let native_kind = if scenario.remote { FrameKind::RemoteNative } else { FrameKind::Native };
+        sampler.traces.for_each_live(|t| native += t.frames.iter().filter(|f| f.kind == native_kind).count());
+        assert!(native > 0, "{name}: native frames were unwound and stitched");
+        if scenario.remote {
+            assert!(
+                counters::get(Counter::RemoteFrames) > remote_before,
+                "{name}: frames packed for remote symbolication"
+            );
+        }
+    }
+    signals::restore(libc::SIGVTALRM, on_sigvtalrm, &PREVIOUS_SIGVTALRM, Pending::Discard).expect("restore SIGVTALRM");
 
     let (memory, _) = testing::vm();
     let source = HotSpotSource::new(testing::walker(), false, 1);
