@@ -278,7 +278,7 @@ impl JavaSegmentWalker {
             let anchor = self.anchor_at(memory, wrapper.checked_add(l.call_wrapper_anchor)?);
             let pc = memory.u64(fp.checked_add(8)?)?;
             let caller_fp = memory.u64(fp)?;
-            Some((anchor, VmFrame::new(pc, fp + 16, caller_fp)))
+            Some((anchor, VmFrame::new(pc, fp.checked_add(16)?, caller_fp)))
         })();
         match caller {
             Some((anchor, caller)) if fp > frame.sp => {
@@ -323,10 +323,9 @@ impl JavaSegmentWalker {
         if !sink(JavaFrame { method: id, bci, kind }) {
             return Step::End(SegmentEnd::Full);
         }
-        let (Some(pc), Some(caller_fp)) = (word(1), word(0)) else {
+        let (Some(pc), Some(caller_fp), Some(sp)) = (word(1), word(0), fp.checked_add(16)) else {
             return fail(WalkFailure::BadInterpretedFrame);
         };
-        let sp = fp + 16;
         // The caller's sp at the call, before a c2i adapter or the caller's
         // expression stack extended it for the arguments (so above `sp`).
         let unextended = word(l.interpreter_sender_sp).filter(|&u| u >= sp && u - sp <= MAX_STACK_SPAN).unwrap_or(sp);
