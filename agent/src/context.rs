@@ -56,6 +56,21 @@ impl ContextState {
     pub fn sample_context(&self, tid: u32) -> Context {
         self.slots.find(tid).and_then(ThreadSlot::context).unwrap_or_default()
     }
+
+    /// Ids of context values set on any thread right now.
+    fn live_value_ids(&self) -> HashSet<u32> {
+        let mut ids = HashSet::new();
+        self.slots.for_each(|slot| ids.extend(slot.value_ids()));
+        ids
+    }
+
+    /// Rotates the value dictionary, keeping every value some thread
+    /// carries. Not signal-safe; one caller at a time (the recording's
+    /// rotation).
+    pub fn rotate_values(&self) {
+        self.values.rotate();
+        self.values.carry_ids(&self.live_value_ids());
+    }
 }
 
 static STATE: OnceLock<ContextState> = OnceLock::new();
@@ -144,23 +159,6 @@ pub fn release_thread(tid: u32) {
     }
 }
 
-/// Ids of context values set on any thread right now.
-pub fn live_value_ids() -> HashSet<u32> {
-    let mut ids = HashSet::new();
-    if let Some(state) = state() {
-        state.slots.for_each(|slot| ids.extend(slot.value_ids()));
-    }
-    ids
-}
-
-/// Rotates the value dictionary, keeping every value some thread carries.
-pub fn rotate_values() {
-    if let Some(state) = state() {
-        state.values.rotate();
-        state.values.carry_ids(&live_value_ids());
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,7 +169,7 @@ mod tests {
         let id = state().unwrap().sample_context(current_tid()).values[1];
         assert_ne!(id, 0);
         for _ in 0..4 {
-            rotate_values();
+            state().unwrap().rotate_values();
         }
         assert_eq!(state().unwrap().values.live_entries().get(&id).map(String::as_str), Some("customer-42"));
         set_value(1, None, 2).unwrap();

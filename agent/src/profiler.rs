@@ -10,7 +10,7 @@ use crate::jni_env::JniEnv;
 use crate::libraries::RefreshTick;
 use crate::log;
 use crate::recording::endpoints;
-use crate::recording::rotation::{ContextValues, Stores};
+use crate::recording::rotation::Stores;
 use crate::recording::writer::Writer;
 use crate::recording::{DumpContext, Recording};
 use crate::sampling::java_thread::{self, JavaThreads};
@@ -259,7 +259,7 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
         io(e)
     })?;
     let file = options.file.as_deref().map(output_path);
-    let stores = Stores { sampler: Arc::clone(&sampler), endpoints, context_values: ContextValues };
+    let stores = Stores { sampler: Arc::clone(&sampler), endpoints, context: sampler.context };
     let recording =
         Arc::new(Mutex::new(Recording::new(settings(options, cpu_engine), options.attributes.clone(), stores, file)));
     let mut ticks: Vec<Box<dyn Tick>> = Vec::new();

@@ -98,7 +98,7 @@ impl Recording {
         self.stores.rotate();
         let endpoints = self.stores.endpoints.take_ended();
         self.drain();
-        let context_values = self.stores.context_values.live_entries();
+        let context_values = self.stores.context.values.live_entries();
         let now = clock::monotonic_ns();
         let next = ChunkBuilder::new(now, clock::epoch_ns(), &self.settings, &self.attributes);
         let finished = std::mem::replace(&mut self.chunk, next);

@@ -24,10 +24,9 @@
 //!    owns it for the whole session (`classes`).
 
 use super::endpoints::Endpoints;
-use crate::context;
+use crate::context::ContextState;
 use crate::sampling::Sampler;
 use crate::storage::trace_storage::CallTraceStorage;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// A store whose entries chunks reference by id.
@@ -45,23 +44,9 @@ impl Rotate for CallTraceStorage {
     }
 }
 
-/// The context values dictionary. It lives as long as the agent (context
-/// may be set before `start`) and is created by the first thread that sets
-/// context: created at `start`, it would make every sample probe the thread
-/// slots. So this handle finds it at each use; before it exists there is
-/// nothing to rotate or read.
-pub struct ContextValues;
-
-impl ContextValues {
-    /// Every value a sample drained since the previous rotation can hold.
-    pub fn live_entries(&self) -> HashMap<u32, String> {
-        context::state().map(|s| s.values.live_entries()).unwrap_or_default()
-    }
-}
-
-impl Rotate for ContextValues {
+impl Rotate for ContextState {
     fn rotate(&self) {
-        context::rotate_values();
+        self.rotate_values();
     }
 }
 
@@ -72,14 +57,15 @@ pub struct Stores {
     pub sampler: Arc<Sampler>,
     /// Endpoint events and labels, recorded by JNI threads (`recordTraceRoot`).
     pub endpoints: &'static Endpoints,
-    /// Context values, set by JNI threads (`setContextValue`).
-    pub context_values: ContextValues,
+    /// The sampler's context state: its values are set by JNI threads
+    /// (`setContextValue`) and read into chunks.
+    pub context: &'static ContextState,
 }
 
 impl Stores {
     /// The rotatable stores, in rotation order (see the module comment).
     fn in_rotation_order(&self) -> [&dyn Rotate; 3] {
-        [&self.sampler.traces, self.endpoints, &self.context_values]
+        [&self.sampler.traces, self.endpoints, self.context]
     }
 
     /// Ends the current chunk in every store. Not signal-safe.
