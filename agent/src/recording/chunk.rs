@@ -5,7 +5,7 @@
 
 use super::classes::ClassIds;
 use super::endpoints::Batch;
-use super::frames::FrameNames;
+use super::frame_names::FrameNames;
 use super::methods::MethodSource;
 use crate::libraries::LibraryTable;
 use crate::storage::call_traces::TraceId;

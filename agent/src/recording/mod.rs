@@ -5,8 +5,8 @@
 //! [`chunk`] turns samples and stores into a chunk's bytes (no I/O),
 //! [`sink`] puts finished chunks into files (the only file I/O), and
 //! [`writer`] is the periodic tick that drains samples and finishes chunks
-//! that grew too large. [`frames`], [`methods`] and [`classes`] name what
-//! a chunk's pools hold; [`endpoints`] is the store of endpoint events.
+//! that grew too large. [`frame_names`], [`methods`] and [`classes`] name
+//! what a chunk's pools hold; [`endpoints`] is the store of endpoint events.
 //!
 //! A chunk is finished ("rotated") when it grows past [`ROTATE_BYTES`], on
 //! `dump` and on `stop`.
@@ -14,7 +14,7 @@
 pub mod chunk;
 pub mod classes;
 pub mod endpoints;
-pub mod frames;
+pub mod frame_names;
 pub mod methods;
 pub mod rotation;
 pub mod sink;

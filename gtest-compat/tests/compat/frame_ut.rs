@@ -6,7 +6,7 @@
 //! `encode` (a raw AsyncGetCallTrace bci) decodes as JIT compiled. We
 //! store the kind in its own field (`frames::Frame::kind`) next to
 //! the whole bci, and name the JFR frame type at dump time
-//! (`recording::frames::FrameNames`), where Java frames, whose type
+//! (`recording::frame_names::FrameNames`), where Java frames, whose type
 //! AsyncGetCallTrace does not tell, are JIT compiled. The bit-layout cases
 //! have no counterpart; the round-trip and decode contracts are checked
 //! through the call-trace table and `FrameNames`.
@@ -14,7 +14,7 @@
 use frames::{CallTraceError, Frame, FrameKind, FrameType, RemoteFrame, BCI_NATIVE_METHOD};
 use jfr_writer::ConstantPools;
 use profiler_agent::recording::classes::ClassIds;
-use profiler_agent::recording::frames::FrameNames;
+use profiler_agent::recording::frame_names::FrameNames;
 use profiler_agent::recording::methods::{MethodInfo, MethodSource};
 use profiler_agent::storage::call_traces::{CallTraceTable, TraceId};
 use std::sync::atomic::AtomicU32;
