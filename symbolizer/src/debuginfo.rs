@@ -40,18 +40,20 @@ pub fn file_build_id(path: &Path) -> Option<String> {
     buildid::from_file_bytes(&data).ok().map(|b| b.to_hex())
 }
 
-/// `<root>/.build-id/ab/cdef….debug`, or `<root>/ab/cdef….debug` when
-/// `root` is the `.build-id` directory itself; a dangling link counts (the
-/// caller reports it).
-fn in_build_id_tree(root: &Path, build_id: &str) -> Option<PathBuf> {
+/// The entries a `.build-id` tree at `root` has for `build_id`, in search
+/// order: `<root>/.build-id/ab/cdef….debug`, then `<root>/ab/cdef….debug`
+/// (when `root` is the `.build-id` directory itself). An entry may be a
+/// dangling link.
+fn in_build_id_tree(root: &Path, build_id: &str) -> Vec<PathBuf> {
     if build_id.len() < 3 {
-        return None;
+        return Vec::new();
     }
     let (head, tail) = build_id.split_at(2);
     let name = format!("{tail}.debug");
     [root.join(".build-id").join(head).join(&name), root.join(head).join(&name)]
         .into_iter()
-        .find(|p| p.symlink_metadata().is_ok())
+        .filter(|p| p.symlink_metadata().is_ok())
+        .collect()
 }
 
 /// The debug file a binary's `.gnu_debuglink` names, searched where GDB
@@ -88,45 +90,57 @@ impl Locator {
         (Self { build_id_dirs: dirs, binaries: by_id, debuginfod, fetched: HashMap::new() }, problems)
     }
 
-    fn local(&self, build_id: &str) -> Option<Result<PathBuf, Missing>> {
-        for dir in &self.build_id_dirs {
-            if let Some(path) = in_build_id_tree(dir, build_id) {
-                return Some(if path.is_file() {
-                    Ok(path)
-                } else {
-                    Err(Missing::DebugFileMissing(format!("{} is a dangling link", path.display())))
-                });
+    /// The debug file of `build_id` from the local sources, tried in order
+    /// (trees, debuginfod cache, binaries). A source that knows the
+    /// build-id but fails (a dangling link, a debug link leading nowhere)
+    /// does not end the search; without a file, the error is the first
+    /// such failure, or `None` if no local source knows the build-id.
+    fn local(&self, build_id: &str) -> Result<PathBuf, Option<String>> {
+        let mut failure = None;
+        for path in self.build_id_dirs.iter().flat_map(|dir| in_build_id_tree(dir, build_id)) {
+            if path.is_file() {
+                return Ok(path);
             }
+            failure.get_or_insert_with(|| format!("{} is a dangling link", path.display()));
         }
         if let Some(path) = self.debuginfod.as_ref().and_then(|d| d.cached(build_id)) {
-            return Some(Ok(path));
+            return Ok(path);
         }
-        let binary = self.binaries.get(build_id)?;
-        Some(via_debuglink(binary).ok_or_else(|| {
-            Missing::DebugFileMissing(format!(
-                "{} has no debug information and its debug link leads nowhere",
-                binary.display()
-            ))
-        }))
+        if let Some(binary) = self.binaries.get(build_id) {
+            match via_debuglink(binary) {
+                Some(path) => return Ok(path),
+                None => {
+                    failure.get_or_insert_with(|| {
+                        format!("{} has no debug information and its debug link leads nowhere", binary.display())
+                    });
+                }
+            }
+        }
+        Err(failure)
     }
 
-    /// Fetches, concurrently, every build-id not available locally.
+    /// Fetches, concurrently, every build-id without a local debug file.
     pub fn prefetch(&mut self, build_ids: &[String]) {
         let Some(client) = self.debuginfod.as_ref().filter(|d| d.has_servers()) else { return };
-        let wanted: Vec<String> = build_ids.iter().filter(|id| self.local(id).is_none()).cloned().collect();
+        let wanted: Vec<String> = build_ids.iter().filter(|id| self.local(id).is_err()).cloned().collect();
         if !wanted.is_empty() {
             self.fetched.extend(client.fetch_all(&wanted));
         }
     }
 
+    /// The debug file of `build_id`: local sources, then what debuginfod
+    /// fetched. Without one, a local source's failure is the reason before
+    /// debuginfod's (it is the more specific).
     pub fn locate(&self, build_id: &str) -> Result<PathBuf, Missing> {
-        if let Some(found) = self.local(build_id) {
-            return found;
-        }
-        match self.fetched.get(build_id) {
-            Some(Fetched::File(path)) => Ok(path.clone()),
-            Some(Fetched::Unreachable(why)) => Err(Missing::DebugFileMissing(format!("debuginfod: {why}"))),
-            Some(Fetched::NotFound) | None => Err(Missing::UnknownBuildId),
+        let local_failure = match self.local(build_id) {
+            Ok(path) => return Ok(path),
+            Err(failure) => failure,
+        };
+        match (self.fetched.get(build_id), local_failure) {
+            (Some(Fetched::File(path)), _) => Ok(path.clone()),
+            (_, Some(why)) => Err(Missing::DebugFileMissing(why)),
+            (Some(Fetched::Unreachable(why)), None) => Err(Missing::DebugFileMissing(format!("debuginfod: {why}"))),
+            (Some(Fetched::NotFound) | None, None) => Err(Missing::UnknownBuildId),
         }
     }
 }
@@ -135,6 +149,7 @@ impl Locator {
 mod tests {
     use super::*;
     use crate::testing::{link_in_build_id_tree, scratch_dir};
+    use std::io::{Read, Write};
 
     const ID: &str = "abcdef0123456789abcdef0123456789abcdef01";
 
@@ -179,13 +194,46 @@ mod tests {
     }
 
     #[test]
-    fn a_dangling_link_is_a_missing_debug_file_not_a_reason_to_look_further() {
-        let dir = scratch_dir("debuginfo_dangling");
+    fn a_dangling_link_does_not_end_the_search() {
+        let dir = scratch_dir("debuginfo_dangling_later");
         let (broken, good) = (dir.join("broken"), dir.join("good"));
         link_in_build_id_tree(&broken, ID, &dir.join("nowhere"));
-        link_in_build_id_tree(&good, ID, &file(&dir, "a.debug"));
-        let found = locator(&[broken, good], &[], None).locate(ID);
+        let linked = link_in_build_id_tree(&good, ID, &file(&dir, "a.debug"));
+        assert_eq!(locator(&[broken.clone(), good], &[], None).locate(ID), Ok(linked));
+        let exe = std::env::current_exe().unwrap();
+        let id = file_build_id(&exe).expect("the test binary has a GNU build-id");
+        link_in_build_id_tree(&broken, &id, &dir.join("nowhere"));
+        assert_eq!(locator(&[broken], std::slice::from_ref(&exe), None).locate(&id), Ok(exe));
+    }
+
+    #[test]
+    fn a_dangling_link_is_the_reason_only_when_nothing_resolves() {
+        let dir = scratch_dir("debuginfo_dangling_only");
+        link_in_build_id_tree(&dir, ID, &dir.join("nowhere"));
+        let found = locator(std::slice::from_ref(&dir), &[], None).locate(ID);
         assert!(matches!(&found, Err(Missing::DebugFileMissing(why)) if why.contains("dangling link")), "{found:?}");
+    }
+
+    #[test]
+    fn debuginfod_is_asked_past_a_dangling_link() {
+        let dir = scratch_dir("debuginfo_dangling_debuginfod");
+        link_in_build_id_tree(&dir, ID, &dir.join("nowhere"));
+        let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", server.local_addr().unwrap());
+        let serve = std::thread::spawn(move || {
+            let (mut stream, _) = server.accept().unwrap();
+            let mut request = [0u8; 4096];
+            let _ = stream.read(&mut request).unwrap();
+            stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nDEBUG").unwrap();
+        });
+        let cache = dir.join("cache");
+        let (mut locator, _) =
+            Locator::new(std::slice::from_ref(&dir), &[], Some(Debuginfod::new(vec![url], cache.clone())));
+        locator.prefetch(&[ID.to_owned()]);
+        // Asserted before joining: a locator that did not ask leaves the
+        // server waiting.
+        assert_eq!(locator.locate(ID), Ok(crate::debuginfod::cache_path(&cache, ID)));
+        serve.join().unwrap();
     }
 
     #[test]
