@@ -12,7 +12,9 @@ pub const BCI_NATIVE_METHOD: i32 = -3;
 pub const BCI_NATIVE_FRAME_REMOTE: i32 = -19;
 
 /// What a stored frame's `method` and `bci` mean. Zero is [`FrameKind::Java`]
-/// (a zeroed [`Frame`] is valid).
+/// (a zeroed [`Frame`] is valid). Not the JFR frame type a reader sees
+/// ([`crate::FrameType`]); `From<FrameKind> for FrameType` maps one to the
+/// other.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum FrameKind {
