@@ -5,7 +5,6 @@
 use crate::compressed::Unsigned5;
 use crate::memory::VmMemory;
 use crate::tables::{FieldEntry, VmTables};
-use unwind::arch::hotspot_frame;
 
 /// A field of a VM structure: its offset and its width in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -249,7 +248,11 @@ impl VmLayout {
         Self::from_tables(tables, java_major)
     }
 
+    /// The layout JDK `java_major`'s tables describe, with the frame
+    /// offsets of this architecture; an error where the walker does not
+    /// know the architecture's frames.
     pub fn from_tables(tables: &VmTables, java_major: u32) -> Result<Self, String> {
+        let arch = unwind::arch::HOTSPOT_FRAME.ok_or("the HotSpot walker knows x86-64 frame layouts only")?;
         let l = Lookup { tables };
         let blob_code = match l.field("CodeBlob", "_code_begin") {
             Ok(field) => CodeStart::Pointer(field),
@@ -305,14 +308,12 @@ impl VmLayout {
             anchor_fp: l.field("JavaFrameAnchor", "_last_Java_fp")?,
             call_wrapper_anchor: l.offset("JavaCallWrapper", "_anchor")?,
             continuations,
-            interpreter_method: hotspot_frame::INTERPRETER_METHOD,
-            interpreter_bcp: hotspot_frame::INTERPRETER_BCP,
+            interpreter_method: arch.interpreter_method,
+            interpreter_bcp: arch.interpreter_bcp,
             interpreter_sender_sp: l
                 .constant("frame::interpreter_frame_sender_sp_offset")
-                .unwrap_or(hotspot_frame::INTERPRETER_SENDER_SP),
-            entry_call_wrapper: l
-                .constant("frame::entry_frame_call_wrapper_offset")
-                .unwrap_or(hotspot_frame::ENTRY_CALL_WRAPPER),
+                .unwrap_or(arch.interpreter_sender_sp),
+            entry_call_wrapper: l.constant("frame::entry_frame_call_wrapper_offset").unwrap_or(arch.entry_call_wrapper),
         };
         let blobs = BlobLayout {
             heap_block_size: l.size("HeapBlock")?,

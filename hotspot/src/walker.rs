@@ -183,9 +183,6 @@ impl JavaSegmentWalker {
     /// The walker for the running JVM, from its tables. Not signal-safe;
     /// call after VM init (the code cache must exist).
     pub fn from_tables(tables: &VmTables, memory: &dyn VmMemory) -> Result<Self, String> {
-        if !unwind::arch::hotspot_frame::SUPPORTED {
-            return Err("the HotSpot walker knows x86-64 frame layouts only".into());
-        }
         Ok(Self::new(VmLayout::read(tables, memory)?, CodeAddresses::read(tables, memory)?))
     }
 

@@ -1,5 +1,6 @@
 //! AArch64 (AAPCS64, Linux).
 
+use super::HotSpotFrameOffsets;
 use crate::Registers;
 use framehop::aarch64::{CacheAarch64, UnwindRegsAarch64, UnwinderAarch64};
 
@@ -55,14 +56,7 @@ pub fn from_framehop(return_address: u64, regs: &FramehopRegs) -> Registers {
 /// The ABI code of SFrame sections for this architecture.
 pub const SFRAME_ABI: u8 = crate::sframe::ABI_AARCH64_LE;
 
-/// HotSpot's frame layout. Not verified against `frame_aarch64.hpp`
-/// beyond the entry frame's call-wrapper offset: the walker is refused on
-/// this architecture.
-pub mod hotspot_frame {
-    /// The HotSpot walker's prologue and epilogue decoding is x86-64 code.
-    pub const SUPPORTED: bool = false;
-    pub const INTERPRETER_METHOD: i64 = -3;
-    pub const INTERPRETER_BCP: i64 = -8;
-    pub const INTERPRETER_SENDER_SP: i64 = -1;
-    pub const ENTRY_CALL_WRAPPER: i64 = -8;
-}
+/// HotSpot's frame layout: not known here. The HotSpot walker's prologue
+/// and epilogue decoding is x86-64 code, so the walker is refused on this
+/// architecture, and no unverified offsets exist to be used by mistake.
+pub const HOTSPOT_FRAME: Option<HotSpotFrameOffsets> = None;

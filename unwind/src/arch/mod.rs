@@ -17,6 +17,20 @@ pub use aarch64::*;
 #[cfg(not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64"))))]
 compile_error!("the profiler supports Linux on x86-64 and AArch64 only");
 
+/// Word offsets in HotSpot's frames that VMStructs exports late or not at
+/// all; each part's `HOTSPOT_FRAME` has them where the HotSpot walker
+/// knows the architecture's frames, and is `None` elsewhere.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HotSpotFrameOffsets {
+    /// From an interpreted frame's fp: its `Method*`, its bcp and its
+    /// sender's sp.
+    pub interpreter_method: i64,
+    pub interpreter_bcp: i64,
+    pub interpreter_sender_sp: i64,
+    /// From an entry frame's fp: its JavaCallWrapper.
+    pub entry_call_wrapper: i64,
+}
+
 extern "C" {
     /// Loads the 8 bytes at `address` into `*out` and returns 1; its load
     /// is the only instruction that can fault, at [`fault_site`]. Defined

@@ -1,5 +1,6 @@
 //! x86-64 (System V, Linux).
 
+use super::HotSpotFrameOffsets;
 use crate::Registers;
 use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
 
@@ -60,16 +61,12 @@ pub fn from_framehop(return_address: u64, regs: &FramehopRegs) -> Registers {
 /// The ABI code of SFrame sections for this architecture.
 pub const SFRAME_ABI: u8 = crate::sframe::ABI_AMD64_LE;
 
-/// HotSpot's frame layout (`frame_x86.hpp`): word offsets from an
-/// interpreted frame's fp, stable since JDK 9 (which added the mirror
-/// slot; the tables export only some of them), and of an entry frame's
-/// JavaCallWrapper.
-pub mod hotspot_frame {
-    /// The HotSpot walker knows this architecture's frames (its prologue
-    /// and epilogue decoding is x86-64 code).
-    pub const SUPPORTED: bool = true;
-    pub const INTERPRETER_METHOD: i64 = -3;
-    pub const INTERPRETER_BCP: i64 = -8;
-    pub const INTERPRETER_SENDER_SP: i64 = -1;
-    pub const ENTRY_CALL_WRAPPER: i64 = -6;
-}
+/// HotSpot's frame layout (`frame_x86.hpp`), stable since JDK 9 (which
+/// added the mirror slot). The HotSpot walker knows this architecture's
+/// frames (its prologue and epilogue decoding is x86-64 code).
+pub const HOTSPOT_FRAME: Option<HotSpotFrameOffsets> = Some(HotSpotFrameOffsets {
+    interpreter_method: -3,
+    interpreter_bcp: -8,
+    interpreter_sender_sp: -1,
+    entry_call_wrapper: -6,
+});
