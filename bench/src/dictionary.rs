@@ -1,6 +1,8 @@
-//! Dictionary latencies: `bounded_lookup` (the signal handler's probe) and
-//! insert (a JNI thread's lookup of a new key), alone and while other
-//! threads hammer the same dictionary, and rotation time while they do.
+//! Dictionary latencies: the read-only `bounded_lookup` (the upstream
+//! contract's signal-safe probe; no handler of the agent reads a
+//! dictionary) and insert (a JNI thread's lookup of a new key), alone and
+//! while other threads hammer the same dictionary, and rotation time while
+//! they do.
 
 use profiler_agent::dictionary::{Carry, TripleBufferedDictionary};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -103,7 +105,7 @@ pub fn run(options: &crate::Options) {
     println!("|---|---|---|");
     let (probe, insert) = lookups(0);
     let (probe_c, insert_c) = lookups(contenders);
-    println!("| bounded_lookup, hit (signal handler) | {probe:.0} ns | {probe_c:.0} ns |");
+    println!("| bounded_lookup, read-only hit | {probe:.0} ns | {probe_c:.0} ns |");
     println!("| lookup, insert of a new key | {insert:.0} ns | {insert_c:.0} ns |");
     for (name, carry) in [("persistent", Carry::Everything), ("carry-nothing (endpoints, context)", Carry::Nothing)] {
         let (p50, p99) = rotations(carry, 0);

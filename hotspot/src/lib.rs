@@ -8,8 +8,9 @@
 //! ([`code_cache`]), nmethods' debug information ([`debug_info`]) and
 //! methods ([`methods`]), and reading memory only through a
 //! [`memory::VmMemory`]. Module dependencies go one way: `memory` and
-//! `tables` at the bottom, `layout` over them, the walker's parts over
-//! `layout`, `walker` on top.
+//! `tables` at the bottom, `compressed` over `memory`, `layout` over those
+//! three and `unwind::arch` (frame-layout constants), the walker's parts
+//! over `layout`, `walker` on top.
 
 pub mod code_cache;
 pub mod compressed;

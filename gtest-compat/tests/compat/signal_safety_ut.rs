@@ -4,13 +4,13 @@
 //! (`SignalHandlerScope`), so that code such as its dlopen hook can ask
 //! "am I in a handler?", and compensates the count after a longjmp out of
 //! a handler. We keep no such depth: we hook no dlopen (new libraries are
-//! found by the writer thread), never longjmp out of a handler (a faulting
-//! read resumes inside `safe_load`'s own routine), and a sample's state is
-//! held by acquisitions that are released exactly once when dropped (its
-//! stripe, its hazard slot). The ported cases check that: a sample leaves
-//! nothing held, a sample nested in another on the same thread gets its own
-//! stripe and both complete, and a thread without per-thread context is
-//! sampled without it.
+//! found by the library table's refresh tick), never longjmp out of a
+//! handler (a faulting read resumes inside `safe_load`'s own routine), and
+//! a sample's state is held by acquisitions that are released exactly once
+//! when dropped (its stripe, its hazard slot). The ported cases check that:
+//! a sample leaves nothing held, a sample nested in another on the same
+//! thread gets its own stripe and both complete, and a thread without
+//! per-thread context is sampled without it.
 
 use super::stress_call_trace_storage::InstalledHandler;
 use frames::Frame;
