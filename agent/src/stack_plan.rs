@@ -100,8 +100,8 @@ impl StackPlan {
             log::warn!("cstack=vm: the JavaThread lookup is unavailable; walking Java frames with AsyncGetCallTrace");
             return None;
         }
-        match vm.hotspot_walker() {
-            Ok(hotspot) => Some(HotSpotSource::new(hotspot, extended, STRIPES)),
+        match vm.java_segment_walker() {
+            Ok(segments) => Some(HotSpotSource::new(segments, extended, STRIPES)),
             Err(e) => {
                 log::warn!("cstack=vm: {e}; walking Java frames with AsyncGetCallTrace");
                 None

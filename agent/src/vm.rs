@@ -119,9 +119,10 @@ impl Vm {
         self.tables.get_or_init(|| VmTables::read(&lookup, &ProcessMemory)).as_ref().map_err(Clone::clone)
     }
 
-    /// The HotSpot walker for this JVM, from libjvm's VMStructs tables.
-    /// Not signal-safe; call after VM init (the code cache must exist).
-    pub fn hotspot_walker(&self) -> Result<JavaSegmentWalker, String> {
+    /// The walker of this JVM's Java segments, from libjvm's VMStructs
+    /// tables. Not signal-safe; call after VM init (the code cache must
+    /// exist).
+    pub fn java_segment_walker(&self) -> Result<JavaSegmentWalker, String> {
         JavaSegmentWalker::from_tables(self.vm_tables()?, &ProcessMemory)
     }
 

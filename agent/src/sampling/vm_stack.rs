@@ -19,9 +19,10 @@ use hotspot::{
 use std::cell::UnsafeCell;
 use unwind::{PcKind, Registers};
 
-/// HotSpot's structures, and one jmethodID table per sample stripe.
+/// The walker of HotSpot's Java segments, and one jmethodID table per
+/// sample stripe.
 pub struct HotSpotSource {
-    hotspot: JavaSegmentWalker,
+    segments: JavaSegmentWalker,
     /// `vmx`: keep the native frames between Java frames.
     extended: bool,
     /// Table `i` is used under stripe `i`'s lock.
@@ -33,9 +34,9 @@ unsafe impl Sync for HotSpotSource {}
 
 impl HotSpotSource {
     /// Not signal-safe: allocates the per-stripe tables.
-    pub fn new(hotspot: JavaSegmentWalker, extended: bool, stripes: usize) -> Self {
+    pub fn new(segments: JavaSegmentWalker, extended: bool, stripes: usize) -> Self {
         let method_ids = (0..stripes).map(|_| UnsafeCell::new(MethodIds::default())).collect();
-        Self { hotspot, extended, method_ids }
+        Self { segments, extended, method_ids }
     }
 
     /// The walk of one sample of the interrupted thread (`thread` is its
@@ -56,7 +57,7 @@ impl HotSpotSource {
         // SAFETY: the caller holds stripe `stripe` (this function's
         // contract), so its table is ours alone.
         let memo = WalkMemo::new(thread, unsafe { &mut *ids.get() });
-        let anchor = if thread != 0 { self.hotspot.thread_anchor(memory, thread) } else { None };
+        let anchor = if thread != 0 { self.segments.thread_anchor(memory, thread) } else { None };
         Some(HotSpotWalk {
             source: self,
             native,
@@ -145,9 +146,9 @@ impl<M: VmMemory> HotSpotWalk<'_, M> {
     /// Continues at an anchor's Java frames, if there is one.
     fn at_anchor(&mut self, anchor: Option<Anchor>) -> Next {
         let Some(target) = anchor else { return self.stop(false) };
-        let hotspot = &self.source.hotspot;
-        match hotspot.anchor_frame(self.memory, target) {
-            Some(frame) if hotspot.in_code_cache(frame.pc) && frame.sp >= self.reached => self.java_at(frame),
+        let segments = &self.source.segments;
+        match segments.anchor_frame(self.memory, target) {
+            Some(frame) if segments.in_code_cache(frame.pc) && frame.sp >= self.reached => self.java_at(frame),
             _ => {
                 counters::increment(Counter::VmWalkBadAnchor);
                 self.stop(true)
@@ -162,7 +163,7 @@ impl<M: VmMemory> JavaWalk for HotSpotWalk<'_, M> {
     fn start(&mut self, regs: Option<Registers>) -> Next {
         let Some(regs) = regs else { return self.stop(false) };
         self.reached = regs.sp;
-        if self.source.hotspot.in_code_cache(regs.pc) {
+        if self.source.segments.in_code_cache(regs.pc) {
             self.java_at(VmFrame::interrupted(regs.pc, regs.sp, regs.fp))
         } else {
             Next::Native { regs, kind: PcKind::Interrupted, marks_end: true }
@@ -173,7 +174,7 @@ impl<M: VmMemory> JavaWalk for HotSpotWalk<'_, M> {
         let r = walk.regs;
         self.reached = self.reached.max(r.sp);
         match walk.stop {
-            NativeStop::OutsideLibraries if self.source.hotspot.in_code_cache(r.pc) => self.java_at(match walk.kind {
+            NativeStop::OutsideLibraries if self.source.segments.in_code_cache(r.pc) => self.java_at(match walk.kind {
                 PcKind::Interrupted => VmFrame::interrupted(r.pc, r.sp, r.fp),
                 PcKind::ReturnAddress => VmFrame::new(r.pc, r.sp, r.fp),
             }),
@@ -189,10 +190,10 @@ impl<M: VmMemory> JavaWalk for HotSpotWalk<'_, M> {
         let Some(mut frame) = self.pending.take() else { return (0, self.stop(true)) };
         let source = self.source;
         let native = self.native;
-        let is_code = |pc: u64| source.hotspot.in_code_cache(pc) || native.is_some_and(|n| n.in_library(pc));
+        let is_code = |pc: u64| source.segments.in_code_cache(pc) || native.is_some_and(|n| n.in_library(pc));
         let mut writer = FrameWriter { out, len: 0, met_java: self.met_java };
         let end =
-            source.hotspot.walk_java(self.memory, &is_code, &mut frame, &mut self.memo, &mut |f| writer.push_java(f));
+            source.segments.walk_java(self.memory, &is_code, &mut frame, &mut self.memo, &mut |f| writer.push_java(f));
         self.met_java = writer.met_java;
         self.reached = self.reached.max(frame.sp);
         let next = match end {
