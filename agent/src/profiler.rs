@@ -7,17 +7,21 @@ use crate::counters;
 use crate::engine;
 use crate::existing_threads;
 use crate::jni_env::JniEnv;
-use crate::libraries::RefreshTick;
+use crate::libraries::sections::Wanted;
+use crate::libraries::{LibraryTable, RefreshTick};
 use crate::log;
 use crate::recording::endpoints;
 use crate::recording::rotation::Stores;
 use crate::recording::writer::Writer;
 use crate::recording::{DumpContext, Recording};
 use crate::sampling::java_thread::{self, JavaThreads};
+use crate::sampling::native::{NativeMode, NativeUnwinder};
 use crate::sampling::origin::Origins;
 use crate::sampling::thread_state::{self, BlockingMethods};
+use crate::sampling::vm_stack::HotSpotSource;
 use crate::sampling::{self, safe_read, Sampler};
-use crate::storage::samples::SampleStripes;
+use crate::stack_plan::{JavaSource, StackPlan};
+use crate::storage::samples::{SampleStripes, STRIPES};
 use crate::storage::trace_storage::CallTraceStorage;
 use crate::threads;
 use crate::ticker::{Tick, Ticker};
@@ -146,6 +150,37 @@ fn java_threads(env: Option<JniEnv>) -> JavaThreads {
     }
 }
 
+/// The native unwinder of `plan`, if it has one, over a new library table
+/// loading the unwind sections it needs.
+fn native_unwinder(plan: StackPlan, remote: bool) -> Option<NativeUnwinder> {
+    let mode = plan.native?;
+    let wanted = match mode {
+        NativeMode::FramePointer => Wanted::Nothing,
+        NativeMode::Dwarf => Wanted::Dwarf,
+        NativeMode::SFrame => Wanted::SFrame,
+    };
+    Some(NativeUnwinder::new(mode, remote, Arc::new(LibraryTable::new(wanted)), STRIPES))
+}
+
+/// The HotSpot Java source `plan` asks for, or `None` (with a warning
+/// saying why) to walk Java frames with AsyncGetCallTrace. It needs the
+/// TLS-free JavaThread lookup.
+fn hotspot_source(plan: StackPlan, vm: &Vm, threads: &JavaThreads) -> Option<HotSpotSource> {
+    let JavaSource::HotSpot { extended } = plan.java else { return None };
+    let cstack = plan.spelling();
+    if !matches!(threads, JavaThreads::Key(_)) {
+        log::warn!("cstack={cstack}: the JavaThread lookup is unavailable; walking Java frames with AsyncGetCallTrace");
+        return None;
+    }
+    match vm.java_segment_walker() {
+        Ok(segments) => Some(HotSpotSource::new(segments, extended, STRIPES)),
+        Err(e) => {
+            log::warn!("cstack={cstack}: {e}; walking Java frames with AsyncGetCallTrace");
+            None
+        }
+    }
+}
+
 fn settings(options: &Options, cpu_engine: Option<&str>) -> Vec<(String, String)> {
     let nanos = |d: Duration| format!("{} ns", d.as_nanos());
     let mut settings: Vec<(String, String)> = vec![("enabled".into(), "true".into())];
@@ -222,8 +257,8 @@ fn build_sampler(vm: &Vm, options: &Options, env: Option<JniEnv>, blocking: Bloc
         max_depth: depth,
         threads,
         asgct: vm.asgct(),
-        native: options.cstack.native_unwinder(options.remote_symbolication),
-        hotspot: options.cstack.hotspot_source(vm, &threads),
+        native: native_unwinder(options.cstack, options.remote_symbolication),
+        hotspot: hotspot_source(options.cstack, vm, &threads),
         verify_walk: options.verify_walk,
         blocking,
     })

@@ -1,17 +1,11 @@
 //! How stacks are walked, decided once from `cstack=`: the native unwinder
 //! and the source of Java frames. The option parser produces a
-//! [`StackPlan`]; `start` derives its option checks, the walkers it builds
-//! and the setting it records from the plan alone. Control plane only.
+//! [`StackPlan`]; its spelling, the option checks and the recorded setting
+//! derive from the plan alone, and the session builds the unwinder and the
+//! Java source it names (`profiler::build_sampler`). Pure, like the parser:
+//! no side effects, no global state.
 
-use crate::libraries::sections::Wanted;
-use crate::libraries::LibraryTable;
-use crate::log;
-use crate::sampling::java_thread::JavaThreads;
-use crate::sampling::native::{NativeMode, NativeUnwinder};
-use crate::sampling::vm_stack::HotSpotSource;
-use crate::storage::samples::STRIPES;
-use crate::vm::Vm;
-use std::sync::Arc;
+use crate::sampling::native::NativeMode;
 
 /// Where the Java frames of a sample come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,44 +63,29 @@ impl StackPlan {
     }
 
     /// Rejects options this plan cannot serve.
-    pub fn check(self, verify_walk: bool, remote_symbolication: bool) -> Result<(), &'static str> {
+    pub fn check(self, verify_walk: bool, remote_symbolication: bool) -> Result<(), String> {
         if verify_walk && self.java == JavaSource::AsyncGetCallTrace {
-            return Err("verifywalk: compares the HotSpot walker with AsyncGetCallTrace, so needs cstack=vm or vmx");
+            let hotspot = spellings(|plan| plan.java != JavaSource::AsyncGetCallTrace);
+            return Err(format!(
+                "verifywalk: compares the HotSpot walker with AsyncGetCallTrace, so needs cstack={hotspot}"
+            ));
         }
         if remote_symbolication && self.native.is_none() {
-            return Err("remotesym: remote symbolication needs native stacks (cstack=fp, dwarf, sframe, vm or vmx)");
+            let native = spellings(|plan| plan.native.is_some());
+            return Err(format!("remotesym: remote symbolication needs native stacks (cstack={native})"));
         }
         Ok(())
     }
+}
 
-    /// The native unwinder, if the plan has one, over a new library table
-    /// loading the unwind sections it needs. Not signal-safe.
-    pub fn native_unwinder(self, remote: bool) -> Option<NativeUnwinder> {
-        let mode = self.native?;
-        let wanted = match mode {
-            NativeMode::FramePointer => Wanted::Nothing,
-            NativeMode::Dwarf => Wanted::Dwarf,
-            NativeMode::SFrame => Wanted::SFrame,
-        };
-        Some(NativeUnwinder::new(mode, remote, Arc::new(LibraryTable::new(wanted)), STRIPES))
-    }
-
-    /// The HotSpot Java source the plan asks for, or `None` (with a
-    /// warning saying why) to walk Java frames with AsyncGetCallTrace. It
-    /// needs the TLS-free JavaThread lookup. Not signal-safe.
-    pub fn hotspot_source(self, vm: &Vm, threads: &JavaThreads) -> Option<HotSpotSource> {
-        let JavaSource::HotSpot { extended } = self.java else { return None };
-        if !matches!(threads, JavaThreads::Key(_)) {
-            log::warn!("cstack=vm: the JavaThread lookup is unavailable; walking Java frames with AsyncGetCallTrace");
-            return None;
-        }
-        match vm.java_segment_walker() {
-            Ok(segments) => Some(HotSpotSource::new(segments, extended, STRIPES)),
-            Err(e) => {
-                log::warn!("cstack=vm: {e}; walking Java frames with AsyncGetCallTrace");
-                None
-            }
-        }
+/// The spellings of the plans `wanted` accepts, in [`MODES`] order, as
+/// "a, b or c".
+fn spellings(wanted: impl Fn(StackPlan) -> bool) -> String {
+    let names: Vec<&str> = MODES.iter().filter(|(_, plan)| wanted(*plan)).map(|(spelling, _)| *spelling).collect();
+    match names.split_last() {
+        Some((last, [])) => (*last).to_owned(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
     }
 }
 
@@ -130,8 +109,14 @@ mod tests {
         let vm = StackPlan::parse("vm").unwrap();
         let no = StackPlan::parse("no").unwrap();
         assert!(vm.check(true, true).is_ok());
-        assert!(StackPlan::default().check(true, false).unwrap_err().starts_with("verifywalk"));
-        assert!(no.check(false, true).unwrap_err().starts_with("remotesym"));
+        assert_eq!(
+            StackPlan::default().check(true, false).unwrap_err(),
+            "verifywalk: compares the HotSpot walker with AsyncGetCallTrace, so needs cstack=vm or vmx"
+        );
+        assert_eq!(
+            no.check(false, true).unwrap_err(),
+            "remotesym: remote symbolication needs native stacks (cstack=fp, dwarf, sframe, vm or vmx)"
+        );
         assert!(no.check(false, false).is_ok());
     }
 }
