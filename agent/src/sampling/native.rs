@@ -143,20 +143,6 @@ impl NativeUnwinder {
         }
     }
 
-    /// Writes the native frames of the interrupted thread into `out`
-    /// (innermost first) and returns how many. Signal-safe.
-    ///
-    /// # Safety
-    /// The caller holds stripe `stripe`: no other thread walks with it
-    /// until this returns.
-    pub unsafe fn walk(&self, stripe: usize, ucontext: *mut c_void, out: &mut [Frame]) -> usize {
-        match registers(ucontext) {
-            // SAFETY: the caller holds `stripe` (this function's contract).
-            Some(regs) => unsafe { self.walk_from(stripe, regs, PcKind::Interrupted, out, true) }.frames,
-            None => 0,
-        }
-    }
-
     /// Writes native frames from `regs` (a frame whose pc is of kind
     /// `kind`) into `out`, until a pc outside every library, a marked
     /// function (if `marks_end`), the end of the stack or a frame it cannot

@@ -25,7 +25,7 @@ use profiler_agent::libraries::sections::Wanted;
 use profiler_agent::libraries::LibraryTable;
 use profiler_agent::sampling::asgct::{AsgctFrame, AsgctTrace};
 use profiler_agent::sampling::java_thread::JavaThreads;
-use profiler_agent::sampling::native::{NativeMode, NativeUnwinder};
+use profiler_agent::sampling::native::{registers, NativeMode, NativeUnwinder};
 use profiler_agent::sampling::origin::Origins;
 use profiler_agent::sampling::safe_read::{install_fault_handlers, on_fault, restore_fault_handlers, safe_load};
 use profiler_agent::sampling::thread_state::BlockingMethods;
@@ -340,15 +340,16 @@ fn walk_recovers(mode: NativeMode) {
     install_fault_handlers().unwrap();
     let bad = BadPage::new();
     let table = Arc::new(LibraryTable::new(Wanted::Dwarf));
-    let walker = NativeUnwinder::new(mode, false, table, 1);
+    let unwinder = NativeUnwinder::new(mode, false, table, 1);
     let pc = walk_target as *const () as usize as u64;
     assert_eq!(walk_target(), 7);
     for _ in 0..2 {
         let refused = counters::get(Counter::NativeReadRefused);
         let mut uc = context(pc, bad.0 as u64);
+        let regs = registers((&mut *uc as *mut libc::ucontext_t).cast()).unwrap();
         let mut out = [Frame::default(); 16];
-        // SAFETY: this walker is this test's alone, so stripe 0 is ours.
-        let n = unsafe { walker.walk(0, (&mut *uc as *mut libc::ucontext_t).cast(), &mut out) };
+        // SAFETY: this unwinder is this test's alone, so stripe 0 is ours.
+        let n = unsafe { unwinder.walk_from(0, regs, PcKind::Interrupted, &mut out, true) }.frames;
         assert_eq!(n, 1, "only the interrupted frame");
         assert_eq!(out[0], Frame::native(pc));
         assert_eq!(counters::get(Counter::NativeReadRefused), refused + 1);
