@@ -4,7 +4,7 @@
 
 use super::asgct::{AsgctFn, AsgctFrame, AsgctTrace};
 use super::java_thread::JavaThreads;
-use super::mixed::{marker_frame, JavaWalk, Next};
+use super::mixed::{drops_java_frame, marker_frame, JavaWalk, Next};
 use super::native::NativeWalk;
 use crate::counters::{self, Counter};
 use frames::{CallTraceError, Frame};
@@ -34,6 +34,15 @@ pub unsafe fn call(
     // SAFETY: per this function's contract.
     unsafe { asgct(&mut trace, depth, ucontext) };
     trace.num_frames
+}
+
+/// AsyncGetCallTrace's frames as a stack keeps them: without a leaf that
+/// [`drops_java_frame`] leaves out.
+pub(super) fn kept(frames: &[AsgctFrame]) -> &[AsgctFrame] {
+    match frames.split_first() {
+        Some((leaf, callers)) if drops_java_frame(true, leaf.method as u64) => callers,
+        _ => frames,
+    }
 }
 
 /// One sample's walk with AsyncGetCallTrace.
@@ -83,24 +92,20 @@ impl<'a> AsgctWalk<'a> {
             return error(out, CallTraceError::from_code(i64::from(num_frames)));
         }
         let written = (num_frames as usize).min(out.len());
-        // A leaf without a method id (HotSpot found no jmethodID for it yet)
-        // names nothing: dropped, its callers kept.
-        // SAFETY: AsyncGetCallTrace wrote at least one frame to `raw`.
-        let skip = usize::from(unsafe { (*self.raw).method }.is_null());
-        if skip == written {
+        // SAFETY: AsyncGetCallTrace wrote `written` frames to `raw`, which
+        // is apart from `out` and ours for the sample (this type's contract).
+        let kept = kept(unsafe { std::slice::from_raw_parts(self.raw, written) });
+        if kept.is_empty() {
             return error(out, CallTraceError::UnknownJava);
         }
-        let len = written - skip;
-        for (i, slot) in out.iter_mut().take(len).enumerate() {
-            // SAFETY: AsyncGetCallTrace wrote `written` frames to `raw`.
-            let f = unsafe { *self.raw.add(i + skip) };
+        for (slot, f) in out.iter_mut().zip(kept) {
             *slot = Frame::java(f.method as u64, f.bci);
         }
         let truncated = written == out.len();
         if truncated {
             counters::increment(Counter::StackTruncated);
         }
-        (len, truncated)
+        (kept.len(), truncated)
     }
 }
 
@@ -122,5 +127,24 @@ impl JavaWalk for AsgctWalk<'_> {
     fn walk_java(&mut self, out: &mut [Frame]) -> (usize, Next) {
         let (written, truncated) = self.java_frames(out);
         (written, Next::Stop { truncated })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(method: usize, bci: i32) -> AsgctFrame {
+        AsgctFrame { bci, method: method as _ }
+    }
+
+    #[test]
+    fn only_a_leaf_without_a_method_id_is_left_out() {
+        let frames = [frame(0, 1), frame(0x1234, 2), frame(0, 3)];
+        let left: Vec<_> = kept(&frames).iter().map(|f| (f.method as usize, f.bci)).collect();
+        assert_eq!(left, [(0x1234, 2), (0, 3)]);
+        assert_eq!(kept(&frames[1..]).len(), 2);
+        assert!(kept(&frames[..1]).is_empty());
+        assert!(kept(&[]).is_empty());
     }
 }

@@ -7,6 +7,7 @@
 use super::native::{NativeStop, NativeUnwinder, NativeWalk};
 use crate::counters::{self, Counter};
 use frames::{CallTraceError, Frame};
+use hotspot::NO_JMETHOD_ID;
 use unwind::{PcKind, Registers};
 
 /// Parts a walk may alternate through before it stops: more than any real
@@ -89,6 +90,14 @@ pub unsafe fn walk<J: JavaWalk>(
         };
     }
     MixedWalk { frames: len, truncated: true }
+}
+
+/// Whether a Java frame is left out of the stack: the innermost Java frame
+/// (`innermost`) without a method id (HotSpot has made no jmethodID for it
+/// yet) names nothing; its callers are kept, with an id or not. Both Java
+/// sources and `verifywalk`'s reference follow this one rule.
+pub fn drops_java_frame(innermost: bool, method: u64) -> bool {
+    innermost && method == NO_JMETHOD_ID
 }
 
 /// Writes a frame saying why the Java stack could not be walked (unless

@@ -19,7 +19,7 @@ pub(super) fn reference_goes_first() -> bool {
     ORDER.fetch_add(1, Ordering::Relaxed).is_multiple_of(2)
 }
 
-/// AsyncGetCallTrace's frames (a leaf without a method id dropped), and
+/// AsyncGetCallTrace's frames as the stack keeps them, and
 /// whether they filled `capacity`.
 pub(super) struct Reference<'a> {
     frames: &'a [AsgctFrame],
@@ -50,8 +50,7 @@ pub(super) fn reference_walk<'a>(
     // SAFETY: AsyncGetCallTrace wrote `written` frames to `raw`, which the
     // caller's stripe keeps ours until the sample is recorded.
     let frames = unsafe { std::slice::from_raw_parts(raw, written) };
-    let skip = usize::from(frames.first().is_some_and(|f| f.method.is_null()));
-    Some(Reference { frames: frames.get(skip..).unwrap_or_default(), full: written == capacity })
+    Some(Reference { frames: asgct_walk::kept(frames), full: written == capacity })
 }
 
 /// Counts the outcome of one sample: `walked` is the HotSpot walker's mixed

@@ -8,7 +8,7 @@
 //! Java frames the caller left (the anchor saved in the JavaCallWrapper);
 //! `vmx` walks the native frames in between.
 
-use super::mixed::{JavaWalk, Next};
+use super::mixed::{drops_java_frame, JavaWalk, Next};
 use super::native::{NativeStop, NativeUnwinder, NativeWalk};
 use crate::counters::{self, Counter};
 use frames::Frame;
@@ -105,14 +105,12 @@ impl FrameWriter<'_> {
         let Some(slot) = self.out.get_mut(self.len) else { return false };
         if frame.method == NO_JMETHOD_ID {
             counters::increment(Counter::VmWalkMethodWithoutId);
-            // The innermost Java frame without a method names nothing:
-            // dropped, as in the AsyncGetCallTrace walk (only that one).
-            if !self.met_java {
-                self.met_java = true;
-                return true;
-            }
         }
+        let innermost = !self.met_java;
         self.met_java = true;
+        if drops_java_frame(innermost, frame.method) {
+            return true;
+        }
         *slot = Frame::java_of_kind(frame.method, frame.bci, frame.kind);
         self.len += 1;
         true
