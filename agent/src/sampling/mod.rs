@@ -27,10 +27,9 @@ use crate::storage::samples::{SampleKind, SampleRecord, SampleStripes};
 use crate::storage::trace_storage::CallTraceStorage;
 use asgct::{AsgctFn, AsgctFrame};
 use asgct_walk::AsgctWalk;
-use frames::{CallTraceError, Frame};
+use frames::Frame;
 use java_thread::JavaThreads;
 use jfr_writer::ThreadState;
-use mixed::{marker_frame, MixedWalk};
 use origin::Origins;
 use safe_read::ProcessMemory;
 use std::ffi::c_void;
@@ -227,13 +226,8 @@ impl Sampler {
             reference = verify::reference_walk(self.asgct, &self.threads, raw, frames.len(), ucontext);
         }
         let started = if verify { crate::clock::monotonic_ns() } else { 0 };
-        let native = self.native.as_ref();
         // SAFETY: the caller holds `stripe` (this function's contract).
-        let walk = match unsafe { hotspot.begin(native, stripe, thread, &ProcessMemory) } {
-            // SAFETY: as above.
-            Some(mut java) => unsafe { mixed::walk(native, stripe, Some(regs), &mut java, frames) },
-            None => MixedWalk { frames: 0, truncated: false },
-        };
+        let walk = unsafe { hotspot.walk(self.native.as_ref(), stripe, thread, &ProcessMemory, regs, frames) };
         if verify {
             counters::add(Counter::WalkVmNanos, crate::clock::monotonic_ns().saturating_sub(started));
             if !reference_first {
@@ -242,13 +236,6 @@ impl Sampler {
         }
         if let Some(reference) = reference {
             verify::compare(frames.get(..walk.frames).unwrap_or_default(), reference);
-        }
-        if walk.truncated {
-            counters::increment(Counter::StackTruncated);
-        }
-        if walk.frames == 0 {
-            let error = if thread == 0 { CallTraceError::NotJavaThread } else { CallTraceError::UnknownJava };
-            return marker_frame(frames, error, false);
         }
         (walk.frames, walk.truncated)
     }

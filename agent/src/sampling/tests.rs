@@ -1,6 +1,6 @@
 use super::*;
 use asgct::AsgctTrace;
-use frames::FrameKind;
+use frames::{CallTraceError, FrameKind};
 use java_thread::JavaThreads;
 use jni::sys::JNIEnv;
 use origin::Origins;

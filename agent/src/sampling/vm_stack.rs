@@ -1,5 +1,6 @@
 //! Java frames from HotSpot's own structures (`cstack=vm` and `vmx`), as
-//! one sample's [`JavaWalk`].
+//! one sample's [`JavaWalk`], and what a sample keeps of such a walk
+//! ([`HotSpotSource::walk`]: a cut stack is counted, an empty one marked).
 //!
 //! Java parts walk Java frames through the code cache until they return to
 //! native code or reach an entry frame (the VM calling Java). Where a
@@ -8,10 +9,10 @@
 //! Java frames the caller left (the anchor saved in the JavaCallWrapper);
 //! `vmx` walks the native frames in between.
 
-use super::mixed::{drops_java_frame, JavaWalk, Next};
+use super::mixed::{self, drops_java_frame, marker_frame, JavaWalk, MixedWalk, Next};
 use super::native::{NativeStop, NativeUnwinder, NativeWalk};
 use crate::counters::{self, Counter};
-use frames::Frame;
+use frames::{CallTraceError, Frame};
 use hotspot::memory::VmMemory;
 use hotspot::{
     Anchor, JavaFrame, JavaSegmentWalker, MethodIds, SegmentEnd, VmFrame, WalkFailure, WalkMemo, NO_JMETHOD_ID,
@@ -69,6 +70,39 @@ impl HotSpotSource {
             skipped: false,
             met_java: false,
         })
+    }
+
+    /// Writes the mixed stack of one sample into `out`, as [`Self::begin`]
+    /// and [`mixed::walk`] from the interrupted registers `regs`, with this
+    /// source's policy for the result: a cut stack is counted, and a stack
+    /// with no frames gets a marker frame saying why. Signal-safe.
+    ///
+    /// # Safety
+    /// The caller holds stripe `stripe` until this returns.
+    pub unsafe fn walk<M: VmMemory>(
+        &self,
+        native: Option<&NativeUnwinder>,
+        stripe: usize,
+        thread: u64,
+        memory: &M,
+        regs: Registers,
+        out: &mut [Frame],
+    ) -> MixedWalk {
+        // SAFETY: the caller holds `stripe` (this function's contract).
+        let walk = match unsafe { self.begin(native, stripe, thread, memory) } {
+            // SAFETY: as above.
+            Some(mut java) => unsafe { mixed::walk(native, stripe, Some(regs), &mut java, out) },
+            None => MixedWalk { frames: 0, truncated: false },
+        };
+        if walk.truncated {
+            counters::increment(Counter::StackTruncated);
+        }
+        if walk.frames == 0 {
+            let error = if thread == 0 { CallTraceError::NotJavaThread } else { CallTraceError::UnknownJava };
+            let (frames, truncated) = marker_frame(out, error, false);
+            return MixedWalk { frames, truncated };
+        }
+        walk
     }
 }
 
@@ -232,6 +266,7 @@ impl<M: VmMemory> JavaWalk for HotSpotWalk<'_, M> {
 mod tests {
     use super::*;
     use frames::JavaFrameKind;
+    use hotspot::testing;
 
     fn java(method: u64, bci: i32) -> JavaFrame {
         JavaFrame { method, bci, kind: JavaFrameKind::C2Compiled }
@@ -255,5 +290,31 @@ mod tests {
         assert!(writer.push_java(java(0x1234, 3)));
         assert!(writer.push_java(java(NO_JMETHOD_ID, 4)));
         assert_eq!(&out[..2], &[Frame::java(0x1234, 3), Frame::java(NO_JMETHOD_ID, 4)]);
+    }
+
+    /// What a sample keeps of a walk: the frames found; a cut stack,
+    /// counted; for no frames, a marker saying why (no JavaThread, or
+    /// unknown Java state), counted as a failed walk.
+    #[test]
+    fn a_cut_walk_is_counted_and_an_empty_one_marked() {
+        let (memory, _) = testing::vm();
+        let source = HotSpotSource::new(testing::walker(), false, 1);
+        let java = Registers { pc: testing::CODE + 0x1f, sp: testing::SP, fp: 0, lr: 0 };
+        let outside = Registers { pc: testing::NATIVE_CALLER, ..java };
+        let mut out = [Frame::default(); 16];
+        // SAFETY: this test alone uses `source`'s stripe 0.
+        let walk = |out: &mut [Frame], thread, regs| unsafe { source.walk(None, 0, thread, &memory, regs, out) };
+        assert_eq!(walk(&mut out, testing::THREAD, java), MixedWalk { frames: 3, truncated: false });
+        let cut = counters::get(Counter::StackTruncated);
+        assert_eq!(walk(&mut out[..2], testing::THREAD, java), MixedWalk { frames: 2, truncated: true });
+        assert!(counters::get(Counter::StackTruncated) > cut);
+        let failed = counters::get(Counter::StackWalkFailed);
+        assert_eq!(walk(&mut out, 0, outside), MixedWalk { frames: 1, truncated: false });
+        assert_eq!(out[0], Frame::error(CallTraceError::NotJavaThread));
+        // A JavaThread with no last-Java-frame anchor to lead to Java code.
+        let no_anchor = testing::THREAD + 8;
+        assert_eq!(walk(&mut out, no_anchor, outside), MixedWalk { frames: 1, truncated: false });
+        assert_eq!(out[0], Frame::error(CallTraceError::UnknownJava));
+        assert!(counters::get(Counter::StackWalkFailed) >= failed + 2);
     }
 }
