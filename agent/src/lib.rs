@@ -1,11 +1,13 @@
 //! The in-process JVM profiler.
 //!
 //! Layout by where code runs: `sampling` (and the `storage` it writes to)
-//! runs inside signal handlers and obeys their rules; everything else is
-//! control plane: entry points and JVMTI callbacks (`entry`), the session
-//! (`profiler`), engines arming signals (`engine`), the session's periodic
-//! thread (`ticker`), and the recording that turns samples into JFR
-//! (`recording`).
+//! runs inside signal handlers and obeys their rules, and `os_thread` (the
+//! calling thread's kernel id) serves handlers and control plane alike;
+//! everything else is control plane: entry points and JVMTI callbacks
+//! (`entry`), the option parser (`args`) and the stack plan it produces
+//! from `cstack=` (`stack_plan`), the session (`profiler`), engines arming
+//! signals (`engine`), the session's periodic thread (`ticker`), and the
+//! recording that turns samples into JFR (`recording`).
 
 pub mod args;
 pub mod clock;

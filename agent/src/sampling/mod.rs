@@ -42,8 +42,10 @@ use thread_state::BlockingMethods;
 /// once they are disarmed. Handlers read session state through these
 /// fields only; besides them a sample touches process-wide counters (and
 /// `verify`'s turn counter) and latency histograms, the previous signal
-/// actions it forwards foreign signals to, and the fault-recovery state of
-/// `safe_read`.
+/// actions it forwards foreign signals to, the fault-recovery state of
+/// `safe_read`, and, only with the [`JavaThreads::EnvFunction`] fallback
+/// the session installs when the TLS-free lookup is unavailable, the `VM`
+/// static (`vm::get`, set once at agent load) whose `GetEnv` it calls.
 pub struct Sampler {
     /// Which signals are ours; engines register in it while they run.
     pub origins: Arc<Origins>,

@@ -6,8 +6,9 @@
 //! a second entry that reports failure; every other fault goes to the
 //! previous handler (the JVM's, which relies on SIGSEGV for implicit null
 //! checks and more).
-//! The handler is installed while native unwinding is active, after the JVM
-//! has installed its own (HotSpot refuses to start over a foreign handler).
+//! The handler is installed for every session (by `profiler::build_sampler`,
+//! removed by `disarm` at stop), after the JVM has installed its own
+//! (HotSpot refuses to start over a foreign handler).
 
 use super::chain::PreviousAction;
 use std::ffi::{c_int, c_void};
@@ -53,7 +54,7 @@ fn redirect(ucontext: *mut c_void) -> bool {
     true
 }
 
-/// Installed for SIGSEGV and SIGBUS while native unwinding is active.
+/// Installed for SIGSEGV and SIGBUS while a session is built or runs.
 pub extern "C" fn on_fault(signo: c_int, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
     if redirect(ucontext) {
         return;

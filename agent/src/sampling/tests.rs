@@ -12,7 +12,7 @@ static NEXT_METHOD: AtomicU64 = AtomicU64::new(0);
 /// Writes a 3-frame stack whose top method rotates over 4 values, or as
 /// many frames as allowed when asked for fewer.
 unsafe extern "C" fn fake_asgct(trace: *mut AsgctTrace, depth: i32, _ucontext: *mut c_void) {
-    // SAFETY: called by `walk_java` with a valid trace and buffer.
+    // SAFETY: called by `asgct_walk::call` with a valid trace and buffer.
     let trace = unsafe { &mut *trace };
     let top = NEXT_METHOD.fetch_add(1, Ordering::Relaxed) % 4;
     let n = depth.min(3);

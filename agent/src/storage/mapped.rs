@@ -18,7 +18,7 @@ unsafe impl Zeroable for std::sync::atomic::AtomicU64 {}
 // SAFETY: all-zero bytes are `Frame::java(0, 0)` (the layout contract
 // documented on `frames::Frame`).
 unsafe impl Zeroable for frames::Frame {}
-// SAFETY: as above.
+// SAFETY: all-zero is the atomic 0.
 unsafe impl Zeroable for std::sync::atomic::AtomicU32 {}
 
 pub struct MappedArray<T: Zeroable> {
