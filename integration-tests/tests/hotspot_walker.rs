@@ -47,6 +47,7 @@ fn vm_stacks_agree_with_async_get_call_trace_on_a_cpu_workload() {
         let label = format!("CPU workload on {}", java.display());
         let recording = record(&java, "vm_cpu", "cpu=1ms,cstack=vmx,verifywalk", &[], "CpuShares", &["3"]);
         assert_walks_agree(&label, &recording);
+        assert_eq!(recording.settings["cstack"], "vmx", "{label}: the setting is the option's own spelling");
     }
 }
 
