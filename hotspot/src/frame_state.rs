@@ -9,7 +9,8 @@
 //! (`cmp dword [r15+d], imm; jne`), all before `frame_complete` (checked
 //! against the code of JDK 17 and 25).
 //! Epilogue: `add rsp, N; pop rbp`, the return poll
-//! (`cmp rsp, [r15+d]; ja`, whose slow path is a stub in the nmethod),
+//! (`cmp rsp, [r15+d]; ja`, whose slow path is a stub in the nmethod; on
+//! JDK 11 a load of the polling page, `mov r10, [r15+d]; test [r10], eax`),
 //! `ret`; C1's exception unwind leaves by `pop rbp; jmp`.
 
 use crate::memory::VmMemory;
@@ -86,6 +87,11 @@ const JE_OVER_CALL: [u8; 2] = [0x74, 0x05];
 const POLL_DISP8: [u8; 3] = [0x49, 0x3B, 0x67];
 const POLL_DISP32: [u8; 3] = [0x49, 0x3B, 0xA7];
 const JA: [u8; 2] = [0x0F, 0x87];
+/// JDK 11's return poll: `mov r10, qword [r15+disp8]` (4 bytes) or
+/// `[r15+disp32]` (7 bytes), then `test dword [r10], eax`.
+const LOAD_POLL_PAGE_DISP8: [u8; 3] = [0x4D, 0x8B, 0x57];
+const LOAD_POLL_PAGE_DISP32: [u8; 3] = [0x4D, 0x8B, 0x97];
+const TEST_POLL_PAGE: [u8; 3] = [0x41, 0x85, 0x02];
 const JB: [u8; 2] = [0x0F, 0x82];
 /// The return poll's slow path: `movabs r10, imm64` (10 bytes),
 /// `mov [r15+disp32], r10` (7 bytes), `jmp`.
@@ -133,6 +139,17 @@ fn at_entry_barrier(code: &Code) -> bool {
         || (nop && (1..=8).any(|k| code.has(k, &ENTRY_BARRIER)))
 }
 
+/// At JDK 11's return poll, which follows `pop rbp` (the same load and
+/// test in a body poll a safepoint and keep the frame).
+fn at_page_poll(code: &Code) -> bool {
+    let load_at = |at: i64| {
+        code.at(at - 1) == POP_RBP
+            && ((code.has(at, &LOAD_POLL_PAGE_DISP8) && code.has(at + 4, &TEST_POLL_PAGE))
+                || (code.has(at, &LOAD_POLL_PAGE_DISP32) && code.has(at + 7, &TEST_POLL_PAGE)))
+    };
+    load_at(0) || load_at(-4) || load_at(-7)
+}
+
 fn body_state(code: &Code) -> FrameState {
     let at_poll = code.has(0, &POLL_DISP8) || code.has(0, &POLL_DISP32);
     let after_poll =
@@ -142,7 +159,7 @@ fn body_state(code: &Code) -> FrameState {
         || (code.at(0) == JMP_REL32 && code.has(-17, &MOVABS_R10) && code.has(-7, &STORE_R10));
     // C1's exception unwind: `pop rbp; jmp` to the unwind stub.
     let unwinding = code.at(0) == JMP_REL32 && code.at(-1) == POP_RBP;
-    if code.at(0) == RET || at_poll || after_poll || poll_stub || unwinding {
+    if code.at(0) == RET || at_poll || after_poll || poll_stub || unwinding || at_page_poll(code) {
         FrameState::ReturnAddressAtSp
     } else if code.at(0) == POP_RBP {
         FrameState::RbpPushed
@@ -224,6 +241,13 @@ mod tests {
         }
         assert_eq!(state(&[0x49, 0xBA, 1, 2, 3, 4, 5, 6, 7, 8], &[0x48, 0x89, 0x07], false), Built, "a constant load");
         assert_eq!(state(&[0x5D], &[0xE9, 0, 0, 0, 0], false), ReturnAddressAtSp, "C1 unwind");
+        let page_poll = [0x5D, 0x4D, 0x8B, 0x97, 0x08, 0x01, 0, 0, 0x41, 0x85, 0x02, 0xC3];
+        for at in [1, 8, 11] {
+            assert_eq!(state(&page_poll[..at], &page_poll[at..], false), ReturnAddressAtSp, "JDK 11 poll +{at}");
+        }
+        let short_poll = [0x5D, 0x4D, 0x8B, 0x57, 0x28, 0x41, 0x85, 0x02];
+        assert_eq!(state(&short_poll[..5], &short_poll[5..], false), ReturnAddressAtSp, "JDK 11 disp8 poll");
+        assert_eq!(state(&page_poll[1..8], &page_poll[8..], false), Built, "a safepoint poll in the body");
     }
 
     #[test]

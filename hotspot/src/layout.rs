@@ -384,7 +384,8 @@ impl CodeAddresses {
         let low = deref(l.static_address("CodeCache", "_low_bound")?, "CodeCache::_low_bound")?;
         let high = deref(l.static_address("CodeCache", "_high_bound")?, "CodeCache::_high_bound")?;
         let heaps_array = deref(l.static_address("CodeCache", "_heaps")?, "CodeCache::_heaps")?;
-        let len_field = l.field("GrowableArrayBase", "_len")?;
+        // The growable arrays' base is `GenericGrowableArray` on JDK 11.
+        let len_field = l.field("GrowableArrayBase", "_len").or_else(|_| l.field("GenericGrowableArray", "_len"))?;
         let data_offset = l.offset("GrowableArray<int>", "_data")?;
         let count = len_field.read(memory, heaps_array).ok_or_else(|| unreadable("the code heap count"))?;
         let data = deref(heaps_array + data_offset, "the code heap array")?;
