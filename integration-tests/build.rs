@@ -112,8 +112,15 @@ fn main() {
     {
         println!("cargo:rerun-if-changed={}", dir.display());
         let sources = java_sources(&dir);
-        let status =
-            Command::new(&javac).arg("-cp").arg(&out).arg("-d").arg(&out).args(&sources).status().unwrap_or_else(|e| {
+        let status = Command::new(&javac)
+            .args(["--release", "11"])
+            .arg("-cp")
+            .arg(&out)
+            .arg("-d")
+            .arg(&out)
+            .args(&sources)
+            .status()
+            .unwrap_or_else(|e| {
                 panic!("cannot run {}: {e} (install a JDK, e.g. openjdk-17-jdk-headless)", javac.display())
             });
         assert!(status.success(), "javac failed for {name}");

@@ -65,7 +65,28 @@ pub fn marked_line(class: &str, marker: &str) -> i32 {
     index as i32 + 1
 }
 
+/// Names the home of the runtime under test (its `bin/java`, `bin/jfr`,
+/// `bin/jcmd`), e.g. a JDK 11 or 21 runtime; fixtures are still compiled by
+/// `JAVA_HOME`'s (or the `PATH`'s) `javac`, for Java 11.
+pub const TEST_JAVA_HOME: &str = "PROFILER_TEST_JAVA_HOME";
+
+/// The home of the JVM under test: `$PROFILER_TEST_JAVA_HOME`, else
+/// `$JAVA_HOME`; `None` means the tools on the `PATH`.
+pub fn test_java_home() -> Option<PathBuf> {
+    std::env::var_os(TEST_JAVA_HOME).or_else(|| std::env::var_os("JAVA_HOME")).map(PathBuf::from)
+}
+
+/// A tool (`java`, `jfr`, `jcmd`) of the JVM under test.
 pub fn jdk_tool(name: &str) -> PathBuf {
+    match test_java_home() {
+        Some(home) => home.join("bin").join(name),
+        None => PathBuf::from(name),
+    }
+}
+
+/// A tool of the JDK that builds the fixtures (`jar`, like `javac`):
+/// `$JAVA_HOME`'s, or the one on the `PATH`, whatever JVM is under test.
+pub fn build_jdk_tool(name: &str) -> PathBuf {
     match std::env::var_os("JAVA_HOME") {
         Some(home) => PathBuf::from(home).join("bin").join(name),
         None => PathBuf::from(name),
@@ -208,9 +229,13 @@ pub fn gated_java_command(agent_options: Option<&str>, main: &str, args: &[&str]
 
 /// The `java` launchers of the JDKs on this machine: the default one
 /// ([`jdk_tool`]) first, then every other JDK under `/usr/lib/jvm`, one
-/// per installation (symlinked aliases are skipped).
+/// per installation (symlinked aliases are skipped). With
+/// `$PROFILER_TEST_JAVA_HOME` set, only that runtime's.
 pub fn installed_javas() -> Vec<PathBuf> {
     let default = jdk_tool("java");
+    if std::env::var_os(TEST_JAVA_HOME).is_some() {
+        return vec![default];
+    }
     let resolve = |p: &Path| {
         if p.is_absolute() {
             std::fs::canonicalize(p).ok()

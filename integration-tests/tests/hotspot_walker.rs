@@ -29,14 +29,20 @@ fn record_with_output(
     (read_recording(&file), output)
 }
 
+/// Also pins that the walker does not fall back to AsyncGetCallTrace on
+/// any JDK tested (11 and newer).
 #[test]
 fn vm_stacks_agree_with_async_get_call_trace_on_a_400_deep_recursion() {
     for java in installed_javas() {
         let label = format!("deep recursion on {}", java.display());
-        let recording = record(&java, "vm_deep", "cpu=1ms,cstack=vm,verifywalk", &[], "DeepStack", &["400", "3"]);
+        let (recording, output) =
+            record_with_output(&java, "vm_deep", "cpu=1ms,cstack=vm,verifywalk", &[], "DeepStack", &["400", "3"]);
+        let log = stderr(&output);
+        assert!(!log.contains("walking Java frames with AsyncGetCallTrace"), "{label}: the walker fell back: {log}");
         assert_walks_agree(&label, &recording);
         let deep: Vec<&Event> = recording.samples().filter(|e| e.thread == "deep").collect();
         let whole = deep.iter().filter(|e| e.frames.iter().filter(|f| f.method == "descend").count() >= 400).count();
+        println!("{label}: {whole} of {} samples whole", deep.len());
         assert!(whole * 10 >= deep.len() * 9, "{label}: {whole} of {} samples show 400 descend frames", deep.len());
     }
 }
@@ -228,7 +234,7 @@ fn java_agent_jar(main: &str) -> PathBuf {
     let manifest = dir.join("manifest.txt");
     std::fs::write(&manifest, format!("Premain-Class: {main}\nCan-Redefine-Classes: true\n")).unwrap();
     let jar = dir.join(format!("{main}.jar"));
-    let status = std::process::Command::new(jdk_tool("jar"))
+    let status = std::process::Command::new(build_jdk_tool("jar"))
         .args(["--create", "--file"])
         .arg(&jar)
         .arg("--manifest")

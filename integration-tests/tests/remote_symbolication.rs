@@ -202,12 +202,15 @@ fn pprof_and_jfr_outputs_carry_resolved_names() {
 
 #[test]
 fn libjvm_resolves_by_build_id_when_its_debug_package_is_installed() {
-    let libjvm = Path::new(&std::env::var("JAVA_HOME").unwrap_or_else(|_| "/usr/lib/jvm/java-17-openjdk-amd64".into()))
-        .join("lib/server/libjvm.so");
+    let libjvm =
+        test_java_home().unwrap_or_else(|| "/usr/lib/jvm/java-17-openjdk-amd64".into()).join("lib/server/libjvm.so");
     // The JDK's debug package is not installed by CI (hundreds of MB, and
     // it must match the JDK's exact build): an optional prerequisite.
     let Some(build_id) = file_build_id(&libjvm) else {
-        return skip(&format!("{} is not a libjvm with a build-id (set JAVA_HOME)", libjvm.display()), InCi::Optional);
+        return skip(
+            &format!("{} is not a libjvm with a build-id (set JAVA_HOME or PROFILER_TEST_JAVA_HOME)", libjvm.display()),
+            InCi::Optional,
+        );
     };
     let debug = Path::new("/usr/lib/debug/.build-id").join(&build_id[..2]).join(format!("{}.debug", &build_id[2..]));
     if !debug.exists() {
