@@ -62,6 +62,7 @@ mod tests {
     #[test]
     fn layout_matches_libc() {
         assert_eq!(std::mem::size_of::<RawSiginfo>(), std::mem::size_of::<libc::siginfo_t>());
+        // SAFETY: siginfo_t is plain data; all-zero is a valid value.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
         info.si_code = SI_TIMER;
         // SAFETY: same size and a compatible prefix.
