@@ -3,6 +3,7 @@
 //! into a typed configuration. Pure: no side effects, no global state.
 
 use crate::stack_plan::StackPlan;
+use jfr_writer::Dialect;
 use std::fmt;
 use std::time::Duration;
 
@@ -68,6 +69,8 @@ pub struct Options {
     pub verify_walk: bool,
     /// Context attribute names (`attributes=a;b`), in slot order.
     pub attributes: Vec<String>,
+    /// The event names and frame encoding of recordings (`jfrdialect=`).
+    pub dialect: Dialect,
     /// Sample only threads added to the filter (`filter`).
     pub filter: bool,
     pub log_file: Option<String>,
@@ -87,6 +90,7 @@ impl Default for Options {
             remote_symbolication: false,
             verify_walk: false,
             attributes: Vec::new(),
+            dialect: Dialect::default(),
             filter: false,
             log_file: None,
             log_level: LogLevel::Warn,
@@ -115,7 +119,7 @@ fn error(option: &str, message: impl Into<String>) -> OptionError {
 }
 
 const OPTION_NAMES: &str = "start, stop, dump, status, version, event, cpu, wall, walltpt, interval, file, jfr, \
-     cstack, jstackdepth, remotesym, verifywalk, attributes, filter, log, loglevel";
+     cstack, jstackdepth, remotesym, verifywalk, attributes, jfrdialect, filter, log, loglevel";
 
 /// Parses a comma-separated option string. An empty string is valid (the
 /// agent is loaded and waits for commands).
@@ -206,6 +210,11 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
             "filter" => options.filter = parse_bool(key, value)?,
             "verifywalk" => options.verify_walk = parse_bool(key, value)?,
             "attributes" => options.attributes = parse_attributes(key, required(key, value)?)?,
+            "jfrdialect" => {
+                let text = required(key, value)?;
+                options.dialect = Dialect::from_name(text)
+                    .ok_or_else(|| error(key, format!("unknown dialect '{text}' (accepted: jdk, datadog)")))?;
+            }
             "log" => options.log_file = Some(required(key, value)?.to_owned()),
             "loglevel" => options.log_level = parse_log_level(key, required(key, value)?)?,
             other => return Err(error(other, format!("unknown option (accepted: {OPTION_NAMES})"))),
@@ -479,6 +488,13 @@ mod tests {
     }
 
     #[test]
+    fn the_dialect_is_jdk_unless_chosen() {
+        assert_eq!(parse("start").unwrap().dialect, Dialect::Jdk);
+        assert_eq!(parse("start,jfrdialect=datadog").unwrap().dialect, Dialect::Datadog);
+        assert_eq!(parse("start,jfrdialect=jdk").unwrap().dialect, Dialect::Jdk);
+    }
+
+    #[test]
     fn bad_options_name_the_option_and_what_is_accepted() {
         let e = err("start,bogus=1");
         assert_eq!(e.option, "bogus");
@@ -508,6 +524,10 @@ mod tests {
         assert_eq!(err("cpu=1h").option, "cpu");
         assert_eq!(err("cstack=lbr").option, "cstack");
         assert_eq!(err("loglevel=loud").option, "loglevel");
+        let e = err("jfrdialect=jfr");
+        assert_eq!(e.option, "jfrdialect");
+        assert!(e.message.contains("'jfr'") && e.message.contains("jdk, datadog"), "{e}");
+        assert_eq!(err("jfrdialect=").option, "jfrdialect");
         assert_eq!(err("start=now").option, "start");
         assert_eq!(err("start,stop").option, "stop");
         assert_eq!(err("attributes=a;;b").option, "attributes");

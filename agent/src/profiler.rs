@@ -13,7 +13,7 @@ use crate::log;
 use crate::recording::endpoints;
 use crate::recording::rotation::Stores;
 use crate::recording::writer::Writer;
-use crate::recording::{DumpContext, Recording};
+use crate::recording::{DumpContext, Format, Recording};
 use crate::sampling::java_thread::{self, JavaThreads};
 use crate::sampling::native::{NativeMode, NativeUnwinder};
 use crate::sampling::origin::Origins;
@@ -197,6 +197,7 @@ fn settings(options: &Options, cpu_engine: Option<&str>) -> Vec<(String, String)
         ("jstackdepth".into(), options.jstackdepth.to_string()),
         ("remotesym".into(), options.remote_symbolication.to_string()),
         ("attributes".into(), options.attributes.join(";")),
+        ("jfrdialect".into(), options.dialect.name().into()),
         ("filter".into(), options.filter.to_string()),
         ("version".into(), version()),
     ]);
@@ -295,8 +296,8 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
     })?;
     let file = options.file.as_deref().map(output_path);
     let stores = Stores { sampler: Arc::clone(&sampler), endpoints, context: sampler.context };
-    let recording =
-        Arc::new(Mutex::new(Recording::new(settings(options, cpu_engine), options.attributes.clone(), stores, file)));
+    let format = Format { dialect: options.dialect, attributes: options.attributes.clone() };
+    let recording = Arc::new(Mutex::new(Recording::new(settings(options, cpu_engine), format, stores, file)));
     let mut ticks: Vec<Box<dyn Tick>> = Vec::new();
     if let Some(native) = &sampler.native {
         ticks.push(Box::new(RefreshTick(Arc::clone(&native.libraries))));

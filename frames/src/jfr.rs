@@ -53,9 +53,11 @@ impl FrameType {
         FrameType::ALL.into_iter().find(|t| t.description() == description)
     }
 
-    /// The pool key (pool keys start at 1: key 0 means null).
+    /// The pool key: async-profiler's and the JDK's numbering (0 is
+    /// interpreted), which async-profiler's converter reads as a raw byte
+    /// without consulting the pool.
     pub const fn key(self) -> u64 {
-        self as u64 + 1
+        self as u64
     }
 }
 
@@ -95,7 +97,7 @@ mod tests {
     fn all_lists_every_type_once_in_key_order() {
         for (i, t) in FrameType::ALL.into_iter().enumerate() {
             assert_eq!(t as usize, i);
-            assert_eq!(t.key(), i as u64 + 1);
+            assert_eq!(t.key(), i as u64);
         }
     }
 

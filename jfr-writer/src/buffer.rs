@@ -4,7 +4,9 @@
 //! continuation bit, but a 64-bit value never takes more than nine bytes: the
 //! ninth byte carries the top eight bits raw. (`jdk.jfr.internal.consumer.
 //! RecordingInput.readLong` reads exactly this; a plain ten-byte LEB128 would be
-//! misread.) `int`, `short` and `char` values use the same encoding.
+//! misread.) `int`, `short` and `char` values use the same groups over their
+//! own width: an `int` of -1 is five bytes, never nine, because readers that
+//! read an `int` field as an int (async-profiler's) stop after five.
 
 /// String encodings understood by `jdk.jfr.internal.consumer.StringParser`.
 mod string_encoding {
@@ -93,6 +95,12 @@ impl ByteBuf {
         self.put_varint(value as u64);
     }
 
+    /// A JFR `int`: the 32-bit pattern compressed (at most five bytes), as
+    /// the JDK writes it.
+    pub fn put_int(&mut self, value: i32) {
+        self.put_varint(u64::from(value as u32));
+    }
+
     /// A UTF-8 string (encoding 3), or the empty-string marker.
     pub fn put_string(&mut self, value: &str) {
         if value.is_empty() {
@@ -161,6 +169,20 @@ mod tests {
             assert!(buf.len() <= 9);
             assert_eq!(read_varint(buf.as_slice()), (value, buf.len()), "value {value}");
         }
+    }
+
+    #[test]
+    fn ints_take_at_most_five_bytes() {
+        let mut buf = ByteBuf::new();
+        buf.put_int(-1);
+        assert_eq!(buf.as_slice(), &[0xff, 0xff, 0xff, 0xff, 0x0f]);
+        buf.clear();
+        buf.put_int(i32::MIN);
+        assert_eq!(buf.len(), 5);
+        assert_eq!(read_varint(buf.as_slice()).0 as u32 as i32, i32::MIN);
+        buf.clear();
+        buf.put_int(42);
+        assert_eq!(buf.as_slice(), &[42]);
     }
 
     #[test]

@@ -5,12 +5,16 @@
 //! the (only) checkpoint, offset of the metadata, start time (epoch ns),
 //! duration (ns), start ticks, ticks per second, then a state byte (0 =
 //! finished) and a flag byte (bit 0: compressed integers, bit 1: final chunk).
+//!
+//! The chunks of one file share one tick clock and one [`ConstantPools`]
+//! (see [`ChunkClock`] and [`crate::pools`]): readers carry both from one
+//! chunk to the next.
 
 use crate::buffer::{varint_len, ByteBuf};
 use crate::events::Event;
 use crate::metadata::encode_metadata_body;
 use crate::pools::ConstantPools;
-use crate::schema;
+use crate::schema::{self, Dialect};
 
 const MAGIC: &[u8; 4] = b"FLR\0";
 const HEADER_SIZE: usize = 68;
@@ -22,6 +26,11 @@ const CHECKPOINT_FLUSH: u8 = 1;
 
 /// The clock of a chunk: event timestamps are ticks, and a tick value `t`
 /// means `start_nanos + (t - start_ticks) * 1e9 / ticks_per_second`.
+///
+/// Every chunk of a file must count ticks on one clock (not from 0 per
+/// chunk): the JDK's parser converts the ticks of every chunk with the
+/// first chunk's clock. It also divides `ticks_per_second` by 10^9 in
+/// integer arithmetic, so use a whole number of ticks per nanosecond.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ChunkClock {
     pub start_nanos: i64,
@@ -66,10 +75,16 @@ impl ChunkWriter {
         put_sized(&mut self.out, self.scratch.as_slice());
     }
 
-    /// Appends the constant pools and metadata (with the context
-    /// `attributes` as sample fields), fills in the header and returns the
-    /// complete chunk.
-    pub fn finish(mut self, pools: &ConstantPools, end: ChunkEnd, attributes: &[String]) -> Vec<u8> {
+    /// Appends the constant pools (ending their chunk) and the metadata of
+    /// `dialect` (with the context `attributes` as sample fields), fills in
+    /// the header and returns the complete chunk.
+    pub fn finish(
+        mut self,
+        pools: &mut ConstantPools,
+        end: ChunkEnd,
+        dialect: Dialect,
+        attributes: &[String],
+    ) -> Vec<u8> {
         let checkpoint_offset = self.out.len();
         let mut body = ByteBuf::new();
         body.put_varint(CHECKPOINT_EVENT);
@@ -77,16 +92,18 @@ impl ChunkWriter {
         body.put_varint(0); // duration
         body.put_varint(0); // delta to the previous checkpoint: none
         body.put_u8(CHECKPOINT_FLUSH);
-        pools.encode(&mut body);
+        pools.encode_chunk(&mut body);
         put_sized(&mut self.out, body.as_slice());
 
         let metadata_offset = self.out.len();
+        let metadata =
+            encode_metadata_body(&schema::types(dialect), &schema::ANNOTATIONS, &schema::extensions(attributes));
         body.clear();
         body.put_varint(METADATA_EVENT);
         body.put_varint_signed(self.clock.start_ticks);
         body.put_varint(0); // duration
-        body.put_varint(1); // metadata id
-        body.put_bytes(&encode_metadata_body(schema::TYPES, &schema::ANNOTATIONS, &schema::extensions(attributes)));
+        body.put_varint(metadata_id(&metadata));
+        body.put_bytes(&metadata);
         put_sized(&mut self.out, body.as_slice());
 
         let chunk_size = self.out.len() as i64;
@@ -110,6 +127,14 @@ impl ChunkWriter {
     }
 }
 
+/// The metadata's id: the JDK's parser reuses the previous chunk's
+/// metadata (and parsers) when the ids are equal, so equal ids must mean
+/// equal metadata. A hash of the content, positive and non-zero.
+fn metadata_id(metadata: &[u8]) -> u64 {
+    let hash = metadata.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    (hash >> 1).max(1)
+}
+
 /// Writes an event: its total size (which counts the size field itself)
 /// followed by `payload`.
 fn put_sized(out: &mut ByteBuf, payload: &[u8]) {
@@ -124,6 +149,21 @@ fn put_sized(out: &mut ByteBuf, payload: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn metadata_ids_follow_the_content() {
+        let metadata = |dialect, attributes: &[String]| {
+            metadata_id(&encode_metadata_body(
+                &schema::types(dialect),
+                &schema::ANNOTATIONS,
+                &schema::extensions(attributes),
+            ))
+        };
+        let none: &[String] = &[];
+        assert_eq!(metadata(Dialect::Jdk, none), metadata(Dialect::Jdk, none));
+        assert_ne!(metadata(Dialect::Jdk, none), metadata(Dialect::Datadog, none));
+        assert_ne!(metadata(Dialect::Jdk, none), metadata(Dialect::Jdk, &["route".to_owned()]));
+    }
 
     #[test]
     fn event_size_counts_its_own_varint() {

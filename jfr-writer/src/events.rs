@@ -1,4 +1,5 @@
-//! Event records. Each writes its fields in the order the schema declares.
+//! Event records. Each writes its fields in the order the schema declares
+//! (the same in both dialects; names are in [`crate::schema`]).
 
 use crate::buffer::ByteBuf;
 use crate::schema::{id, ThreadState};
@@ -9,7 +10,7 @@ pub trait Event {
     fn write_fields(&self, out: &mut ByteBuf);
 }
 
-/// `datadog.ExecutionSample`: one CPU sample.
+/// One CPU sample (`jdk.ExecutionSample`, `datadog.ExecutionSample`).
 #[derive(Clone, Copy, Debug)]
 pub struct ExecutionSample<'a> {
     pub start_ticks: i64,
@@ -28,11 +29,17 @@ impl Event for ExecutionSample<'_> {
     const TYPE_ID: u64 = id::EXECUTION_SAMPLE;
 
     fn write_fields(&self, out: &mut ByteBuf) {
+        self.write_with_weight(out, self.weight);
+    }
+}
+
+impl ExecutionSample<'_> {
+    fn write_with_weight(&self, out: &mut ByteBuf, weight: u64) {
         out.put_varint_signed(self.start_ticks);
         out.put_varint(self.thread);
         out.put_varint(self.stack_trace);
         out.put_varint(self.state.key());
-        out.put_varint(self.weight);
+        out.put_varint(weight);
         out.put_varint(self.span_id);
         out.put_varint(self.local_root_span_id);
         for &value in self.context {
@@ -41,8 +48,10 @@ impl Event for ExecutionSample<'_> {
     }
 }
 
-/// `datadog.MethodSample`: one wall-clock sample (the fields of
-/// [`ExecutionSample`]; `weight` counts the sampling intervals it stands for).
+/// One wall-clock sample (`profiler.WallClockSample`,
+/// `datadog.MethodSample`): the fields of [`ExecutionSample`], `weight`
+/// counting the sampling intervals it stands for (`samples`, an `int`, in
+/// the JDK dialect: the same bytes below 2^31).
 #[derive(Clone, Copy, Debug)]
 pub struct MethodSample<'a>(pub ExecutionSample<'a>);
 
@@ -50,11 +59,12 @@ impl Event for MethodSample<'_> {
     const TYPE_ID: u64 = id::METHOD_SAMPLE;
 
     fn write_fields(&self, out: &mut ByteBuf) {
-        self.0.write_fields(out);
+        self.0.write_with_weight(out, self.0.weight.min(i32::MAX as u64));
     }
 }
 
-/// `datadog.Endpoint`: a trace root's endpoint and operation labels.
+/// A trace root's endpoint and operation labels (`profiler.Endpoint`,
+/// `datadog.Endpoint`).
 #[derive(Clone, Copy, Debug)]
 pub struct Endpoint {
     pub start_ticks: i64,
@@ -103,7 +113,8 @@ impl Event for ActiveSetting<'_> {
     }
 }
 
-/// `datadog.ProfilerCounter`: the value of one internal counter.
+/// The value of one internal counter (`profiler.Counter`,
+/// `datadog.ProfilerCounter`).
 #[derive(Clone, Copy, Debug)]
 pub struct ProfilerCounter<'a> {
     pub start_ticks: i64,

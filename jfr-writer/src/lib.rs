@@ -15,4 +15,4 @@ pub mod schema;
 pub use chunk::{ChunkClock, ChunkEnd, ChunkWriter};
 pub use events::{ActiveSetting, Endpoint, Event, ExecutionSample, MethodSample, NativeLibrary, ProfilerCounter};
 pub use pools::{ClassId, ConstantPools, FrameDef, MethodDef, MethodId, SymbolId, ThreadDef};
-pub use schema::ThreadState;
+pub use schema::{Dialect, ThreadState};

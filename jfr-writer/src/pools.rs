@@ -1,16 +1,30 @@
-//! Constant pools of one chunk, written into its checkpoint event.
+//! Constant pools, written into each chunk's checkpoint event.
 //!
-//! The builder hands out typed ids. Symbols, packages and classes are
-//! interned by content; methods, stack traces and threads are keyed by the
-//! caller. Pool keys start at 1 (0 is how JFR spells null). A pool with no
-//! entry is left out of the checkpoint (the JDK reader rejects empty pools),
-//! except frame types and thread states, which are always written whole so
-//! every value an event can carry resolves.
+//! One [`ConstantPools`] serves every chunk of a file: each chunk's
+//! checkpoint holds the entries that chunk used, and a key means the same
+//! value in every chunk. Readers rely on that: the JDK's parser keeps the
+//! constants it resolved in one chunk and, meeting the same key in the
+//! next, reuses them without reading the new entry; async-profiler's
+//! reader keeps one dictionary for the whole file.
+//!
+//! Symbols, packages, classes and methods are interned by content, under
+//! keys that are never reused (interning tables are forgotten past
+//! [`INTERNED_LIMIT`] entries; new keys continue after the old ones).
+//! Stack traces, threads, strings and attribute values are keyed by the
+//! caller, whose keys must obey the same rule. Keys start at 1 (0 is how
+//! JFR spells null). A pool with no entry is left out of the checkpoint
+//! (the JDK reader rejects empty pools), except frame types and thread
+//! states, which are always written whole so every value an event can
+//! carry resolves.
 
 use crate::buffer::ByteBuf;
 use crate::schema::{id, ThreadState};
 use frames::FrameType;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::hash::Hash;
+
+/// Entries an interning table holds before it is forgotten.
+pub const INTERNED_LIMIT: usize = 1 << 18;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SymbolId(u64);
@@ -55,6 +69,38 @@ pub struct ThreadDef<'a> {
     pub java_thread_id: i64,
 }
 
+/// Content-to-key interning whose keys are never reused.
+struct Interner<K> {
+    keys: HashMap<K, u64>,
+    next: u64,
+}
+
+impl<K> Default for Interner<K> {
+    fn default() -> Self {
+        Self { keys: HashMap::new(), next: 1 }
+    }
+}
+
+impl<K: Hash + Eq> Interner<K> {
+    fn key(&mut self, content: K) -> u64 {
+        if let Some(&key) = self.keys.get(&content) {
+            return key;
+        }
+        if self.keys.len() >= INTERNED_LIMIT {
+            self.keys.clear();
+        }
+        let key = self.next;
+        self.next += 1;
+        self.keys.insert(content, key);
+        key
+    }
+}
+
+/// A class's identity: name, package and modifiers.
+type ClassContent = (u64, u64, i32);
+/// A method's identity: class, name and descriptor keys, modifiers, hidden.
+type MethodContent = (u64, u64, u64, i32, bool);
+
 /// Encoded entries of one pool.
 #[derive(Default)]
 struct Pool {
@@ -78,13 +124,23 @@ impl Pool {
         out.put_bytes(self.entries.as_slice());
         true
     }
+
+    fn clear(&mut self) {
+        self.count = 0;
+        self.entries.clear();
+    }
 }
 
+/// The constant pools of a file; see the module documentation.
 #[derive(Default)]
 pub struct ConstantPools {
-    symbol_ids: HashMap<String, SymbolId>,
-    package_ids: HashMap<SymbolId, PackageId>,
-    class_ids: HashMap<String, ClassId>,
+    symbol_keys: Interner<String>,
+    package_keys: Interner<u64>,
+    class_keys: Interner<ClassContent>,
+    method_keys: Interner<MethodContent>,
+    /// Interned keys the current chunk's pools hold.
+    written: HashSet<(u64, u64)>,
+    /// The current chunk's methods by the caller's key.
     method_ids: HashMap<u64, MethodId>,
     symbols: Pool,
     packages: Pool,
@@ -101,72 +157,75 @@ impl ConstantPools {
         Self::default()
     }
 
+    /// Whether the current chunk still lacks entry `key` of pool
+    /// `type_id` (and from now on counts it as written).
+    fn first_in_chunk(&mut self, type_id: u64, key: u64) -> bool {
+        self.written.insert((type_id, key))
+    }
+
     pub fn symbol(&mut self, text: &str) -> SymbolId {
-        if let Some(&id) = self.symbol_ids.get(text) {
-            return id;
+        let key = match self.symbol_keys.keys.get(text) {
+            Some(&key) => key,
+            None => self.symbol_keys.key(text.to_owned()),
+        };
+        if self.first_in_chunk(id::SYMBOL, key) {
+            self.symbols.entry(key).put_string(text);
         }
-        let id = SymbolId(self.symbol_ids.len() as u64 + 1);
-        self.symbols.entry(id.0).put_string(text);
-        self.symbol_ids.insert(text.to_owned(), id);
-        id
+        SymbolId(key)
     }
 
     /// A package by its internal name (`java/lang`).
     pub fn package(&mut self, name: &str) -> PackageId {
         let symbol = self.symbol(name);
-        if let Some(&id) = self.package_ids.get(&symbol) {
-            return id;
+        let key = self.package_keys.key(symbol.0);
+        if self.first_in_chunk(id::PACKAGE, key) {
+            self.packages.entry(key).put_varint(symbol.0);
         }
-        let id = PackageId(self.package_ids.len() as u64 + 1);
-        self.packages.entry(id.0).put_varint(symbol.0);
-        self.package_ids.insert(symbol, id);
-        id
+        PackageId(key)
     }
 
     /// A class by its internal name (`java/lang/String`); the package is
-    /// derived from the name. Interned: the first `modifiers` given win.
-    /// Ids are numbered from 2^40, clear of the keys of [`Self::class_keyed`].
+    /// derived from the name.
     pub fn class(&mut self, name: &str, modifiers: i32) -> ClassId {
-        let key = (1 << 40) + self.class_ids.len() as u64 + 1;
-        self.class_keyed(key, name, modifiers)
+        let package = name.rfind('/').map(|end| &name[..end]);
+        self.class_in(name, package, modifiers)
     }
 
-    /// A class under the caller's key (for ids that stay the same across
-    /// chunks); a name already present keeps its first key.
-    pub fn class_keyed(&mut self, key: u64, name: &str, modifiers: i32) -> ClassId {
-        if let Some(&id) = self.class_ids.get(name) {
-            return id;
-        }
+    /// A class whose package is not part of its name (`None`: no package):
+    /// a native library, with its build-id as package.
+    pub fn class_in(&mut self, name: &str, package: Option<&str>, modifiers: i32) -> ClassId {
         let symbol = self.symbol(name);
-        let package = match name.rfind('/') {
-            Some(end) => self.package(&name[..end]).0,
-            None => 0,
-        };
-        let id = ClassId(key);
-        let out = self.classes.entry(id.0);
-        out.put_varint(0); // class loader: null
-        out.put_varint(symbol.0);
-        out.put_varint(package);
-        out.put_varint_signed(i64::from(modifiers));
-        out.put_bool(false);
-        self.class_ids.insert(name.to_owned(), id);
-        id
+        let package = package.map_or(0, |p| self.package(p).0);
+        let key = self.class_keys.key((symbol.0, package, modifiers));
+        if self.first_in_chunk(id::CLASS, key) {
+            let out = self.classes.entry(key);
+            out.put_varint(0); // class loader: null
+            out.put_varint(symbol.0);
+            out.put_varint(package);
+            out.put_int(modifiers);
+            out.put_bool(false);
+        }
+        ClassId(key)
     }
 
-    /// The method the caller knows as `key`; `define` runs only the first
-    /// time a key is seen.
+    /// The method the caller knows as `key` in this chunk; `define` runs
+    /// only the first time a chunk sees a key. (Callers' keys need not be
+    /// stable across chunks: the pool key comes from the definition.)
     pub fn method(&mut self, key: u64, define: impl FnOnce(&mut Self) -> MethodDef) -> MethodId {
         if let Some(&id) = self.method_ids.get(&key) {
             return id;
         }
         let def = define(self);
-        let id = MethodId(self.method_ids.len() as u64 + 1);
-        let out = self.methods.entry(id.0);
-        out.put_varint(def.class.0);
-        out.put_varint(def.name.0);
-        out.put_varint(def.descriptor.0);
-        out.put_varint_signed(i64::from(def.modifiers));
-        out.put_bool(def.hidden);
+        let pool_key = self.method_keys.key((def.class.0, def.name.0, def.descriptor.0, def.modifiers, def.hidden));
+        if self.first_in_chunk(id::METHOD, pool_key) {
+            let out = self.methods.entry(pool_key);
+            out.put_varint(def.class.0);
+            out.put_varint(def.name.0);
+            out.put_varint(def.descriptor.0);
+            out.put_int(def.modifiers);
+            out.put_bool(def.hidden);
+        }
+        let id = MethodId(pool_key);
         self.method_ids.insert(key, id);
         id
     }
@@ -179,8 +238,8 @@ impl ConstantPools {
         out.put_varint(frames.len() as u64);
         for frame in frames {
             out.put_varint(frame.method.0);
-            out.put_varint_signed(i64::from(frame.line));
-            out.put_varint_signed(i64::from(frame.bci));
+            out.put_int(frame.line);
+            out.put_int(frame.bci);
             out.put_varint(frame.frame_type.key());
         }
     }
@@ -204,8 +263,9 @@ impl ConstantPools {
     }
 
     /// The checkpoint body after its event header fields: pool count, then
-    /// each non-empty pool.
-    pub(crate) fn encode(&self, out: &mut ByteBuf) {
+    /// each non-empty pool. Ends the chunk: the next starts with empty
+    /// pools and the same keys.
+    pub(crate) fn encode_chunk(&mut self, out: &mut ByteBuf) {
         let mut body = ByteBuf::new();
         let mut written = 0u64;
         let mut frame_types = Pool::default();
@@ -233,6 +293,24 @@ impl ConstantPools {
         }
         out.put_varint(written);
         out.put_bytes(body.as_slice());
+        self.next_chunk();
+    }
+
+    fn next_chunk(&mut self) {
+        self.written.clear();
+        self.method_ids.clear();
+        for pool in [
+            &mut self.threads,
+            &mut self.stack_traces,
+            &mut self.methods,
+            &mut self.classes,
+            &mut self.packages,
+            &mut self.symbols,
+            &mut self.strings,
+            &mut self.attribute_values,
+        ] {
+            pool.clear();
+        }
     }
 }
 
@@ -272,10 +350,64 @@ mod tests {
 
     #[test]
     fn empty_pools_are_not_written() {
-        let pools = ConstantPools::new();
+        let mut pools = ConstantPools::new();
         let mut out = ByteBuf::new();
-        pools.encode(&mut out);
+        pools.encode_chunk(&mut out);
         // Only the frame type and thread state pools.
         assert_eq!(out.as_slice()[0], 2);
+    }
+
+    fn define(p: &mut ConstantPools, class: &str, name: &str) -> MethodDef {
+        MethodDef {
+            class: p.class(class, 1),
+            name: p.symbol(name),
+            descriptor: p.symbol("()V"),
+            modifiers: 1,
+            hidden: false,
+        }
+    }
+
+    /// Every chunk writes the entries it uses, under the keys earlier
+    /// chunks gave the same content; other content never gets those keys.
+    #[test]
+    fn keys_mean_one_thing_in_every_chunk() {
+        let mut pools = ConstantPools::new();
+        let run = pools.method(7, |p| define(p, "a/Worker", "run"));
+        let mut first = ByteBuf::new();
+        pools.encode_chunk(&mut first);
+
+        // The caller's key 7 now names another method (a reused jmethodID).
+        let other = pools.method(7, |p| define(p, "b/Other", "call"));
+        assert_ne!(other, run);
+        let again = pools.method(8, |p| define(p, "a/Worker", "run"));
+        assert_eq!(again, run, "the same method keeps its key");
+        let mut second = ByteBuf::new();
+        pools.encode_chunk(&mut second);
+        // Both methods, their classes, packages and symbols are in the second chunk.
+        assert!(second.len() > first.len());
+        let mut third = ByteBuf::new();
+        pools.encode_chunk(&mut third);
+        assert_eq!(third.as_slice()[0], 2, "an unused chunk writes no interned entry");
+    }
+
+    #[test]
+    fn forgotten_content_gets_a_new_key_never_an_old_one() {
+        let mut interner = Interner::default();
+        let first = interner.key("a".to_owned());
+        for i in 0..INTERNED_LIMIT {
+            interner.key(format!("x{i}"));
+        }
+        let again = interner.key("a".to_owned());
+        assert_ne!(again, first);
+        assert_eq!(again, INTERNED_LIMIT as u64 + 2);
+    }
+
+    #[test]
+    fn library_classes_differ_by_build_id_package() {
+        let mut pools = ConstantPools::new();
+        let a = pools.class_in("libfoo.so", Some("aa11"), 0);
+        let b = pools.class_in("libfoo.so", Some("bb22"), 0);
+        assert_ne!(a, b);
+        assert_eq!(pools.class_in("libfoo.so", Some("aa11"), 0), a);
     }
 }

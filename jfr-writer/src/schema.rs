@@ -1,10 +1,14 @@
-//! The types this profiler writes: JDK-compatible value types (so
-//! `jdk.jfr.consumer` and JDK Mission Control understand stacks, threads and
-//! methods) plus the `datadog.*` events.
+//! The types this profiler writes, in two dialects ([`Dialect`]): the
+//! value types the JDK defines (so `jdk.jfr.consumer`, JDK Mission Control
+//! and async-profiler's converter understand stacks, threads and methods),
+//! plus the events — the JDK's and async-profiler's names by default, the
+//! Datadog profiler's `datadog.*` names in [`Dialect::Datadog`].
 //!
-//! Type ids are chunk-local; 0 and 1 are reserved for the metadata and
-//! checkpoint events. Event ids stay below 128 so an event's type takes one
-//! byte.
+//! Both dialects give an event the same type id and the same field order,
+//! so an event's bytes do not depend on the dialect; only the metadata does.
+//! Type ids are fixed for every chunk; 0 and 1 are reserved for the
+//! metadata and checkpoint events. Event ids stay below 128 so an event's
+//! type takes one byte.
 
 use crate::metadata::{FieldDef as F, Kind, TypeDef, Unit};
 
@@ -76,22 +80,129 @@ const START_TIME: F = F::new("startTime", id::LONG, "Start Time").unit(Unit::Tim
 const EVENT_THREAD: F = F::new("eventThread", id::THREAD, "Event Thread").pooled();
 const STACK_TRACE: F = F::new("stackTrace", id::STACK_TRACE, "Stack Trace").pooled();
 
-const PROFILING: &[&str] = &["Datadog", "Profiling"];
+/// The names and fields a recording's events are declared with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Dialect {
+    /// `jdk.ExecutionSample`, `profiler.WallClockSample` and our own events
+    /// as `profiler.*`: what the JDK's tools and async-profiler's read.
+    #[default]
+    Jdk,
+    /// The Datadog profiler's `datadog.*` events, for its backend.
+    Datadog,
+}
 
-/// The fields of both sample events (context attributes are appended per
+impl Dialect {
+    pub const ALL: [Dialect; 2] = [Dialect::Jdk, Dialect::Datadog];
+
+    /// The option value (`jfrdialect=`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Dialect::Jdk => "jdk",
+            Dialect::Datadog => "datadog",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Dialect> {
+        Dialect::ALL.into_iter().find(|d| d.name() == name)
+    }
+
+    /// The state a CPU sample carries: async-profiler's `STATE_DEFAULT` in
+    /// the JDK dialect (its converter's `--cpu` selects samples by it).
+    pub fn cpu_state(self) -> ThreadState {
+        match self {
+            Dialect::Jdk => ThreadState::Default,
+            Dialect::Datadog => ThreadState::Runnable,
+        }
+    }
+}
+
+const SAMPLED_THREAD: F = F::new("sampledThread", id::THREAD, "Thread").pooled();
+const STATE: F = F::new("state", id::THREAD_STATE, "Thread State").pooled();
+const SPAN_ID: F = F::new("spanId", id::LONG, "Span ID");
+const LOCAL_ROOT_SPAN_ID: F = F::new("localRootSpanId", id::LONG, "Local Root Span ID");
+
+/// Our events' categories: async-profiler's for the samples (JMC groups
+/// them with the JDK's), ours for the rest.
+const JDK_PROFILING: &[&str] = &["Java Virtual Machine", "Profiling"];
+const PROFILER: &[&str] = &["Profiler"];
+const DATADOG_PROFILING: &[&str] = &["Datadog", "Profiling"];
+const DATADOG: &[&str] = &["Datadog"];
+
+/// The sample events' fields (context attributes are appended per
 /// recording, see [`extensions`]).
-const SAMPLE_FIELDS: &[F] = &[
+const JDK_CPU_SAMPLE: &[F] = &[
+    START_TIME,
+    SAMPLED_THREAD,
+    STACK_TRACE,
+    STATE,
+    F::new("weight", id::LONG, "Sample weight"),
+    SPAN_ID,
+    LOCAL_ROOT_SPAN_ID,
+];
+const JDK_WALL_SAMPLE: &[F] = &[
+    START_TIME,
+    SAMPLED_THREAD,
+    STACK_TRACE,
+    STATE,
+    F::new("samples", id::INT, "Samples"),
+    SPAN_ID,
+    LOCAL_ROOT_SPAN_ID,
+];
+const DATADOG_SAMPLE: &[F] = &[
     START_TIME,
     EVENT_THREAD,
     STACK_TRACE,
-    F::new("state", id::THREAD_STATE, "Thread State").pooled(),
+    STATE,
     F::new("weight", id::LONG, "Sample weight"),
-    F::new("spanId", id::LONG, "Span ID"),
-    F::new("localRootSpanId", id::LONG, "Local Root Span ID"),
+    SPAN_ID,
+    LOCAL_ROOT_SPAN_ID,
 ];
 
-/// Every type of the schema, in declaration order.
-pub const TYPES: &[TypeDef] = &[
+const ENDPOINT_FIELDS: &[F] = &[
+    START_TIME,
+    F::new("duration", id::LONG, "Duration").unit(Unit::TimespanTicks),
+    EVENT_THREAD,
+    STACK_TRACE,
+    F::new("endpoint", id::STRING, "Endpoint").pooled(),
+    F::new("operation", id::STRING, "Operation").pooled(),
+    F::new("localRootSpanId", id::LONG, "Local Root Span ID"),
+    F::new("parentSpanId", id::LONG, "Parent Span ID"),
+];
+
+const COUNTER_FIELDS: &[F] = &[START_TIME, F::new("name", id::STRING, "Name"), F::new("count", id::LONG, "Count")];
+
+/// The events whose name and fields depend on the dialect.
+const JDK_EVENTS: &[TypeDef] = &[
+    event(id::EXECUTION_SAMPLE, "jdk.ExecutionSample", "Method Profiling Sample", JDK_PROFILING, JDK_CPU_SAMPLE),
+    event(id::METHOD_SAMPLE, "profiler.WallClockSample", "Wall Clock Sample", JDK_PROFILING, JDK_WALL_SAMPLE),
+    event(id::ENDPOINT, "profiler.Endpoint", "Endpoint", PROFILER, ENDPOINT_FIELDS),
+    event(id::PROFILER_COUNTER, "profiler.Counter", "Profiler Internal Counter", PROFILER, COUNTER_FIELDS),
+];
+
+const DATADOG_EVENTS: &[TypeDef] = &[
+    event(
+        id::EXECUTION_SAMPLE,
+        "datadog.ExecutionSample",
+        "Method CPU Profiling Sample",
+        DATADOG_PROFILING,
+        DATADOG_SAMPLE,
+    ),
+    event(id::METHOD_SAMPLE, "datadog.MethodSample", "Method Wall Profiling Sample", DATADOG_PROFILING, DATADOG_SAMPLE),
+    event(id::ENDPOINT, "datadog.Endpoint", "Endpoint", DATADOG, ENDPOINT_FIELDS),
+    event(id::PROFILER_COUNTER, "datadog.ProfilerCounter", "Profiler Internal Counter", DATADOG, COUNTER_FIELDS),
+];
+
+/// Every type of a dialect, in declaration order.
+pub fn types(dialect: Dialect) -> Vec<TypeDef> {
+    let events = match dialect {
+        Dialect::Jdk => JDK_EVENTS,
+        Dialect::Datadog => DATADOG_EVENTS,
+    };
+    COMMON.iter().chain(events).copied().collect()
+}
+
+/// The types both dialects declare alike.
+const COMMON: &[TypeDef] = &[
     primitive(id::BOOLEAN, "boolean"),
     primitive(id::CHAR, "char"),
     primitive(id::FLOAT, "float"),
@@ -170,24 +281,6 @@ pub const TYPES: &[TypeDef] = &[
     annotation(id::TIMESPAN, "jdk.jfr.Timespan", &[F::new("value", id::STRING, "")]),
     annotation(id::DATA_AMOUNT, "jdk.jfr.DataAmount", &[F::new("value", id::STRING, "")]),
     annotation(id::MEMORY_ADDRESS, "jdk.jfr.MemoryAddress", &[]),
-    event(id::EXECUTION_SAMPLE, "datadog.ExecutionSample", "Method CPU Profiling Sample", PROFILING, SAMPLE_FIELDS),
-    event(id::METHOD_SAMPLE, "datadog.MethodSample", "Method Wall Profiling Sample", PROFILING, SAMPLE_FIELDS),
-    event(
-        id::ENDPOINT,
-        "datadog.Endpoint",
-        "Endpoint",
-        &["Datadog"],
-        &[
-            START_TIME,
-            F::new("duration", id::LONG, "Duration").unit(Unit::TimespanTicks),
-            EVENT_THREAD,
-            STACK_TRACE,
-            F::new("endpoint", id::STRING, "Endpoint").pooled(),
-            F::new("operation", id::STRING, "Operation").pooled(),
-            F::new("localRootSpanId", id::LONG, "Local Root Span ID"),
-            F::new("parentSpanId", id::LONG, "Parent Span ID"),
-        ],
-    ),
     event(
         id::ACTIVE_SETTING,
         "jdk.ActiveSetting",
@@ -215,13 +308,6 @@ pub const TYPES: &[TypeDef] = &[
             F::new("buildId", id::STRING, "GNU Build ID"),
             F::new("loadBias", id::LONG, "Load Bias").unit(Unit::Address),
         ],
-    ),
-    event(
-        id::PROFILER_COUNTER,
-        "datadog.ProfilerCounter",
-        "Profiler Internal Counter",
-        &["Datadog"],
-        &[START_TIME, F::new("name", id::STRING, "Name"), F::new("count", id::LONG, "Count")],
     ),
 ];
 
@@ -258,10 +344,12 @@ pub enum ThreadState {
     InNative = 7,
     Syscall = 8,
     Unknown = 9,
+    /// A CPU sample in the JDK dialect (async-profiler's name).
+    Default = 10,
 }
 
 impl ThreadState {
-    pub const ALL: [ThreadState; 10] = [
+    pub const ALL: [ThreadState; 11] = [
         ThreadState::Runnable,
         ThreadState::Sleeping,
         ThreadState::Waiting,
@@ -272,6 +360,7 @@ impl ThreadState {
         ThreadState::InNative,
         ThreadState::Syscall,
         ThreadState::Unknown,
+        ThreadState::Default,
     ];
 
     pub fn name(self) -> &'static str {
@@ -286,6 +375,7 @@ impl ThreadState {
             ThreadState::InNative => "STATE_IN_NATIVE",
             ThreadState::Syscall => "STATE_SYSCALL",
             ThreadState::Unknown => "STATE_UNKNOWN",
+            ThreadState::Default => "STATE_DEFAULT",
         }
     }
 
@@ -305,28 +395,67 @@ mod tests {
 
     #[test]
     fn type_ids_are_unique_and_not_reserved() {
-        let mut seen = HashSet::new();
-        for def in TYPES {
-            assert!(def.id > 1, "{} uses a reserved id", def.name);
-            assert!(seen.insert(def.id), "duplicate id {}", def.id);
+        for dialect in Dialect::ALL {
+            let mut seen = HashSet::new();
+            for def in types(dialect) {
+                assert!(def.id > 1, "{} uses a reserved id", def.name);
+                assert!(seen.insert(def.id), "duplicate id {}", def.id);
+            }
         }
     }
 
     #[test]
     fn every_field_type_is_declared() {
-        let declared: HashSet<u64> = TYPES.iter().map(|t| t.id).collect();
-        for def in TYPES {
-            for field in def.fields {
-                assert!(declared.contains(&field.type_id), "{}.{}", def.name, field.name);
+        for dialect in Dialect::ALL {
+            let types = types(dialect);
+            let declared: HashSet<u64> = types.iter().map(|t| t.id).collect();
+            for def in &types {
+                for field in def.fields {
+                    assert!(declared.contains(&field.type_id), "{}.{}", def.name, field.name);
+                }
             }
         }
     }
 
     #[test]
     fn event_types_fit_in_one_byte_and_start_with_start_time() {
-        for def in TYPES.iter().filter(|t| t.kind == Kind::Event) {
-            assert!(def.id < 128, "{}", def.name);
-            assert_eq!(def.fields[0].name, "startTime", "{}", def.name);
+        for dialect in Dialect::ALL {
+            for def in types(dialect).iter().filter(|t| t.kind == Kind::Event) {
+                assert!(def.id < 128, "{}", def.name);
+                assert_eq!(def.fields[0].name, "startTime", "{}", def.name);
+            }
         }
+    }
+
+    /// An event's bytes do not depend on the dialect: both declare the same
+    /// ids with fields of the same encoding in the same order.
+    #[test]
+    fn dialects_declare_the_same_events_with_the_same_layout() {
+        let layout = |dialect| -> Vec<(u64, Vec<(bool, bool)>)> {
+            let mut events: Vec<_> = types(dialect)
+                .into_iter()
+                .filter(|t| t.kind == Kind::Event)
+                .map(|t| (t.id, t.fields.iter().map(|f| (f.constant_pool, f.array)).collect()))
+                .collect();
+            events.sort();
+            events
+        };
+        assert_eq!(layout(Dialect::Jdk), layout(Dialect::Datadog));
+    }
+
+    #[test]
+    fn the_jdk_dialect_declares_samples_as_the_jdk_and_async_profiler_do() {
+        let types = types(Dialect::Jdk);
+        let fields = |name: &str| -> Vec<&str> {
+            types.iter().find(|t| t.name == name).unwrap().fields.iter().map(|f| f.name).collect()
+        };
+        assert_eq!(fields("jdk.ExecutionSample")[..4], ["startTime", "sampledThread", "stackTrace", "state"]);
+        assert_eq!(
+            fields("profiler.WallClockSample")[..5],
+            ["startTime", "sampledThread", "stackTrace", "state", "samples"]
+        );
+        assert_eq!(Dialect::from_name("jdk"), Some(Dialect::Jdk));
+        assert_eq!(Dialect::from_name("datadog"), Some(Dialect::Datadog));
+        assert_eq!(Dialect::from_name("dd"), None);
     }
 }

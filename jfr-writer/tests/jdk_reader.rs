@@ -4,8 +4,10 @@ use frames::FrameType;
 use jfr_writer::*;
 use std::process::Command;
 
-fn sample_chunk() -> Vec<u8> {
-    let clock = ChunkClock { start_nanos: 1_700_000_000_000_000_000, start_ticks: 0, ticks_per_second: 1_000_000 };
+const START_NANOS: i64 = 1_700_000_000_000_000_000;
+
+fn sample_chunk(dialect: Dialect) -> Vec<u8> {
+    let clock = ChunkClock { start_nanos: START_NANOS, start_ticks: 0, ticks_per_second: 1_000_000_000 };
     let mut chunk = ChunkWriter::new(clock);
     let mut pools = ConstantPools::new();
     let run = pools.method(1, |p| MethodDef {
@@ -48,7 +50,7 @@ fn sample_chunk() -> Vec<u8> {
             start_ticks: 1000 * i,
             thread: 1,
             stack_trace: 7,
-            state: ThreadState::Runnable,
+            state: dialect.cpu_state(),
             weight: 1,
             span_id: 11,
             local_root_span_id: 12,
@@ -58,7 +60,47 @@ fn sample_chunk() -> Vec<u8> {
     chunk.write(&Endpoint { start_ticks: 4000, thread: 1, endpoint: 1, operation: 2, local_root_span_id: 12 });
     chunk.write(&ProfilerCounter { start_ticks: 5000, name: "samples", count: 3 });
     let attributes = ["route".to_owned(), "customer".to_owned()];
-    chunk.finish(&pools, ChunkEnd { duration_nanos: 5_000_000, final_chunk: true }, &attributes)
+    chunk.finish(&mut pools, ChunkEnd { duration_nanos: 5_000_000, final_chunk: true }, dialect, &attributes)
+}
+
+/// Two chunks of one file through one set of pools: the caller's method
+/// key 1 names another method in the second chunk, whose clock continues
+/// the first's.
+fn two_chunks() -> Vec<u8> {
+    let mut pools = ConstantPools::new();
+    let mut file = Vec::new();
+    for (i, name) in ["first", "second"].into_iter().enumerate() {
+        let start_ticks = i as i64 * 1_000_000_000;
+        let clock = ChunkClock { start_nanos: START_NANOS + start_ticks, start_ticks, ticks_per_second: 1_000_000_000 };
+        let mut chunk = ChunkWriter::new(clock);
+        let method = pools.method(1, |p| MethodDef {
+            class: p.class("com/example/Phase", 1),
+            name: p.symbol(name),
+            descriptor: p.symbol("()V"),
+            modifiers: 1,
+            hidden: false,
+        });
+        let trace = i as u64 + 1;
+        pools.stack_trace(trace, false, &[FrameDef { method, line: 10, bci: 0, frame_type: FrameType::Interpreted }]);
+        pools.thread(1, &ThreadDef { os_name: "main", os_thread_id: 1, java_name: Some("main"), java_thread_id: 1 });
+        chunk.write(&ExecutionSample {
+            start_ticks: start_ticks + 500_000_000,
+            thread: 1,
+            stack_trace: trace,
+            state: ThreadState::Default,
+            weight: 1,
+            span_id: 0,
+            local_root_span_id: 0,
+            context: &[],
+        });
+        file.extend(chunk.finish(
+            &mut pools,
+            ChunkEnd { duration_nanos: 1_000_000_000, final_chunk: i == 1 },
+            Dialect::Jdk,
+            &[],
+        ));
+    }
+    file
 }
 
 fn jfr_tool() -> String {
@@ -68,45 +110,69 @@ fn jfr_tool() -> String {
     }
 }
 
-#[test]
-fn jdk_jfr_tool_prints_our_events() {
+/// `jfr print` of `bytes`, which must succeed.
+fn jfr_print(name: &str, bytes: &[u8]) -> String {
     let dir = std::env::temp_dir().join(format!("jfr-writer-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("chunk.jfr");
-    std::fs::write(&path, sample_chunk()).unwrap();
-
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
     let output = Command::new(jfr_tool()).arg("print").arg(&path).output().expect("run the JDK's jfr tool");
-    let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "jfr print failed: {}", String::from_utf8_lossy(&output.stderr));
-    assert_eq!(stdout.matches("datadog.ExecutionSample").count(), 3, "{stdout}");
+    let summary = Command::new(jfr_tool()).arg("summary").arg(&path).output().unwrap();
+    assert!(summary.status.success());
+    if std::env::var_os("KEEP_JFR").is_none() {
+        std::fs::remove_file(&path).ok();
+    }
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn jdk_jfr_tool_prints_our_events_in_both_dialects() {
+    for (dialect, cpu, counter, state) in [
+        (Dialect::Jdk, "jdk.ExecutionSample", "profiler.Counter", "STATE_DEFAULT"),
+        (Dialect::Datadog, "datadog.ExecutionSample", "datadog.ProfilerCounter", "STATE_RUNNABLE"),
+    ] {
+        let stdout = jfr_print(&format!("{}.jfr", dialect.name()), &sample_chunk(dialect));
+        check_printed(&stdout, cpu, counter, state);
+    }
+}
+
+#[test]
+fn a_file_of_two_chunks_reads_as_each_chunk_says() {
+    let stdout = jfr_print("two.jfr", &two_chunks());
+    let samples: Vec<&str> = stdout.split("jdk.ExecutionSample").skip(1).collect();
+    assert_eq!(samples.len(), 2, "{stdout}");
+    assert!(samples[0].contains("com.example.Phase.first()"), "{stdout}");
+    assert!(samples[1].contains("com.example.Phase.second()"), "{stdout}");
+    // 0.5 s and 1.5 s after the file's start (22:13:20 UTC).
+    assert!(samples[0].contains("22:13:20.500"), "{}", samples[0]);
+    assert!(samples[1].contains("22:13:21.500"), "{}", samples[1]);
+}
+
+fn check_printed(stdout: &str, cpu: &str, counter: &str, state: &str) {
+    assert_eq!(stdout.matches(cpu).count(), 3, "{stdout}");
     assert!(stdout.contains("com.example.Worker.run(int)"), "{stdout}");
     assert!(stdout.contains("line: 42"), "{stdout}");
     assert!(stdout.contains("worker-1"), "{stdout}");
-    assert!(stdout.contains("STATE_RUNNABLE"), "{stdout}");
+    assert!(stdout.contains(state), "{stdout}");
     assert!(stdout.contains("jdk.ActiveSetting"), "{stdout}");
-    assert!(stdout.contains("datadog.ProfilerCounter"), "{stdout}");
+    assert!(stdout.contains(counter), "{stdout}");
     assert!(stdout.contains("spanId = 11") && stdout.contains("localRootSpanId = 12"), "{stdout}");
     assert!(stdout.contains("route = \"GET /orders\"") && stdout.contains("customer = N/A"), "{stdout}");
     assert!(
         stdout.contains("endpoint = \"/api/orders\"") && stdout.contains("operation = \"servlet.request\""),
         "{stdout}"
     );
-
-    let summary = Command::new(jfr_tool()).arg("summary").arg(&path).output().unwrap();
-    assert!(summary.status.success());
-    if std::env::var_os("KEEP_JFR").is_none() {
-        std::fs::remove_dir_all(&dir).ok();
-    }
 }
 
 #[test]
 fn jfrs_reads_stack_frames_and_types() {
-    let bytes = sample_chunk();
+    let bytes = sample_chunk(Dialect::Jdk);
     let mut reader = jfrs::reader::JfrReader::new(std::io::Cursor::new(bytes));
     let mut samples = 0;
     for (mut chunk_reader, chunk) in reader.chunks().flatten() {
         for event in chunk_reader.events(&chunk).flatten() {
-            if event.class.name() != "datadog.ExecutionSample" {
+            if event.class.name() != "jdk.ExecutionSample" {
                 continue;
             }
             samples += 1;

@@ -2,17 +2,19 @@
 //! native frames (their inline chains expanded), so JDK Mission Control
 //! and other JFR tools show function names. Everything else is carried
 //! over chunk by chunk with the original clocks (CPU and wall-clock
-//! samples, endpoints, settings, libraries, counters); remote frames that
-//! could not be resolved stay as they were.
+//! samples, endpoints, settings, libraries, counters) in the dialect the
+//! recording was written in; remote frames that could not be resolved stay
+//! as they were. Pool keys mean one thing in every chunk of the copy
+//! (see `jfr_writer::pools`).
 
 use crate::recording::{Chunk, Frame, Recording, Sample, Thread};
 use crate::resolve::{Resolution, Resolver};
 use frames::FrameType;
 use jfr_writer::{
-    schema, ActiveSetting, ChunkClock, ChunkEnd, ChunkWriter, ConstantPools, Endpoint, ExecutionSample, FrameDef,
-    MethodDef, MethodSample, NativeLibrary, ProfilerCounter, ThreadDef, ThreadState,
+    schema, ActiveSetting, ChunkClock, ChunkEnd, ChunkWriter, ConstantPools, Dialect, Endpoint, ExecutionSample,
+    FrameDef, MethodDef, MethodSample, NativeLibrary, ProfilerCounter, ThreadDef, ThreadState,
 };
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 const ACC_NATIVE: i32 = 0x100;
 
@@ -23,15 +25,25 @@ fn thread_state(name: &str) -> ThreadState {
 /// A stack trace's identity: truncation, then (method, line, bci, type) per frame.
 type TraceKey = (bool, Vec<(jfr_writer::MethodId, i32, i32, u8)>);
 
-struct ChunkBuilder<'r> {
+/// The wall-clock sample events of both dialects.
+const WALL_EVENTS: [&str; 2] = ["profiler.WallClockSample", "datadog.MethodSample"];
+
+/// The copy's pools and the keys it gave threads, stack traces, strings
+/// and attribute values: one set for the whole file.
+struct Rewriter<'r> {
     pools: ConstantPools,
+    /// Keys are per chunk: see [`ConstantPools::method`].
     methods: HashMap<(String, String, String, i32), jfr_writer::MethodId>,
     threads: HashMap<Thread, u64>,
     traces: HashMap<TraceKey, u64>,
+    /// The stack traces the current chunk's pool holds.
+    chunk_traces: HashSet<u64>,
+    values: HashMap<String, u64>,
+    labels: HashMap<String, u64>,
     resolver: Option<&'r mut Resolver>,
 }
 
-impl ChunkBuilder<'_> {
+impl Rewriter<'_> {
     fn method(&mut self, class: &str, name: &str, descriptor: &str, modifiers: i32) -> jfr_writer::MethodId {
         let key = (class.to_owned(), name.to_owned(), descriptor.to_owned(), modifiers);
         if let Some(&id) = self.methods.get(&key) {
@@ -81,15 +93,6 @@ impl ChunkBuilder<'_> {
             return key;
         }
         let key = self.threads.len() as u64 + 1;
-        self.pools.thread(
-            key,
-            &ThreadDef {
-                os_name: &thread.os_name,
-                os_thread_id: thread.os_id,
-                java_name: thread.java_name.as_deref(),
-                java_thread_id: thread.java_id,
-            },
-        );
         self.threads.insert(thread.clone(), key);
         key
     }
@@ -103,112 +106,155 @@ impl ChunkBuilder<'_> {
             sample.truncated,
             frames.iter().map(|f| (f.method, f.line, f.bci, f.frame_type as u8)).collect::<Vec<_>>(),
         );
-        if let Some(&id) = self.traces.get(&key) {
-            return id;
+        let next = self.traces.len() as u64 + 1;
+        let id = *self.traces.entry(key).or_insert(next);
+        if self.chunk_traces.insert(id) {
+            self.pools.stack_trace(id, sample.truncated, &frames);
         }
-        let id = self.traces.len() as u64 + 1;
-        self.pools.stack_trace(id, sample.truncated, &frames);
-        self.traces.insert(key, id);
         id
+    }
+
+    fn write_chunk(&mut self, chunk: &Chunk, final_chunk: bool) -> Vec<u8> {
+        let clock = ChunkClock {
+            start_nanos: chunk.clock.start_nanos,
+            start_ticks: chunk.clock.start_ticks,
+            ticks_per_second: chunk.clock.ticks_per_second,
+        };
+        let start = chunk.clock.start_ticks;
+        let mut writer = ChunkWriter::new(clock);
+        self.methods.clear();
+        self.chunk_traces.clear();
+        for (name, value) in &chunk.settings {
+            writer.write(&ActiveSetting { start_ticks: start, event_type: schema::id::EXECUTION_SAMPLE, name, value });
+        }
+        let dialect = dialect(chunk);
+        // The profiler's own sample events (a JDK recording's are not copied).
+        let samples = chunk.samples.iter().filter(|_| dialect.is_some());
+        let mut threads: HashMap<u64, &Thread> = HashMap::new();
+        let mut values: HashMap<u64, &str> = HashMap::new();
+        for sample in samples {
+            let context: Vec<u64> = sample
+                .attributes
+                .iter()
+                .map(|value| match value {
+                    Some(text) => {
+                        let key = intern(&mut self.values, text);
+                        values.insert(key, text);
+                        key
+                    }
+                    None => 0,
+                })
+                .collect();
+            let thread = self.thread(&sample.thread);
+            threads.insert(thread, &sample.thread);
+            let event = ExecutionSample {
+                start_ticks: sample.start_ticks,
+                thread,
+                stack_trace: self.trace(sample),
+                state: thread_state(&sample.state),
+                weight: sample.weight,
+                span_id: sample.span_id,
+                local_root_span_id: sample.root_span_id,
+                context: &context,
+            };
+            if WALL_EVENTS.contains(&sample.event.as_str()) {
+                writer.write(&MethodSample(event));
+            } else {
+                writer.write(&event);
+            }
+        }
+        let mut labels: HashMap<u64, &str> = HashMap::new();
+        for endpoint in &chunk.endpoints {
+            let thread = self.thread(&endpoint.thread);
+            threads.insert(thread, &endpoint.thread);
+            let [endpoint_key, operation_key] = [&endpoint.endpoint, &endpoint.operation].map(|text| {
+                let key = intern(&mut self.labels, text);
+                labels.insert(key, text);
+                key
+            });
+            writer.write(&Endpoint {
+                start_ticks: endpoint.start_ticks,
+                thread,
+                endpoint: endpoint_key,
+                operation: operation_key,
+                local_root_span_id: endpoint.root_span_id,
+            });
+        }
+        for library in &chunk.libraries {
+            writer.write(&NativeLibrary {
+                start_ticks: start,
+                name: &library.name,
+                base_address: library.base_address,
+                top_address: library.top_address,
+                build_id: library.build_id.as_deref(),
+                load_bias: library.load_bias,
+            });
+        }
+        for (name, count) in &chunk.counters {
+            writer.write(&ProfilerCounter { start_ticks: start, name, count: *count });
+        }
+        for (&key, thread) in &threads {
+            self.pools.thread(
+                key,
+                &ThreadDef {
+                    os_name: &thread.os_name,
+                    os_thread_id: thread.os_id,
+                    java_name: thread.java_name.as_deref(),
+                    java_thread_id: thread.java_id,
+                },
+            );
+        }
+        for (&key, text) in &values {
+            self.pools.attribute_value(key, text);
+        }
+        for (&key, text) in &labels {
+            self.pools.string(key, text);
+        }
+        writer.finish(
+            &mut self.pools,
+            ChunkEnd { duration_nanos: chunk.clock.duration_nanos, final_chunk },
+            dialect.unwrap_or_default(),
+            &chunk.attributes,
+        )
     }
 }
 
-/// The pool key of `text`, defining it (keys 1, 2, ...) on first use.
-fn intern(keys: &mut HashMap<String, u64>, text: &str, define: impl FnOnce(u64, &str)) -> u64 {
+/// The key of `text` in `keys`, assigned (1, 2, ...) on first use.
+fn intern(keys: &mut HashMap<String, u64>, text: &str) -> u64 {
     if let Some(&key) = keys.get(text) {
         return key;
     }
     let key = keys.len() as u64 + 1;
-    define(key, text);
     keys.insert(text.to_owned(), key);
     key
 }
 
-fn write_chunk(chunk: &Chunk, resolver: Option<&mut Resolver>, final_chunk: bool) -> Vec<u8> {
-    let clock = ChunkClock {
-        start_nanos: chunk.clock.start_nanos,
-        start_ticks: chunk.clock.start_ticks,
-        ticks_per_second: chunk.clock.ticks_per_second,
-    };
-    let start = chunk.clock.start_ticks;
-    let mut writer = ChunkWriter::new(clock);
-    let mut builder = ChunkBuilder {
+/// The dialect our profiler wrote a chunk in (its `jfrdialect` setting;
+/// recordings older than the setting are Datadog's), or `None` for a
+/// recording of another profiler.
+fn dialect(chunk: &Chunk) -> Option<Dialect> {
+    match chunk.settings.iter().find(|(name, _)| name == "jfrdialect") {
+        Some((_, value)) => Dialect::from_name(value),
+        None => chunk.samples.iter().any(|s| s.event.starts_with("datadog.")).then_some(Dialect::Datadog),
+    }
+}
+
+/// The rewritten recording, all chunks concatenated.
+pub fn rewrite(recording: &Recording, resolver: Option<&mut Resolver>) -> Vec<u8> {
+    let mut rewriter = Rewriter {
         pools: ConstantPools::new(),
         methods: HashMap::new(),
         threads: HashMap::new(),
         traces: HashMap::new(),
+        chunk_traces: HashSet::new(),
+        values: HashMap::new(),
+        labels: HashMap::new(),
         resolver,
     };
-    for (name, value) in &chunk.settings {
-        writer.write(&ActiveSetting { start_ticks: start, event_type: schema::id::EXECUTION_SAMPLE, name, value });
-    }
-    let mut values: HashMap<String, u64> = HashMap::new();
-    // The profiler's own sample events (a JDK recording's are not copied).
-    let ours = |s: &&Sample| s.event == "datadog.ExecutionSample" || s.event == "datadog.MethodSample";
-    for sample in chunk.samples.iter().filter(ours) {
-        let context: Vec<u64> = sample
-            .attributes
-            .iter()
-            .map(|value| match value {
-                Some(text) => intern(&mut values, text, |key, text| builder.pools.attribute_value(key, text)),
-                None => 0,
-            })
-            .collect();
-        let event = ExecutionSample {
-            start_ticks: sample.start_ticks,
-            thread: builder.thread(&sample.thread),
-            stack_trace: builder.trace(sample),
-            state: thread_state(&sample.state),
-            weight: sample.weight,
-            span_id: sample.span_id,
-            local_root_span_id: sample.root_span_id,
-            context: &context,
-        };
-        if sample.event == "datadog.MethodSample" {
-            writer.write(&MethodSample(event));
-        } else {
-            writer.write(&event);
-        }
-    }
-    let mut labels = HashMap::new();
-    for endpoint in &chunk.endpoints {
-        let thread = builder.thread(&endpoint.thread);
-        let pools = &mut builder.pools;
-        let event = Endpoint {
-            start_ticks: endpoint.start_ticks,
-            thread,
-            endpoint: intern(&mut labels, &endpoint.endpoint, |key, text| pools.string(key, text)),
-            operation: intern(&mut labels, &endpoint.operation, |key, text| pools.string(key, text)),
-            local_root_span_id: endpoint.root_span_id,
-        };
-        writer.write(&event);
-    }
-    for library in &chunk.libraries {
-        writer.write(&NativeLibrary {
-            start_ticks: start,
-            name: &library.name,
-            base_address: library.base_address,
-            top_address: library.top_address,
-            build_id: library.build_id.as_deref(),
-            load_bias: library.load_bias,
-        });
-    }
-    for (name, count) in &chunk.counters {
-        writer.write(&ProfilerCounter { start_ticks: start, name, count: *count });
-    }
-    writer.finish(
-        &builder.pools,
-        ChunkEnd { duration_nanos: chunk.clock.duration_nanos, final_chunk },
-        &chunk.attributes,
-    )
-}
-
-/// The rewritten recording, all chunks concatenated.
-pub fn rewrite(recording: &Recording, mut resolver: Option<&mut Resolver>) -> Vec<u8> {
     let mut out = Vec::new();
     let last = recording.chunks.len().saturating_sub(1);
     for (i, chunk) in recording.chunks.iter().enumerate() {
-        out.extend(write_chunk(chunk, resolver.as_deref_mut(), i == last));
+        out.extend(rewriter.write_chunk(chunk, i == last));
     }
     out
 }

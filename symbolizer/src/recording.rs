@@ -12,7 +12,8 @@ use std::fs::File;
 use std::path::Path;
 
 /// Event types that carry a stack and a weight.
-pub const SAMPLE_EVENTS: &[&str] = &["datadog.ExecutionSample", "datadog.MethodSample", "jdk.ExecutionSample"];
+pub const SAMPLE_EVENTS: &[&str] =
+    &["jdk.ExecutionSample", "profiler.WallClockSample", "datadog.ExecutionSample", "datadog.MethodSample"];
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
@@ -95,7 +96,7 @@ pub struct NativeLibrary {
     pub load_bias: u64,
 }
 
-/// A `datadog.Endpoint` event: the endpoint a trace root served.
+/// A `profiler.Endpoint` (`datadog.Endpoint`) event: the endpoint a trace root served.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Endpoint {
     pub start_ticks: i64,
@@ -214,7 +215,7 @@ fn sample(name: &str, event: Accessor<'_>, attributes: &[String]) -> Sample {
         start_ticks: long(event.get_field("startTime")).unwrap_or(0),
         thread: thread(&event),
         state: string(event.get_field("state")).unwrap_or_default(),
-        weight: long(event.get_field("weight")).unwrap_or(1).max(1) as u64,
+        weight: long(event.get_field("weight").or_else(|| event.get_field("samples"))).unwrap_or(1).max(1) as u64,
         span_id: long(event.get_field("spanId")).unwrap_or(0) as u64,
         root_span_id: long(event.get_field("localRootSpanId")).unwrap_or(0) as u64,
         attributes: attributes.iter().map(|a| string(event.get_field(a))).collect(),
@@ -278,7 +279,7 @@ pub fn read(path: &Path) -> Result<ReadOutcome, ReadError> {
                     }
                     data.settings.push((name, text));
                 }
-                "datadog.ProfilerCounter" => data.counters.push((
+                "profiler.Counter" | "datadog.ProfilerCounter" => data.counters.push((
                     string(value.get_field("name")).unwrap_or_default(),
                     long(value.get_field("count")).unwrap_or(0),
                 )),
@@ -289,7 +290,7 @@ pub fn read(path: &Path) -> Result<ReadOutcome, ReadError> {
                     build_id: string(value.get_field("buildId")),
                     load_bias: long(value.get_field("loadBias")).unwrap_or(0) as u64,
                 }),
-                "datadog.Endpoint" => data.endpoints.push(Endpoint {
+                "profiler.Endpoint" | "datadog.Endpoint" => data.endpoints.push(Endpoint {
                     start_ticks: long(value.get_field("startTime")).unwrap_or(0),
                     thread: thread(&value),
                     endpoint: string(value.get_field("endpoint")).unwrap_or_default(),

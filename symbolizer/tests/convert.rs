@@ -47,7 +47,7 @@ fn recording_with(more: impl FnOnce(&mut ChunkWriter, &mut ConstantPools)) -> Ve
         });
     }
     more(&mut chunk, &mut pools);
-    chunk.finish(&pools, ChunkEnd { duration_nanos: 1, final_chunk: true }, &[])
+    chunk.finish(&mut pools, ChunkEnd { duration_nanos: 1, final_chunk: true }, Dialect::Datadog, &[])
 }
 
 fn write_temp(name: &str, bytes: &[u8]) -> std::path::PathBuf {

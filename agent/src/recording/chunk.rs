@@ -3,10 +3,10 @@
 //! threads the chunk's events reference. Bytes from what the caller hands
 //! in ([`ChunkSources`]): no I/O, no process-wide state.
 
-use super::classes::ClassIds;
 use super::endpoints::Batch;
 use super::frame_names::FrameNames;
 use super::methods::MethodSource;
+use super::Format;
 use crate::libraries::LibraryTable;
 use crate::storage::call_traces::TraceId;
 use crate::storage::samples::{SampleKind, SampleRecord};
@@ -20,14 +20,14 @@ use jfr_writer::{
 };
 use std::collections::{HashMap, HashSet};
 
-/// Event timestamps are microseconds since the chunk started.
-const TICKS_PER_SECOND: i64 = 1_000_000;
+/// Event timestamps are CLOCK_MONOTONIC nanoseconds: one clock for every
+/// chunk (the JVM's own JFR ticks on Linux, so the two line up).
+const TICKS_PER_SECOND: i64 = 1_000_000_000;
 
 pub struct ChunkBuilder {
     writer: ChunkWriter,
     start_mono_ns: u64,
-    /// Context attribute names, in slot order (sample event fields).
-    attributes: Vec<String>,
+    format: Format,
     traces: HashSet<u32>,
     threads: HashSet<u64>,
     context_values: HashSet<u32>,
@@ -46,8 +46,9 @@ pub struct ChunkSources<'a> {
     pub endpoints: &'a Batch,
     /// Context values that may be referenced (id to text).
     pub context_values: &'a HashMap<u32, String>,
-    /// The class map, for class ids that stay the same across chunks.
-    pub classes: &'a mut ClassIds,
+    /// The session's constant pools (keys that mean one thing in every
+    /// chunk).
+    pub pools: &'a mut ConstantPools,
 }
 
 /// A finished chunk.
@@ -61,24 +62,21 @@ pub struct Finished {
 impl ChunkBuilder {
     /// A chunk starting at `start_mono_ns` (CLOCK_MONOTONIC), which is
     /// `start_epoch_ns` in wall-clock time, opening with the settings.
-    pub fn new(start_mono_ns: u64, start_epoch_ns: i64, settings: &[(String, String)], attributes: &[String]) -> Self {
-        let clock = ChunkClock { start_nanos: start_epoch_ns, start_ticks: 0, ticks_per_second: TICKS_PER_SECOND };
+    pub fn new(start_mono_ns: u64, start_epoch_ns: i64, settings: &[(String, String)], format: &Format) -> Self {
+        let start_ticks = ticks(start_mono_ns);
+        let clock = ChunkClock { start_nanos: start_epoch_ns, start_ticks, ticks_per_second: TICKS_PER_SECOND };
         let mut writer = ChunkWriter::new(clock);
         for (name, value) in settings {
-            writer.write(&ActiveSetting { start_ticks: 0, event_type: schema::id::EXECUTION_SAMPLE, name, value });
+            writer.write(&ActiveSetting { start_ticks, event_type: schema::id::EXECUTION_SAMPLE, name, value });
         }
         Self {
             writer,
             start_mono_ns,
-            attributes: attributes.to_vec(),
+            format: format.clone(),
             traces: HashSet::new(),
             threads: HashSet::new(),
             context_values: HashSet::new(),
         }
-    }
-
-    fn ticks(&self, mono_ns: u64) -> i64 {
-        (mono_ns as i64 - self.start_mono_ns as i64) / (1_000_000_000 / TICKS_PER_SECOND)
     }
 
     pub fn event_bytes(&self) -> usize {
@@ -93,21 +91,26 @@ impl ChunkBuilder {
             self.threads.insert(thread);
             self.traces.insert(record.trace);
             let mut context = [0u64; MAX_CONTEXT_VALUES];
-            for (key, &value) in context.iter_mut().zip(&record.context.values).take(self.attributes.len()) {
+            let attributes = self.format.attributes.len().min(MAX_CONTEXT_VALUES);
+            for (key, &value) in context.iter_mut().zip(&record.context.values).take(attributes) {
                 *key = u64::from(value);
                 if value != 0 {
                     self.context_values.insert(value);
                 }
             }
+            let state = match record.kind {
+                SampleKind::Cpu => self.format.dialect.cpu_state(),
+                SampleKind::Wall => ThreadState::from_u8(record.state),
+            };
             let sample = ExecutionSample {
-                start_ticks: self.ticks(record.time_ns),
+                start_ticks: ticks(record.time_ns),
                 thread,
                 stack_trace: u64::from(record.trace),
-                state: ThreadState::from_u8(record.state),
+                state,
                 weight: u64::from(record.weight),
                 span_id: record.context.span_id,
                 local_root_span_id: record.context.root_span_id,
-                context: &context[..self.attributes.len().min(MAX_CONTEXT_VALUES)],
+                context: &context[..attributes],
             };
             match record.kind {
                 SampleKind::Cpu => self.writer.write(&sample),
@@ -118,7 +121,7 @@ impl ChunkBuilder {
 
     /// Writes counters, the constant pools and the metadata.
     pub fn finish(mut self, sources: ChunkSources<'_>, end_mono_ns: u64, final_chunk: bool) -> Finished {
-        let end_ticks = self.ticks(end_mono_ns);
+        let end_ticks = ticks(end_mono_ns);
         for &(name, count) in sources.counters {
             self.writer.write(&ProfilerCounter { start_ticks: end_ticks, name, count: count as i64 });
         }
@@ -135,14 +138,15 @@ impl ChunkBuilder {
                 });
             }
         }
-        let mut pools = ConstantPools::new();
-        self.write_endpoints(&mut pools, sources.endpoints, sources.thread_key);
-        let context_values_expired = self.write_context_values(&mut pools, sources.context_values);
-        self.write_threads(&mut pools, sources.thread);
-        let mut frames = FrameNames::new(sources.methods, sources.libraries, sources.classes);
-        self.write_traces(&mut pools, sources.traces, &mut frames);
+        let pools = sources.pools;
+        self.write_endpoints(pools, sources.endpoints, sources.thread_key);
+        let context_values_expired = self.write_context_values(pools, sources.context_values);
+        self.write_threads(pools, sources.thread);
+        let mut frames = FrameNames::new(sources.methods, sources.libraries, self.format.dialect);
+        self.write_traces(pools, sources.traces, &mut frames);
         let duration_nanos = end_mono_ns.saturating_sub(self.start_mono_ns) as i64;
-        let bytes = self.writer.finish(&pools, ChunkEnd { duration_nanos, final_chunk }, &self.attributes);
+        let end = ChunkEnd { duration_nanos, final_chunk };
+        let bytes = self.writer.finish(pools, end, self.format.dialect, &self.format.attributes);
         Finished { bytes, context_values_expired }
     }
 
@@ -154,7 +158,7 @@ impl ChunkBuilder {
             used.insert(event.endpoint);
             used.insert(event.operation);
             self.writer.write(&Endpoint {
-                start_ticks: self.ticks(event.time_ns),
+                start_ticks: ticks(event.time_ns),
                 thread,
                 endpoint: u64::from(event.endpoint),
                 operation: u64::from(event.operation),
@@ -228,6 +232,11 @@ impl ChunkBuilder {
     }
 }
 
+/// The tick of a CLOCK_MONOTONIC time.
+fn ticks(mono_ns: u64) -> i64 {
+    mono_ns as i64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -235,8 +244,8 @@ mod tests {
 
     #[test]
     fn a_chunk_comes_from_its_sources_alone_and_reports_unknown_context_values() {
-        let attributes = ["route".to_owned()];
-        let mut chunk = ChunkBuilder::new(1_000, 0, &[], &attributes);
+        let format = Format { attributes: vec!["route".to_owned()], ..Format::default() };
+        let mut chunk = ChunkBuilder::new(1_000, 0, &[], &format);
         let mut known = SampleRecord { time_ns: 2_000, tid: 7, ..Default::default() };
         known.context.values[0] = 1;
         let mut unknown = known;
@@ -254,7 +263,7 @@ mod tests {
                 counters: &[],
                 endpoints: &Batch::default(),
                 context_values: &values,
-                classes: &mut ClassIds::default(),
+                pools: &mut ConstantPools::new(),
             },
             3_000,
             true,

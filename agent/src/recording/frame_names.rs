@@ -1,16 +1,15 @@
 //! Turning stored frames into constant-pool frames: Java methods resolved
-//! through JVMTI (with class ids from the class map), native frames named
-//! from the library table, remote frames per the remote-symbolication
-//! contract, and markers for stacks that could not be walked.
+//! through JVMTI, native frames named from the library table (their
+//! library as class, as async-profiler writes them), remote frames in the
+//! dialect's encoding, and markers for stacks that could not be walked.
 
-use super::classes::ClassIds;
 use super::methods::{MethodInfo, MethodSource};
-use crate::libraries::LibraryTable;
+use crate::libraries::{Library, LibraryTable};
 use frames::{
     CallTraceError, Frame, FrameKind, FrameType, Mark, Marker, RemoteFrame, UnknownNative, BCI_NATIVE_METHOD,
     REMOTE_METHOD_NAME,
 };
-use jfr_writer::{ConstantPools, FrameDef, MethodDef, MethodId};
+use jfr_writer::{ConstantPools, Dialect, FrameDef, MethodDef, MethodId};
 use std::collections::HashMap;
 
 const ACC_NATIVE: i32 = 0x100;
@@ -20,22 +19,26 @@ const NATIVE_METHOD_KEY: u64 = 1 << 62;
 /// Packed remote frames have their two top bits clear.
 const REMOTE_METHOD_KEY: u64 = 3 << 62;
 
+/// A native frame's name: function (or `[library+0xoffset]`), library
+/// file name (empty when no library holds the address) and frame type.
+struct NativeName {
+    name: String,
+    library: String,
+    frame_type: FrameType,
+}
+
 /// Resolves the frames of one chunk.
 pub struct FrameNames<'a> {
     methods: &'a mut dyn MethodSource,
     libraries: Option<&'a LibraryTable>,
-    classes: &'a mut ClassIds,
+    dialect: Dialect,
     /// Native frame names by attribution address.
-    natives: HashMap<u64, (String, FrameType)>,
+    natives: HashMap<u64, NativeName>,
 }
 
 impl<'a> FrameNames<'a> {
-    pub fn new(
-        methods: &'a mut dyn MethodSource,
-        libraries: Option<&'a LibraryTable>,
-        classes: &'a mut ClassIds,
-    ) -> Self {
-        Self { methods, libraries, classes, natives: HashMap::new() }
+    pub fn new(methods: &'a mut dyn MethodSource, libraries: Option<&'a LibraryTable>, dialect: Dialect) -> Self {
+        Self { methods, libraries, dialect, natives: HashMap::new() }
     }
 
     /// A marker frame (`[storage_full]`, `[GC_active]`, ...).
@@ -46,18 +49,35 @@ impl<'a> FrameNames<'a> {
     pub fn frame(&mut self, pools: &mut ConstantPools, frame: &Frame) -> FrameDef {
         match frame.kind {
             FrameKind::Native => {
-                let (name, frame_type) = self.native_name(frame.method).clone();
-                FrameDef { method: native_method(pools, &name), line: -1, bci: -1, frame_type }
+                let native = self.native_name(frame.method);
+                let method = native_method(pools, &native.name, &native.library);
+                FrameDef { method, line: -1, bci: -1, frame_type: native.frame_type }
             }
             FrameKind::RemoteNative => {
                 let remote = RemoteFrame::unpack(frame.method);
-                let build_id =
-                    self.libraries.and_then(|t| t.by_index(remote.lib_index)).and_then(|l| l.build_id.clone());
-                let method = match build_id {
-                    Some(build_id) => remote_method(pools, &build_id.to_hex(), remote),
-                    None => synthetic(pools, Marker::UnknownLibrary.name()),
-                };
-                FrameDef { method, line: -1, bci: -1, frame_type: FrameType::RemoteNative }
+                let library = self.libraries.and_then(|t| t.by_index(remote.lib_index));
+                match library.and_then(|l| Some((l.build_id.as_ref()?.to_hex(), l))) {
+                    Some((build_id, library)) => match self.dialect {
+                        Dialect::Jdk => FrameDef {
+                            method: remote_library_method(pools, &library, &build_id, remote),
+                            line: -1,
+                            bci: -1,
+                            frame_type: native_type(&library),
+                        },
+                        Dialect::Datadog => FrameDef {
+                            method: remote_method(pools, &build_id, remote),
+                            line: -1,
+                            bci: -1,
+                            frame_type: FrameType::RemoteNative,
+                        },
+                    },
+                    None => FrameDef {
+                        method: synthetic(pools, Marker::UnknownLibrary.name()),
+                        line: -1,
+                        bci: -1,
+                        frame_type: self.remote_type(),
+                    },
+                }
             }
             // A frame whose method had no jmethodID when it was sampled.
             FrameKind::Java | FrameKind::Interpreted | FrameKind::C1Compiled | FrameKind::Inlined
@@ -70,7 +90,7 @@ impl<'a> FrameNames<'a> {
                 match self.methods.method(frame.method) {
                     Some(info) => {
                         let native = frame.bci == BCI_NATIVE_METHOD || info.modifiers & ACC_NATIVE != 0;
-                        let method = java_method(pools, self.classes, frame.method, info);
+                        let method = java_method(pools, frame.method, info);
                         java_frame(method, info.line_of(frame.bci), frame, native)
                     }
                     // JVMTI no longer knows the id: its class was unloaded
@@ -90,15 +110,38 @@ impl<'a> FrameNames<'a> {
         }
     }
 
-    fn native_name(&mut self, address: u64) -> &(String, FrameType) {
+    /// The type of a remote frame that names no library: remote native in
+    /// the Datadog dialect, where remote frames have their own type.
+    fn remote_type(&self) -> FrameType {
+        match self.dialect {
+            Dialect::Jdk => FrameType::Native,
+            Dialect::Datadog => FrameType::RemoteNative,
+        }
+    }
+
+    fn native_name(&mut self, address: u64) -> &NativeName {
         let libraries = self.libraries;
         self.natives.entry(address).or_insert_with(|| match libraries.and_then(|t| t.library_at(address)) {
-            Some(library) => {
-                let frame_type = if library.is_jvm { FrameType::Cpp } else { FrameType::Native };
-                (library.describe(address), frame_type)
-            }
-            None => (UnknownNative(address).to_string(), FrameType::Native),
+            Some(library) => NativeName {
+                name: library.describe(address),
+                library: library.name().to_owned(),
+                frame_type: native_type(&library),
+            },
+            None => NativeName {
+                name: UnknownNative(address).to_string(),
+                library: String::new(),
+                frame_type: FrameType::Native,
+            },
         })
+    }
+}
+
+/// The JVM's own code is C++; other libraries' is native.
+fn native_type(library: &Library) -> FrameType {
+    if library.is_jvm {
+        FrameType::Cpp
+    } else {
+        FrameType::Native
     }
 }
 
@@ -126,12 +169,9 @@ fn name_hash(name: &str) -> u32 {
     name.bytes().fold(2_166_136_261u32, |h, b| (h ^ u32::from(b)).wrapping_mul(16_777_619))
 }
 
-fn java_method(pools: &mut ConstantPools, classes: &mut ClassIds, id: u64, info: &MethodInfo) -> MethodId {
+fn java_method(pools: &mut ConstantPools, id: u64, info: &MethodInfo) -> MethodId {
     pools.method(id, |p| MethodDef {
-        class: match classes.id(&info.class_name) {
-            Some(key) => p.class_keyed(u64::from(key), &info.class_name, info.class_modifiers),
-            None => p.class(&info.class_name, info.class_modifiers),
-        },
+        class: p.class(&info.class_name, info.class_modifiers),
         name: p.symbol(&info.name),
         descriptor: p.symbol(&info.signature),
         modifiers: info.modifiers,
@@ -139,9 +179,11 @@ fn java_method(pools: &mut ConstantPools, classes: &mut ClassIds, id: u64, info:
     })
 }
 
-fn native_method(pools: &mut ConstantPools, name: &str) -> MethodId {
-    pools.method(NATIVE_METHOD_KEY | name_hash64(name), |p| MethodDef {
-        class: p.class("", 0),
+/// A native function of `library` (a file name, outside any package).
+fn native_method(pools: &mut ConstantPools, name: &str, library: &str) -> MethodId {
+    let key = NATIVE_METHOD_KEY | (name_hash64(name) ^ name_hash64(library));
+    pools.method(key, |p| MethodDef {
+        class: p.class_in(library, None, 0),
         name: p.symbol(name),
         descriptor: p.symbol("()L;"),
         modifiers: ACC_NATIVE,
@@ -149,8 +191,28 @@ fn native_method(pools: &mut ConstantPools, name: &str) -> MethodId {
     })
 }
 
-/// A remote frame: class = the library's build-id, name = `<remote>`,
-/// descriptor = the pc offset in hex (the remote-symbolication contract).
+/// A remote frame in the JDK dialect, which every JFR tool prints: class =
+/// the library's file name in a package named by its build-id, name =
+/// `[library+0xoffset]` (what the frame shows until it is symbolized).
+fn remote_library_method(
+    pools: &mut ConstantPools,
+    library: &Library,
+    build_id: &str,
+    remote: RemoteFrame,
+) -> MethodId {
+    let identity = RemoteFrame { mark: Mark::None, ..remote }.pack().unwrap_or(0);
+    pools.method(REMOTE_METHOD_KEY | identity, |p| MethodDef {
+        class: p.class_in(library.name(), Some(build_id), 0),
+        name: p.symbol(&format!("[{}+{:#x}]", library.name(), remote.offset)),
+        descriptor: p.symbol("()L;"),
+        modifiers: ACC_NATIVE,
+        hidden: false,
+    })
+}
+
+/// A remote frame in the Datadog dialect: class = the library's build-id,
+/// name = `<remote>`, descriptor = the pc offset in hex (the
+/// remote-symbolication contract).
 fn remote_method(pools: &mut ConstantPools, build_id: &str, remote: RemoteFrame) -> MethodId {
     let identity = RemoteFrame { mark: Mark::None, ..remote }.pack().unwrap_or(0);
     pools.method(REMOTE_METHOD_KEY | identity, |p| MethodDef {
@@ -175,8 +237,7 @@ mod tests {
     #[test]
     fn java_frames_without_a_method_id_are_unknown_java_methods() {
         let mut methods = NoMethods;
-        let mut classes = ClassIds::default();
-        let mut names = FrameNames::new(&mut methods, None, &mut classes);
+        let mut names = FrameNames::new(&mut methods, None, Dialect::Jdk);
         let mut pools = ConstantPools::new();
         let unknown = synthetic(&mut pools, Marker::UnknownJavaMethod.name());
         let compiled = names.frame(&mut pools, &Frame::java_of_kind(0, 7, JavaFrameKind::C1Compiled));

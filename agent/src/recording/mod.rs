@@ -5,14 +5,17 @@
 //! [`chunk`] turns samples and stores into a chunk's bytes (no I/O),
 //! [`sink`] puts finished chunks into files (the only file I/O), and
 //! [`writer`] is the periodic tick that drains samples and finishes chunks
-//! that grew too large. [`frame_names`], [`methods`] and [`classes`] name
-//! what a chunk's pools hold; [`endpoints`] is the store of endpoint events.
+//! that grew too large. [`frame_names`] and [`methods`] name what a
+//! chunk's pools hold; [`endpoints`] is the store of endpoint events.
+//!
+//! The chunks of a session share one tick clock (CLOCK_MONOTONIC
+//! nanoseconds) and one set of constant pools, so that any run of them in a
+//! file reads the same whole as chunk by chunk (see `jfr_writer::pools`).
 //!
 //! A chunk is finished ("rotated") when it grows past [`ROTATE_BYTES`], on
 //! `dump` and on `stop`.
 
 pub mod chunk;
-pub mod classes;
 pub mod endpoints;
 pub mod frame_names;
 pub mod methods;
@@ -27,7 +30,7 @@ use crate::jvmti::Jvmti;
 use crate::storage::samples::SampleRecord;
 use crate::threads;
 use chunk::{ChunkBuilder, ChunkSources};
-use classes::ClassIds;
+use jfr_writer::{ConstantPools, Dialect};
 use methods::MethodCache;
 use rotation::Stores;
 use sink::Sink;
@@ -44,33 +47,35 @@ pub struct DumpContext {
     pub env: JniEnv,
 }
 
+/// What a session's chunks declare: the dialect and the context
+/// attribute names (`attributes=`), sample fields in slot order.
+#[derive(Clone, Debug, Default)]
+pub struct Format {
+    pub dialect: Dialect,
+    pub attributes: Vec<String>,
+}
+
 pub struct Recording {
     chunk: ChunkBuilder,
     settings: Vec<(String, String)>,
-    /// Context attribute names (`attributes=`).
-    attributes: Vec<String>,
+    format: Format,
     stores: Stores,
     sink: Sink,
     methods: MethodCache,
-    classes: ClassIds,
+    pools: ConstantPools,
     drained: Vec<SampleRecord>,
 }
 
 impl Recording {
-    pub fn new(
-        settings: Vec<(String, String)>,
-        attributes: Vec<String>,
-        stores: Stores,
-        session_file: Option<PathBuf>,
-    ) -> Self {
+    pub fn new(settings: Vec<(String, String)>, format: Format, stores: Stores, session_file: Option<PathBuf>) -> Self {
         Self {
-            chunk: ChunkBuilder::new(clock::monotonic_ns(), clock::epoch_ns(), &settings, &attributes),
+            chunk: ChunkBuilder::new(clock::monotonic_ns(), clock::epoch_ns(), &settings, &format),
             settings,
-            attributes,
+            format,
             stores,
             sink: Sink::new(session_file),
             methods: MethodCache::default(),
-            classes: ClassIds::default(),
+            pools: ConstantPools::new(),
             drained: Vec::new(),
         }
     }
@@ -100,7 +105,7 @@ impl Recording {
         self.drain();
         let context_values = self.stores.context.values.live_entries();
         let now = clock::monotonic_ns();
-        let next = ChunkBuilder::new(now, clock::epoch_ns(), &self.settings, &self.attributes);
+        let next = ChunkBuilder::new(now, clock::epoch_ns(), &self.settings, &self.format);
         let finished = std::mem::replace(&mut self.chunk, next);
         counters::increment(Counter::ChunksWritten);
         let counter_values = counters::snapshot();
@@ -116,7 +121,7 @@ impl Recording {
                 counters: &counter_values,
                 endpoints: &endpoints,
                 context_values: &context_values,
-                classes: &mut self.classes,
+                pools: &mut self.pools,
             },
             now,
             final_chunk,

@@ -12,8 +12,7 @@
 //! through the call-trace table and `FrameNames`.
 
 use frames::{CallTraceError, Frame, FrameKind, FrameType, RemoteFrame, BCI_NATIVE_METHOD};
-use jfr_writer::ConstantPools;
-use profiler_agent::recording::classes::ClassIds;
+use jfr_writer::{ConstantPools, Dialect};
 use profiler_agent::recording::frame_names::FrameNames;
 use profiler_agent::recording::methods::{MethodInfo, MethodSource};
 use profiler_agent::storage::call_traces::{CallTraceTable, TraceId};
@@ -41,12 +40,12 @@ impl MethodSource for OneMethod {
     }
 }
 
-/// The JFR frame type `frame` is written with (no library table, no class
-/// dictionary: native frames are then unknown, remote ones unresolved).
+/// The JFR frame type `frame` is written with in the Datadog dialect (no
+/// library table: native frames are then unknown, remote ones unresolved).
 fn frame_type_of(frame: Frame) -> FrameType {
     let mut methods = OneMethod::new();
     let mut pools = ConstantPools::new();
-    FrameNames::new(&mut methods, None, &mut ClassIds::default()).frame(&mut pools, &frame).frame_type
+    FrameNames::new(&mut methods, None, Dialect::Datadog).frame(&mut pools, &frame).frame_type
 }
 
 /// One frame of each kind, with bci `bci` where the kind has one.
