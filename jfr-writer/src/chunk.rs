@@ -11,7 +11,7 @@
 //! chunk to the next.
 
 use crate::buffer::{varint_len, ByteBuf};
-use crate::events::Event;
+use crate::events::{Event, Sample, MAX_REPEAT};
 use crate::metadata::encode_metadata_body;
 use crate::pools::ConstantPools;
 use crate::schema::{self, Dialect};
@@ -50,13 +50,14 @@ pub struct ChunkWriter {
     out: ByteBuf,
     scratch: ByteBuf,
     clock: ChunkClock,
+    dialect: Dialect,
 }
 
 impl ChunkWriter {
-    pub fn new(clock: ChunkClock) -> Self {
+    pub fn new(clock: ChunkClock, dialect: Dialect) -> Self {
         let mut out = ByteBuf::with_capacity(64 * 1024);
         out.put_bytes(&[0; HEADER_SIZE]);
-        Self { out, scratch: ByteBuf::new(), clock }
+        Self { out, scratch: ByteBuf::new(), clock, dialect }
     }
 
     pub fn clock(&self) -> ChunkClock {
@@ -75,16 +76,39 @@ impl ChunkWriter {
         put_sized(&mut self.out, self.scratch.as_slice());
     }
 
-    /// Appends the constant pools (ending their chunk) and the metadata of
-    /// `dialect` (with the context `attributes` as sample fields), fills in
-    /// the header and returns the complete chunk.
-    pub fn finish(
-        mut self,
-        pools: &mut ConstantPools,
-        end: ChunkEnd,
-        dialect: Dialect,
-        attributes: &[String],
-    ) -> Vec<u8> {
+    /// Writes a sample as the dialect spells it. Datadog: one event with
+    /// weight and context. JDK: a wall-clock sample once with its weight
+    /// as `samples`, a CPU sample once per interval it stands for (at most
+    /// [`MAX_REPEAT`] times; readers count CPU samples), then its context,
+    /// if it has any, as a `profiler.SampleContext`.
+    pub fn sample(&mut self, sample: &Sample<'_>) {
+        self.scratch.clear();
+        self.scratch.put_varint(sample.type_id());
+        match self.dialect {
+            Dialect::Datadog => {
+                sample.write_datadog(&mut self.scratch);
+                put_sized(&mut self.out, self.scratch.as_slice());
+            }
+            Dialect::Jdk => {
+                sample.write_jdk(&mut self.scratch);
+                let times = if sample.wall { 1 } else { sample.weight.clamp(1, MAX_REPEAT) };
+                for _ in 0..times {
+                    put_sized(&mut self.out, self.scratch.as_slice());
+                }
+                if sample.has_context() {
+                    self.scratch.clear();
+                    self.scratch.put_varint(schema::id::SAMPLE_CONTEXT);
+                    sample.write_context_event(&mut self.scratch);
+                    put_sized(&mut self.out, self.scratch.as_slice());
+                }
+            }
+        }
+    }
+
+    /// Appends the constant pools (ending their chunk) and the metadata
+    /// (with the context `attributes` as fields), fills in the header and
+    /// returns the complete chunk.
+    pub fn finish(mut self, pools: &mut ConstantPools, end: ChunkEnd, attributes: &[String]) -> Vec<u8> {
         let checkpoint_offset = self.out.len();
         let mut body = ByteBuf::new();
         body.put_varint(CHECKPOINT_EVENT);
@@ -96,8 +120,9 @@ impl ChunkWriter {
         put_sized(&mut self.out, body.as_slice());
 
         let metadata_offset = self.out.len();
+        let types = schema::types(self.dialect);
         let metadata =
-            encode_metadata_body(&schema::types(dialect), &schema::ANNOTATIONS, &schema::extensions(attributes));
+            encode_metadata_body(&types, &schema::ANNOTATIONS, &schema::extensions(self.dialect, attributes));
         body.clear();
         body.put_varint(METADATA_EVENT);
         body.put_varint_signed(self.clock.start_ticks);
@@ -150,13 +175,59 @@ fn put_sized(out: &mut ByteBuf, payload: &[u8]) {
 mod tests {
     use super::*;
 
+    /// The type ids of the events before the checkpoint.
+    fn event_types(chunk: &[u8]) -> Vec<u64> {
+        let checkpoint = i64::from_be_bytes(chunk[16..24].try_into().unwrap()) as usize;
+        let mut at = HEADER_SIZE;
+        let mut types = Vec::new();
+        while at < checkpoint {
+            let (size, _) = crate::buffer::decode_varint(&chunk[at..]).unwrap();
+            let (_, used) = crate::buffer::decode_varint(&chunk[at..]).unwrap();
+            types.push(crate::buffer::decode_varint(&chunk[at + used..]).unwrap().0);
+            at += size as usize;
+        }
+        types
+    }
+
+    fn chunk_of(dialect: Dialect, samples: &[Sample<'_>]) -> Vec<u8> {
+        let clock = ChunkClock { start_nanos: 0, start_ticks: 0, ticks_per_second: 1_000_000_000 };
+        let mut writer = ChunkWriter::new(clock, dialect);
+        for sample in samples {
+            writer.sample(sample);
+        }
+        writer.finish(&mut ConstantPools::new(), ChunkEnd { duration_nanos: 1, final_chunk: true }, &[])
+    }
+
+    #[test]
+    fn the_jdk_dialect_repeats_weighted_cpu_samples_and_adds_context() {
+        use crate::schema::{id, ThreadState};
+        let cpu = Sample {
+            wall: false,
+            start_ticks: 1,
+            thread: 1,
+            stack_trace: 2,
+            state: ThreadState::Default,
+            weight: 3,
+            span_id: 0,
+            local_root_span_id: 0,
+            context: &[0],
+        };
+        let traced = Sample { weight: 1, span_id: 9, ..cpu };
+        let wall = Sample { wall: true, weight: 5, context: &[4], ..cpu };
+        let huge = Sample { weight: u64::MAX, ..cpu };
+        let (e, c, w) = (id::EXECUTION_SAMPLE, id::SAMPLE_CONTEXT, id::METHOD_SAMPLE);
+        assert_eq!(event_types(&chunk_of(Dialect::Jdk, &[cpu, traced, wall])), [e, e, e, e, c, w, c]);
+        assert_eq!(event_types(&chunk_of(Dialect::Datadog, &[cpu, traced, wall])), [e, e, w]);
+        assert_eq!(event_types(&chunk_of(Dialect::Jdk, &[huge])).len() as u64, MAX_REPEAT);
+    }
+
     #[test]
     fn metadata_ids_follow_the_content() {
         let metadata = |dialect, attributes: &[String]| {
             metadata_id(&encode_metadata_body(
                 &schema::types(dialect),
                 &schema::ANNOTATIONS,
-                &schema::extensions(attributes),
+                &schema::extensions(dialect, attributes),
             ))
         };
         let none: &[String] = &[];

@@ -10,13 +10,20 @@ pub trait Event {
     fn write_fields(&self, out: &mut ByteBuf);
 }
 
-/// One CPU sample (`jdk.ExecutionSample`, `datadog.ExecutionSample`).
+/// Samples a JDK-dialect CPU sample is written at most: one per interval
+/// its weight stands for (ctimer overruns).
+pub const MAX_REPEAT: u64 = 1000;
+
+/// One CPU or wall-clock sample, in either dialect: see
+/// [`crate::ChunkWriter::sample`].
 #[derive(Clone, Copy, Debug)]
-pub struct ExecutionSample<'a> {
+pub struct Sample<'a> {
+    pub wall: bool,
     pub start_ticks: i64,
     pub thread: u64,
     pub stack_trace: u64,
     pub state: ThreadState,
+    /// Sampling intervals the sample stands for.
     pub weight: u64,
     pub span_id: u64,
     pub local_root_span_id: u64,
@@ -25,41 +32,56 @@ pub struct ExecutionSample<'a> {
     pub context: &'a [u64],
 }
 
-impl Event for ExecutionSample<'_> {
-    const TYPE_ID: u64 = id::EXECUTION_SAMPLE;
-
-    fn write_fields(&self, out: &mut ByteBuf) {
-        self.write_with_weight(out, self.weight);
+impl Sample<'_> {
+    pub(crate) fn has_context(&self) -> bool {
+        self.span_id != 0 || self.local_root_span_id != 0 || self.context.iter().any(|&v| v != 0)
     }
-}
 
-impl ExecutionSample<'_> {
-    fn write_with_weight(&self, out: &mut ByteBuf, weight: u64) {
+    /// `datadog.ExecutionSample` / `datadog.MethodSample`: everything in
+    /// one event.
+    pub(crate) fn write_datadog(&self, out: &mut ByteBuf) {
+        self.write_head(out);
+        out.put_varint(self.weight);
+        self.write_context(out);
+    }
+
+    /// `jdk.ExecutionSample` / `profiler.WallClockSample`: the JDK's and
+    /// async-profiler's fields.
+    pub(crate) fn write_jdk(&self, out: &mut ByteBuf) {
+        self.write_head(out);
+        if self.wall {
+            out.put_int(self.weight.min(i32::MAX as u64) as i32);
+        }
+    }
+
+    /// `profiler.SampleContext`: the context of the sample just written.
+    pub(crate) fn write_context_event(&self, out: &mut ByteBuf) {
+        out.put_varint_signed(self.start_ticks);
+        out.put_varint(self.thread);
+        self.write_context(out);
+    }
+
+    pub(crate) fn type_id(&self) -> u64 {
+        if self.wall {
+            id::METHOD_SAMPLE
+        } else {
+            id::EXECUTION_SAMPLE
+        }
+    }
+
+    fn write_head(&self, out: &mut ByteBuf) {
         out.put_varint_signed(self.start_ticks);
         out.put_varint(self.thread);
         out.put_varint(self.stack_trace);
         out.put_varint(self.state.key());
-        out.put_varint(weight);
+    }
+
+    fn write_context(&self, out: &mut ByteBuf) {
         out.put_varint(self.span_id);
         out.put_varint(self.local_root_span_id);
         for &value in self.context {
             out.put_varint(value);
         }
-    }
-}
-
-/// One wall-clock sample (`profiler.WallClockSample`,
-/// `datadog.MethodSample`): the fields of [`ExecutionSample`], `weight`
-/// counting the sampling intervals it stands for (`samples`, an `int`, in
-/// the JDK dialect: the same bytes below 2^31).
-#[derive(Clone, Copy, Debug)]
-pub struct MethodSample<'a>(pub ExecutionSample<'a>);
-
-impl Event for MethodSample<'_> {
-    const TYPE_ID: u64 = id::METHOD_SAMPLE;
-
-    fn write_fields(&self, out: &mut ByteBuf) {
-        self.0.write_with_weight(out, self.0.weight.min(i32::MAX as u64));
     }
 }
 

@@ -4,8 +4,11 @@
 //! plus the events — the JDK's and async-profiler's names by default, the
 //! Datadog profiler's `datadog.*` names in [`Dialect::Datadog`].
 //!
-//! Both dialects give an event the same type id and the same field order,
-//! so an event's bytes do not depend on the dialect; only the metadata does.
+//! The JDK dialect gives `jdk.ExecutionSample` and
+//! `profiler.WallClockSample` exactly the JDK's and async-profiler's fields
+//! (async-profiler's reader reads them by position and cannot skip more);
+//! a sample's trace context follows it as a `profiler.SampleContext`
+//! event. The Datadog dialect keeps the context in the sample event.
 //! Type ids are fixed for every chunk; 0 and 1 are reserved for the
 //! metadata and checkpoint events. Event ids stay below 128 so an event's
 //! type takes one byte.
@@ -47,6 +50,7 @@ pub mod id {
     pub const PROFILER_COUNTER: u64 = 103;
     pub const NATIVE_LIBRARY: u64 = 104;
     pub const ENDPOINT: u64 = 105;
+    pub const SAMPLE_CONTEXT: u64 = 106;
     pub const ATTRIBUTE_VALUE: u64 = 31;
 }
 
@@ -128,26 +132,12 @@ const PROFILER: &[&str] = &["Profiler"];
 const DATADOG_PROFILING: &[&str] = &["Datadog", "Profiling"];
 const DATADOG: &[&str] = &["Datadog"];
 
-/// The sample events' fields (context attributes are appended per
-/// recording, see [`extensions`]).
-const JDK_CPU_SAMPLE: &[F] = &[
-    START_TIME,
-    SAMPLED_THREAD,
-    STACK_TRACE,
-    STATE,
-    F::new("weight", id::LONG, "Sample weight"),
-    SPAN_ID,
-    LOCAL_ROOT_SPAN_ID,
-];
-const JDK_WALL_SAMPLE: &[F] = &[
-    START_TIME,
-    SAMPLED_THREAD,
-    STACK_TRACE,
-    STATE,
-    F::new("samples", id::INT, "Samples"),
-    SPAN_ID,
-    LOCAL_ROOT_SPAN_ID,
-];
+/// The sample events' fields. Context attributes are appended per
+/// recording (see [`extensions`]) to `profiler.SampleContext` and the
+/// Datadog samples.
+const JDK_CPU_SAMPLE: &[F] = &[START_TIME, SAMPLED_THREAD, STACK_TRACE, STATE];
+const JDK_WALL_SAMPLE: &[F] = &[START_TIME, SAMPLED_THREAD, STACK_TRACE, STATE, F::new("samples", id::INT, "Samples")];
+const SAMPLE_CONTEXT: &[F] = &[START_TIME, SAMPLED_THREAD, SPAN_ID, LOCAL_ROOT_SPAN_ID];
 const DATADOG_SAMPLE: &[F] = &[
     START_TIME,
     EVENT_THREAD,
@@ -177,6 +167,7 @@ const JDK_EVENTS: &[TypeDef] = &[
     event(id::METHOD_SAMPLE, "profiler.WallClockSample", "Wall Clock Sample", JDK_PROFILING, JDK_WALL_SAMPLE),
     event(id::ENDPOINT, "profiler.Endpoint", "Endpoint", PROFILER, ENDPOINT_FIELDS),
     event(id::PROFILER_COUNTER, "profiler.Counter", "Profiler Internal Counter", PROFILER, COUNTER_FIELDS),
+    event(id::SAMPLE_CONTEXT, "profiler.SampleContext", "Sample Trace Context", PROFILER, SAMPLE_CONTEXT),
 ];
 
 const DATADOG_EVENTS: &[TypeDef] = &[
@@ -312,13 +303,17 @@ const COMMON: &[TypeDef] = &[
 ];
 
 /// Context attribute names (`attributes=`), appended as fields to the
-/// sample events: constant-pool references to attribute values.
-pub fn extensions(attributes: &[String]) -> [crate::metadata::Extension<'_>; 2] {
-    [id::EXECUTION_SAMPLE, id::METHOD_SAMPLE].map(|type_id| crate::metadata::Extension {
-        type_id,
-        field_type: id::ATTRIBUTE_VALUE,
-        names: attributes,
-    })
+/// events that carry a sample's context: constant-pool references to
+/// attribute values.
+pub fn extensions(dialect: Dialect, attributes: &[String]) -> Vec<crate::metadata::Extension<'_>> {
+    let carriers: &[u64] = match dialect {
+        Dialect::Jdk => &[id::SAMPLE_CONTEXT],
+        Dialect::Datadog => &[id::EXECUTION_SAMPLE, id::METHOD_SAMPLE],
+    };
+    carriers
+        .iter()
+        .map(|&type_id| crate::metadata::Extension { type_id, field_type: id::ATTRIBUTE_VALUE, names: attributes })
+        .collect()
 }
 
 pub const ANNOTATIONS: crate::metadata::AnnotationIds = crate::metadata::AnnotationIds {
@@ -427,31 +422,15 @@ mod tests {
         }
     }
 
-    /// An event's bytes do not depend on the dialect: both declare the same
-    /// ids with fields of the same encoding in the same order.
-    #[test]
-    fn dialects_declare_the_same_events_with_the_same_layout() {
-        let layout = |dialect| -> Vec<(u64, Vec<(bool, bool)>)> {
-            let mut events: Vec<_> = types(dialect)
-                .into_iter()
-                .filter(|t| t.kind == Kind::Event)
-                .map(|t| (t.id, t.fields.iter().map(|f| (f.constant_pool, f.array)).collect()))
-                .collect();
-            events.sort();
-            events
-        };
-        assert_eq!(layout(Dialect::Jdk), layout(Dialect::Datadog));
-    }
-
     #[test]
     fn the_jdk_dialect_declares_samples_as_the_jdk_and_async_profiler_do() {
         let types = types(Dialect::Jdk);
         let fields = |name: &str| -> Vec<&str> {
             types.iter().find(|t| t.name == name).unwrap().fields.iter().map(|f| f.name).collect()
         };
-        assert_eq!(fields("jdk.ExecutionSample")[..4], ["startTime", "sampledThread", "stackTrace", "state"]);
+        assert_eq!(fields("jdk.ExecutionSample"), ["startTime", "sampledThread", "stackTrace", "state"]);
         assert_eq!(
-            fields("profiler.WallClockSample")[..5],
+            fields("profiler.WallClockSample"),
             ["startTime", "sampledThread", "stackTrace", "state", "samples"]
         );
         assert_eq!(Dialect::from_name("jdk"), Some(Dialect::Jdk));

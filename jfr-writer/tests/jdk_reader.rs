@@ -8,7 +8,7 @@ const START_NANOS: i64 = 1_700_000_000_000_000_000;
 
 fn sample_chunk(dialect: Dialect) -> Vec<u8> {
     let clock = ChunkClock { start_nanos: START_NANOS, start_ticks: 0, ticks_per_second: 1_000_000_000 };
-    let mut chunk = ChunkWriter::new(clock);
+    let mut chunk = ChunkWriter::new(clock, dialect);
     let mut pools = ConstantPools::new();
     let run = pools.method(1, |p| MethodDef {
         class: p.class("com/example/Worker", 1),
@@ -46,7 +46,8 @@ fn sample_chunk(dialect: Dialect) -> Vec<u8> {
     pools.string(1, "/api/orders");
     pools.string(2, "servlet.request");
     for i in 0..3 {
-        chunk.write(&ExecutionSample {
+        chunk.sample(&Sample {
+            wall: false,
             start_ticks: 1000 * i,
             thread: 1,
             stack_trace: 7,
@@ -60,7 +61,7 @@ fn sample_chunk(dialect: Dialect) -> Vec<u8> {
     chunk.write(&Endpoint { start_ticks: 4000, thread: 1, endpoint: 1, operation: 2, local_root_span_id: 12 });
     chunk.write(&ProfilerCounter { start_ticks: 5000, name: "samples", count: 3 });
     let attributes = ["route".to_owned(), "customer".to_owned()];
-    chunk.finish(&mut pools, ChunkEnd { duration_nanos: 5_000_000, final_chunk: true }, dialect, &attributes)
+    chunk.finish(&mut pools, ChunkEnd { duration_nanos: 5_000_000, final_chunk: true }, &attributes)
 }
 
 /// Two chunks of one file through one set of pools: the caller's method
@@ -72,7 +73,7 @@ fn two_chunks() -> Vec<u8> {
     for (i, name) in ["first", "second"].into_iter().enumerate() {
         let start_ticks = i as i64 * 1_000_000_000;
         let clock = ChunkClock { start_nanos: START_NANOS + start_ticks, start_ticks, ticks_per_second: 1_000_000_000 };
-        let mut chunk = ChunkWriter::new(clock);
+        let mut chunk = ChunkWriter::new(clock, Dialect::Jdk);
         let method = pools.method(1, |p| MethodDef {
             class: p.class("com/example/Phase", 1),
             name: p.symbol(name),
@@ -83,7 +84,8 @@ fn two_chunks() -> Vec<u8> {
         let trace = i as u64 + 1;
         pools.stack_trace(trace, false, &[FrameDef { method, line: 10, bci: 0, frame_type: FrameType::Interpreted }]);
         pools.thread(1, &ThreadDef { os_name: "main", os_thread_id: 1, java_name: Some("main"), java_thread_id: 1 });
-        chunk.write(&ExecutionSample {
+        chunk.sample(&Sample {
+            wall: false,
             start_ticks: start_ticks + 500_000_000,
             thread: 1,
             stack_trace: trace,
@@ -93,12 +95,7 @@ fn two_chunks() -> Vec<u8> {
             local_root_span_id: 0,
             context: &[],
         });
-        file.extend(chunk.finish(
-            &mut pools,
-            ChunkEnd { duration_nanos: 1_000_000_000, final_chunk: i == 1 },
-            Dialect::Jdk,
-            &[],
-        ));
+        file.extend(chunk.finish(&mut pools, ChunkEnd { duration_nanos: 1_000_000_000, final_chunk: i == 1 }, &[]));
     }
     file
 }
@@ -150,7 +147,7 @@ fn a_file_of_two_chunks_reads_as_each_chunk_says() {
 }
 
 fn check_printed(stdout: &str, cpu: &str, counter: &str, state: &str) {
-    assert_eq!(stdout.matches(cpu).count(), 3, "{stdout}");
+    assert_eq!(stdout.matches(&format!("{cpu} {{")).count(), 3, "{stdout}");
     assert!(stdout.contains("com.example.Worker.run(int)"), "{stdout}");
     assert!(stdout.contains("line: 42"), "{stdout}");
     assert!(stdout.contains("worker-1"), "{stdout}");

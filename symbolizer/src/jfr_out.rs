@@ -11,8 +11,8 @@ use crate::recording::{Chunk, Frame, Recording, Sample, Thread};
 use crate::resolve::{Resolution, Resolver};
 use frames::FrameType;
 use jfr_writer::{
-    schema, ActiveSetting, ChunkClock, ChunkEnd, ChunkWriter, ConstantPools, Dialect, Endpoint, ExecutionSample,
-    FrameDef, MethodDef, MethodSample, NativeLibrary, ProfilerCounter, ThreadDef, ThreadState,
+    schema, ActiveSetting, ChunkClock, ChunkEnd, ChunkWriter, ConstantPools, Dialect, Endpoint, FrameDef, MethodDef,
+    NativeLibrary, ProfilerCounter, Sample as SampleEvent, ThreadDef, ThreadState,
 };
 use std::collections::{HashMap, HashSet};
 
@@ -121,13 +121,13 @@ impl Rewriter<'_> {
             ticks_per_second: chunk.clock.ticks_per_second,
         };
         let start = chunk.clock.start_ticks;
-        let mut writer = ChunkWriter::new(clock);
+        let dialect = dialect(chunk);
+        let mut writer = ChunkWriter::new(clock, dialect.unwrap_or_default());
         self.methods.clear();
         self.chunk_traces.clear();
         for (name, value) in &chunk.settings {
             writer.write(&ActiveSetting { start_ticks: start, event_type: schema::id::EXECUTION_SAMPLE, name, value });
         }
-        let dialect = dialect(chunk);
         // The profiler's own sample events (a JDK recording's are not copied).
         let samples = chunk.samples.iter().filter(|_| dialect.is_some());
         let mut threads: HashMap<u64, &Thread> = HashMap::new();
@@ -147,7 +147,8 @@ impl Rewriter<'_> {
                 .collect();
             let thread = self.thread(&sample.thread);
             threads.insert(thread, &sample.thread);
-            let event = ExecutionSample {
+            writer.sample(&SampleEvent {
+                wall: WALL_EVENTS.contains(&sample.event.as_str()),
                 start_ticks: sample.start_ticks,
                 thread,
                 stack_trace: self.trace(sample),
@@ -156,12 +157,7 @@ impl Rewriter<'_> {
                 span_id: sample.span_id,
                 local_root_span_id: sample.root_span_id,
                 context: &context,
-            };
-            if WALL_EVENTS.contains(&sample.event.as_str()) {
-                writer.write(&MethodSample(event));
-            } else {
-                writer.write(&event);
-            }
+            });
         }
         let mut labels: HashMap<u64, &str> = HashMap::new();
         for endpoint in &chunk.endpoints {
@@ -213,7 +209,6 @@ impl Rewriter<'_> {
         writer.finish(
             &mut self.pools,
             ChunkEnd { duration_nanos: chunk.clock.duration_nanos, final_chunk },
-            dialect.unwrap_or_default(),
             &chunk.attributes,
         )
     }

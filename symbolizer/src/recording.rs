@@ -210,22 +210,32 @@ fn thread(event: &Accessor<'_>) -> Thread {
 
 fn sample(name: &str, event: Accessor<'_>, attributes: &[String]) -> Sample {
     let stack = event.get_field("stackTrace").and_then(Accessor::resolve);
-    Sample {
+    let mut sample = Sample {
         event: name.to_owned(),
         start_ticks: long(event.get_field("startTime")).unwrap_or(0),
         thread: thread(&event),
         state: string(event.get_field("state")).unwrap_or_default(),
         weight: long(event.get_field("weight").or_else(|| event.get_field("samples"))).unwrap_or(1).max(1) as u64,
-        span_id: long(event.get_field("spanId")).unwrap_or(0) as u64,
-        root_span_id: long(event.get_field("localRootSpanId")).unwrap_or(0) as u64,
-        attributes: attributes.iter().map(|a| string(event.get_field(a))).collect(),
+        span_id: 0,
+        root_span_id: 0,
+        attributes: Vec::new(),
         truncated: boolean(stack.as_ref().and_then(|s| s.get_field("truncated"))),
         frames: stack
             .and_then(|s| s.get_field("frames"))
             .and_then(Accessor::as_iter)
             .map(|frames| frames.map(frame).collect())
             .unwrap_or_default(),
-    }
+    };
+    set_context(&mut sample, &event, attributes);
+    sample
+}
+
+/// A sample's trace context, from the sample (Datadog dialect) or the
+/// `profiler.SampleContext` that follows it (JDK dialect).
+fn set_context(sample: &mut Sample, event: &Accessor<'_>, attributes: &[String]) {
+    sample.span_id = long(event.get_field("spanId")).unwrap_or(0) as u64;
+    sample.root_span_id = long(event.get_field("localRootSpanId")).unwrap_or(0) as u64;
+    sample.attributes = attributes.iter().map(|a| string(event.get_field(a))).collect();
 }
 
 pub fn read(path: &Path) -> Result<ReadOutcome, ReadError> {
@@ -298,6 +308,11 @@ pub fn read(path: &Path) -> Result<ReadOutcome, ReadError> {
                     root_span_id: long(value.get_field("localRootSpanId")).unwrap_or(0) as u64,
                 }),
                 _ if SAMPLE_EVENTS.contains(&name) => data.samples.push(sample(name, value, &data.attributes)),
+                "profiler.SampleContext" => {
+                    if let Some(last) = data.samples.last_mut() {
+                        set_context(last, &value, &data.attributes);
+                    }
+                }
                 _ => {}
             }
         }

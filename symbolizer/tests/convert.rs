@@ -12,7 +12,7 @@ fn sample_recording() -> Vec<u8> {
 /// (thread 1 and stack traces 2 and 3 exist).
 fn recording_with(more: impl FnOnce(&mut ChunkWriter, &mut ConstantPools)) -> Vec<u8> {
     let clock = ChunkClock { start_nanos: 0, start_ticks: 0, ticks_per_second: 1_000_000 };
-    let mut chunk = ChunkWriter::new(clock);
+    let mut chunk = ChunkWriter::new(clock, Dialect::Datadog);
     let mut pools = ConstantPools::new();
     let method = |pools: &mut ConstantPools, key: u64, class: &str, name: &str| {
         pools.method(key, |p| MethodDef {
@@ -35,7 +35,8 @@ fn recording_with(more: impl FnOnce(&mut ChunkWriter, &mut ConstantPools)) -> Ve
     );
     pools.thread(1, &ThreadDef { os_name: "main", os_thread_id: 10, java_name: Some("main"), java_thread_id: 1 });
     for (trace, weight) in [(2, 1), (2, 2), (3, 1)] {
-        chunk.write(&ExecutionSample {
+        chunk.sample(&Sample {
+            wall: false,
             start_ticks: 0,
             thread: 1,
             stack_trace: trace,
@@ -47,7 +48,7 @@ fn recording_with(more: impl FnOnce(&mut ChunkWriter, &mut ConstantPools)) -> Ve
         });
     }
     more(&mut chunk, &mut pools);
-    chunk.finish(&mut pools, ChunkEnd { duration_nanos: 1, final_chunk: true }, Dialect::Datadog, &[])
+    chunk.finish(&mut pools, ChunkEnd { duration_nanos: 1, final_chunk: true }, &[])
 }
 
 fn write_temp(name: &str, bytes: &[u8]) -> std::path::PathBuf {
@@ -107,7 +108,8 @@ fn missing_file_is_a_clear_error() {
 #[test]
 fn the_jfr_copy_keeps_wall_clock_samples_and_endpoints() {
     let bytes = recording_with(|chunk, pools| {
-        let sample = |start_ticks, weight| ExecutionSample {
+        let sample = |start_ticks, weight| Sample {
+            wall: true,
             start_ticks,
             thread: 1,
             stack_trace: 3,
@@ -117,8 +119,8 @@ fn the_jfr_copy_keeps_wall_clock_samples_and_endpoints() {
             local_root_span_id: 8,
             context: &[],
         };
-        chunk.write(&MethodSample(sample(5, 10)));
-        chunk.write(&MethodSample(sample(6, 20)));
+        chunk.sample(&sample(5, 10));
+        chunk.sample(&sample(6, 20));
         pools.string(1, "GET /users");
         pools.string(2, "servlet.request");
         chunk.write(&Endpoint { start_ticks: 9, thread: 1, endpoint: 1, operation: 2, local_root_span_id: 8 });

@@ -15,8 +15,8 @@ use crate::storage::trace_storage::CallTraceStorage;
 use crate::threads::ThreadInfo;
 use frames::{Frame, Marker};
 use jfr_writer::{
-    schema, ActiveSetting, ChunkClock, ChunkEnd, ChunkWriter, ConstantPools, Endpoint, ExecutionSample, MethodSample,
-    NativeLibrary, ProfilerCounter, ThreadDef, ThreadState,
+    schema, ActiveSetting, ChunkClock, ChunkEnd, ChunkWriter, ConstantPools, Endpoint, NativeLibrary, ProfilerCounter,
+    Sample, ThreadDef, ThreadState,
 };
 use std::collections::{HashMap, HashSet};
 
@@ -65,7 +65,7 @@ impl ChunkBuilder {
     pub fn new(start_mono_ns: u64, start_epoch_ns: i64, settings: &[(String, String)], format: &Format) -> Self {
         let start_ticks = ticks(start_mono_ns);
         let clock = ChunkClock { start_nanos: start_epoch_ns, start_ticks, ticks_per_second: TICKS_PER_SECOND };
-        let mut writer = ChunkWriter::new(clock);
+        let mut writer = ChunkWriter::new(clock, format.dialect);
         for (name, value) in settings {
             writer.write(&ActiveSetting { start_ticks, event_type: schema::id::EXECUTION_SAMPLE, name, value });
         }
@@ -102,7 +102,8 @@ impl ChunkBuilder {
                 SampleKind::Cpu => self.format.dialect.cpu_state(),
                 SampleKind::Wall => ThreadState::from_u8(record.state),
             };
-            let sample = ExecutionSample {
+            self.writer.sample(&Sample {
+                wall: record.kind == SampleKind::Wall,
                 start_ticks: ticks(record.time_ns),
                 thread,
                 stack_trace: u64::from(record.trace),
@@ -111,11 +112,7 @@ impl ChunkBuilder {
                 span_id: record.context.span_id,
                 local_root_span_id: record.context.root_span_id,
                 context: &context[..attributes],
-            };
-            match record.kind {
-                SampleKind::Cpu => self.writer.write(&sample),
-                SampleKind::Wall => self.writer.write(&MethodSample(sample)),
-            }
+            });
         }
     }
 
@@ -146,7 +143,7 @@ impl ChunkBuilder {
         self.write_traces(pools, sources.traces, &mut frames);
         let duration_nanos = end_mono_ns.saturating_sub(self.start_mono_ns) as i64;
         let end = ChunkEnd { duration_nanos, final_chunk };
-        let bytes = self.writer.finish(pools, end, self.format.dialect, &self.format.attributes);
+        let bytes = self.writer.finish(pools, end, &self.format.attributes);
         Finished { bytes, context_values_expired }
     }
 
