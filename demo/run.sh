@@ -15,7 +15,7 @@ java -agentpath:"$PWD/target/release/libprofiler.so=start,interval=5ms,file=$PWD
 target/release/symbolize flamegraph demo/out/profile.jfr --threads -o demo/out/flamegraph.html \
     --title "Demo: CPU profile"
 target/release/symbolize collapsed demo/out/profile.jfr -o demo/out/profile.collapsed
-echo "recording:   demo/out/profile.jfr ($(jfr summary demo/out/profile.jfr | awk '/datadog.ExecutionSample/ {print $2}') samples)"
+echo "recording:   demo/out/profile.jfr ($(jfr summary demo/out/profile.jfr | awk '/jdk.ExecutionSample/ {print $2}') samples)"
 echo "flame graph: demo/out/flamegraph.html"
 echo "top frames (self samples):"
 # A collapsed line is `frame;frame;...;leaf COUNT`; frame names may hold

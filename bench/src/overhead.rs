@@ -133,13 +133,14 @@ fn run_once(config: &Config, suite: &Suite, options: &Options, classes: &Path, s
     if config.kind != Kind::Baseline {
         run.file_bytes = std::fs::metadata(&file).map(|m| m.len() as f64).unwrap_or(0.0);
     }
-    let event = match config.kind {
-        Kind::Agent => "datadog.ExecutionSample",
-        Kind::AgentWall => "datadog.MethodSample",
-        Kind::Jfr => "jdk.ExecutionSample",
+    // An agent build's samples in either dialect (`--baseline` may be older).
+    let events: &[&str] = match config.kind {
+        Kind::Agent => &["jdk.ExecutionSample", "datadog.ExecutionSample"],
+        Kind::AgentWall => &["profiler.WallClockSample", "datadog.MethodSample"],
+        Kind::Jfr => &["jdk.ExecutionSample"],
         Kind::Baseline => return run,
     };
-    (run.samples, run.worker_samples) = sample_counts(&file, event);
+    (run.samples, run.worker_samples) = sample_counts(&file, events);
     if matches!(config.kind, Kind::Agent | Kind::AgentWall) {
         run.handler_ns = counter(&file, "handler_ns_p50");
     }

@@ -33,19 +33,24 @@ pub fn value(stdout: &str, key: &str) -> f64 {
         .unwrap()
 }
 
-/// Number of `event` events recorded, and how many of them sampled the
-/// workload's worker threads, from `jfr print`.
-pub fn sample_counts(file: &Path, event: &str) -> (f64, f64) {
-    let out = Command::new(tool("jfr")).args(["print", "--events", event]).arg(file).output().expect("run jfr print");
+/// Number of events of the `events` types recorded (an agent's in either
+/// dialect), and how many of them sampled the workload's worker threads,
+/// from `jfr print`.
+pub fn sample_counts(file: &Path, events: &[&str]) -> (f64, f64) {
+    let out = Command::new(tool("jfr"))
+        .args(["print", "--events", &events.join(",")])
+        .arg(file)
+        .output()
+        .expect("run jfr print");
     let text = String::from_utf8_lossy(&out.stdout);
-    let all = text.lines().filter(|l| l.starts_with(event)).count();
+    let all = text.lines().filter(|l| events.iter().any(|e| l.starts_with(&format!("{e} {{")))).count();
     let workers = text.lines().filter(|l| l.contains("Thread = \"worker-")).count();
     (all as f64, workers as f64)
 }
 
 pub fn counter(file: &Path, name: &str) -> f64 {
     let out = Command::new(tool("jfr"))
-        .args(["print", "--events", "datadog.ProfilerCounter"])
+        .args(["print", "--events", "profiler.Counter,datadog.ProfilerCounter"])
         .arg(file)
         .output()
         .expect("run jfr print");

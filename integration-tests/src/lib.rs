@@ -364,6 +364,13 @@ impl Event {
         self.frames.first()
     }
 
+    /// A trace-context field of a sample (span ids, attributes), `None`
+    /// when the sample has no such context (zero or null; the JDK dialect
+    /// writes context only for samples that have some).
+    pub fn context(&self, name: &str) -> Option<&str> {
+        self.fields.get(name).map(String::as_str).filter(|v| *v != "0" && *v != "null")
+    }
+
     /// A field printed as text (`"null"` for a null value); panics naming the event if absent.
     pub fn field(&self, name: &str) -> &str {
         self.fields.get(name).unwrap_or_else(|| panic!("{} has no field {name}: {:?}", self.kind, self.fields))
@@ -378,9 +385,21 @@ pub struct Recording {
     pub settings: HashMap<String, String>,
 }
 
+/// The CPU sample events of both dialects (`jfrdialect=jdk|datadog`).
+pub const CPU_SAMPLE_EVENTS: [&str; 2] = ["jdk.ExecutionSample", "datadog.ExecutionSample"];
+/// The wall-clock sample events of both dialects.
+pub const WALL_SAMPLE_EVENTS: [&str; 2] = ["profiler.WallClockSample", "datadog.MethodSample"];
+/// The endpoint events of both dialects.
+pub const ENDPOINT_EVENTS: [&str; 2] = ["profiler.Endpoint", "datadog.Endpoint"];
+
 impl Recording {
+    /// CPU samples.
     pub fn samples(&self) -> impl Iterator<Item = &Event> {
-        self.events.iter().filter(|e| e.kind == "datadog.ExecutionSample")
+        self.events.iter().filter(|e| CPU_SAMPLE_EVENTS.contains(&e.kind.as_str()))
+    }
+
+    pub fn wall_samples(&self) -> impl Iterator<Item = &Event> {
+        self.events.iter().filter(|e| WALL_SAMPLE_EVENTS.contains(&e.kind.as_str()))
     }
 
     pub fn counter(&self, name: &str) -> i64 {

@@ -57,17 +57,17 @@ fn verify(output: &std::process::Output, dir: &Path) {
     let without: Vec<&Event> = dump.samples().filter(|e| has_frame(e, "noContextWork")).collect();
     assert!(with_context.len() >= 20 && without.len() >= 10, "{} / {} samples", with_context.len(), without.len());
     for sample in &with_context {
-        assert_eq!(sample.field("spanId"), SPAN);
-        assert_eq!(sample.field("localRootSpanId"), ROOT);
-        assert_eq!(sample.field("customer"), "customer-7");
-        assert_eq!(sample.field("region"), "eu-west");
+        assert_eq!(sample.context("spanId"), Some(SPAN));
+        assert_eq!(sample.context("localRootSpanId"), Some(ROOT));
+        assert_eq!(sample.context("customer"), Some("customer-7"));
+        assert_eq!(sample.context("region"), Some("eu-west"));
     }
     for sample in &without {
-        assert_eq!(sample.field("spanId"), "0");
-        assert_eq!(sample.field("localRootSpanId"), "0");
-        assert_eq!(sample.field("customer"), "null");
+        assert_eq!(sample.context("spanId"), None);
+        assert_eq!(sample.context("localRootSpanId"), None);
+        assert_eq!(sample.context("customer"), None);
     }
-    let endpoints: Vec<&Event> = dump.events.iter().filter(|e| e.kind == "datadog.Endpoint").collect();
+    let endpoints: Vec<&Event> = dump.events.iter().filter(|e| ENDPOINT_EVENTS.contains(&e.kind.as_str())).collect();
     assert_eq!(endpoints.len(), 2, "{endpoints:#?}");
     for endpoint in endpoints {
         assert_eq!(endpoint.field("endpoint"), "GET /orders");
@@ -163,8 +163,9 @@ fn the_thread_filter_samples_only_added_threads() {
     let output = run_java(Some(""), "FilterUse", &[file.to_str().unwrap()], Duration::from_secs(60));
     assert_success(&output);
     let recording = read_recording(&file);
-    for kind in ["datadog.ExecutionSample", "datadog.MethodSample"] {
-        let samples: Vec<&Event> = recording.events.iter().filter(|e| e.kind == kind).collect();
+    let cpu: Vec<&Event> = recording.samples().collect();
+    let wall: Vec<&Event> = recording.wall_samples().collect();
+    for (kind, samples) in [("cpu", cpu), ("wall", wall)] {
         let threads: std::collections::HashSet<&str> = samples.iter().map(|e| e.thread.as_str()).collect();
         assert!(samples.len() >= 50, "{kind}: {} samples of the added thread", samples.len());
         assert_eq!(threads.into_iter().collect::<Vec<_>>(), vec!["filtered-in"], "{kind}: only the added thread");

@@ -35,16 +35,24 @@ pub struct Frame {
     pub bci: i32,
     /// `None` for a type we never write (another writer's).
     pub kind: Option<FrameType>,
+    /// The package of the frame's class when it is a library's build-id:
+    /// a remote frame in the JDK dialect.
+    pub build_id: Option<String>,
 }
 
 impl Frame {
-    /// A remote-symbolication frame's build-id and pc offset.
+    /// A remote-symbolication frame's build-id and pc offset: in the
+    /// Datadog dialect, class = build-id, name `<remote>`, descriptor =
+    /// offset; in the JDK dialect, name `[library+0xoffset]` of class
+    /// `library` in the build-id's package.
     pub fn remote(&self) -> Option<(&str, u64)> {
-        if self.method != REMOTE_METHOD_NAME {
-            return None;
+        let hex = |text: &str| u64::from_str_radix(text.strip_prefix("0x")?, 16).ok();
+        if self.method == REMOTE_METHOD_NAME {
+            return Some((&self.class, hex(&self.descriptor)?));
         }
-        let offset = u64::from_str_radix(self.descriptor.strip_prefix("0x")?, 16).ok()?;
-        Some((&self.class, offset))
+        let build_id = self.build_id.as_deref()?;
+        let offset = self.method.strip_prefix('[')?.strip_suffix(']')?.strip_prefix(self.class.as_str())?;
+        Some((build_id, hex(offset.strip_prefix('+')?)?))
     }
 
     /// `com.example.Foo.bar` for Java frames, the symbol for native ones.
@@ -182,7 +190,14 @@ fn boolean(accessor: Option<Accessor<'_>>) -> bool {
 fn frame(frame: Accessor<'_>) -> Frame {
     let method = frame.get_field("method").and_then(Accessor::resolve);
     let field = |name: &str| method.as_ref().and_then(|m| m.get_field(name));
-    let class = field("type").and_then(Accessor::resolve).and_then(|t| string(t.get_field("name"))).unwrap_or_default();
+    let class_type = field("type").and_then(Accessor::resolve);
+    let class = class_type.as_ref().and_then(|t| string(t.get_field("name"))).unwrap_or_default();
+    let package = string(class_type.and_then(|t| t.get_field("package")));
+    let kind = string(frame.get_field("type")).and_then(|d| FrameType::from_description(&d));
+    // Only a native frame's package can be a build-id (Java packages hold '/' or are words).
+    let native = matches!(kind, Some(FrameType::Native | FrameType::Cpp));
+    let build_id =
+        package.filter(|p| native && !p.is_empty() && p.len() % 2 == 0 && p.bytes().all(|b| b.is_ascii_hexdigit()));
     Frame {
         class,
         method: string(field("name")).unwrap_or_else(|| "[unknown]".to_owned()),
@@ -190,7 +205,8 @@ fn frame(frame: Accessor<'_>) -> Frame {
         modifiers: long(field("modifiers")).unwrap_or(0) as i32,
         line: long(frame.get_field("lineNumber")).unwrap_or(-1) as i32,
         bci: long(frame.get_field("bytecodeIndex")).unwrap_or(-1) as i32,
-        kind: string(frame.get_field("type")).and_then(|d| FrameType::from_description(&d)),
+        kind,
+        build_id,
     }
 }
 
@@ -319,4 +335,27 @@ pub fn read(path: &Path) -> Result<ReadOutcome, ReadError> {
         recording.chunks.push(data);
     }
     Ok(ReadOutcome { recording, error: None })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testing::*;
+
+    const ID: &str = "abcdef0123456789";
+
+    #[test]
+    fn remote_frames_are_recognised_in_both_dialects() {
+        assert_eq!(remote(ID, 0x1a2b).remote(), Some((ID, 0x1a2b)));
+        assert_eq!(remote_jdk("libjvm.so", ID, 0x5d7203).remote(), Some((ID, 0x5d7203)));
+        // A native frame that names its library but has no build-id, or
+        // whose name is a function, is not remote.
+        let mut plain = remote_jdk("libjvm.so", ID, 0x10);
+        plain.build_id = None;
+        assert_eq!(plain.remote(), None);
+        let mut named = remote_jdk("libjvm.so", ID, 0x10);
+        named.method = "JVM_Sleep".to_owned();
+        assert_eq!(named.remote(), None);
+        assert_eq!(native("memcpy").remote(), None);
+        assert_eq!(java("a/B", "c", 1).remote(), None);
+    }
 }

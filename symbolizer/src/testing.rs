@@ -20,6 +20,7 @@ pub fn java(class: &str, method: &str, line: i32) -> Frame {
         line,
         bci: 7,
         kind: INTERPRETED,
+        build_id: None,
     }
 }
 
@@ -33,11 +34,13 @@ pub fn native(symbol: &str) -> Frame {
         line: -1,
         bci: -1,
         kind: NATIVE,
+        build_id: None,
     }
 }
 
-/// A remote frame as the agent writes it: the build-id as class,
-/// [`REMOTE_METHOD_NAME`] as name, the offset in hex as descriptor.
+/// A remote frame as the agent writes it in the Datadog dialect: the
+/// build-id as class, [`REMOTE_METHOD_NAME`] as name, the offset in hex as
+/// descriptor.
 pub fn remote(build_id: &str, offset: u64) -> Frame {
     Frame {
         class: build_id.to_owned(),
@@ -47,6 +50,22 @@ pub fn remote(build_id: &str, offset: u64) -> Frame {
         line: -1,
         bci: -1,
         kind: REMOTE_NATIVE,
+        build_id: None,
+    }
+}
+
+/// A remote frame as the agent writes it in the JDK dialect: a native
+/// frame `[library+0xoffset]` of class `library` in the build-id's package.
+pub fn remote_jdk(library: &str, build_id: &str, offset: u64) -> Frame {
+    Frame {
+        class: library.to_owned(),
+        method: format!("[{library}+{offset:#x}]"),
+        descriptor: "()L;".to_owned(),
+        modifiers: 0x100,
+        line: -1,
+        bci: -1,
+        kind: NATIVE,
+        build_id: Some(build_id.to_owned()),
     }
 }
 
