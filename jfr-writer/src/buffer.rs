@@ -112,6 +112,14 @@ impl ByteBuf {
         }
     }
 
+    /// A UTF-8 string (encoding 3) even when empty: symbols, which
+    /// async-profiler's reader accepts in no other encoding.
+    pub fn put_utf8(&mut self, value: &str) {
+        self.bytes.push(string_encoding::UTF8);
+        self.put_varint(value.len() as u64);
+        self.bytes.extend_from_slice(value.as_bytes());
+    }
+
     pub fn put_optional_string(&mut self, value: Option<&str>) {
         match value {
             Some(s) => self.put_string(s),
@@ -206,5 +214,8 @@ mod tests {
         buf.put_string("");
         buf.put_optional_string(None);
         assert_eq!(buf.as_slice(), &[1, 0]);
+        buf.clear();
+        buf.put_utf8("");
+        assert_eq!(buf.as_slice(), &[3, 0], "symbols are always UTF-8");
     }
 }

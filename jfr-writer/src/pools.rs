@@ -169,7 +169,7 @@ impl ConstantPools {
             None => self.symbol_keys.key(text.to_owned()),
         };
         if self.first_in_chunk(id::SYMBOL, key) {
-            self.symbols.entry(key).put_string(text);
+            self.symbols.entry(key).put_utf8(text);
         }
         SymbolId(key)
     }

@@ -54,30 +54,8 @@ impl<'a> FrameNames<'a> {
                 FrameDef { method, line: -1, bci: -1, frame_type: native.frame_type }
             }
             FrameKind::RemoteNative => {
-                let remote = RemoteFrame::unpack(frame.method);
-                let library = self.libraries.and_then(|t| t.by_index(remote.lib_index));
-                match library.and_then(|l| Some((l.build_id.as_ref()?.to_hex(), l))) {
-                    Some((build_id, library)) => match self.dialect {
-                        Dialect::Jdk => FrameDef {
-                            method: remote_library_method(pools, &library, &build_id, remote),
-                            line: -1,
-                            bci: -1,
-                            frame_type: native_type(&library),
-                        },
-                        Dialect::Datadog => FrameDef {
-                            method: remote_method(pools, &build_id, remote),
-                            line: -1,
-                            bci: -1,
-                            frame_type: FrameType::RemoteNative,
-                        },
-                    },
-                    None => FrameDef {
-                        method: synthetic(pools, Marker::UnknownLibrary.name()),
-                        line: -1,
-                        bci: -1,
-                        frame_type: self.remote_type(),
-                    },
-                }
+                let (method, frame_type) = self.remote(pools, RemoteFrame::unpack(frame.method));
+                FrameDef { method, line: -1, bci: -1, frame_type }
             }
             // A frame whose method had no jmethodID when it was sampled.
             FrameKind::Java | FrameKind::Interpreted | FrameKind::C1Compiled | FrameKind::Inlined
@@ -110,12 +88,20 @@ impl<'a> FrameNames<'a> {
         }
     }
 
-    /// The type of a remote frame that names no library: remote native in
-    /// the Datadog dialect, where remote frames have their own type.
-    fn remote_type(&self) -> FrameType {
+    /// A remote frame's method and type in the dialect's encoding; one
+    /// whose library has no build-id (it cannot be) is a marker.
+    fn remote(&self, pools: &mut ConstantPools, remote: RemoteFrame) -> (MethodId, FrameType) {
+        let library = self.libraries.and_then(|t| t.by_index(remote.lib_index));
+        let Some((build_id, library)) = library.and_then(|l| Some((l.build_id.as_ref()?.to_hex(), l))) else {
+            let frame_type = match self.dialect {
+                Dialect::Jdk => FrameType::Native,
+                Dialect::Datadog => FrameType::RemoteNative,
+            };
+            return (synthetic(pools, Marker::UnknownLibrary.name()), frame_type);
+        };
         match self.dialect {
-            Dialect::Jdk => FrameType::Native,
-            Dialect::Datadog => FrameType::RemoteNative,
+            Dialect::Jdk => (remote_library_method(pools, &library, &build_id, remote), native_type(&library)),
+            Dialect::Datadog => (remote_method(pools, &build_id, remote), FrameType::RemoteNative),
         }
     }
 
