@@ -65,8 +65,7 @@ fn wall_clock_samples_of_blocked_threads_agree() {
     let java = jdk_tool("java");
     let recording = record(&java, "vm_wall", "wall=5ms,cstack=vm,verifywalk", &[], "WallThreads", &["4", "40", "3"]);
     assert_walks_agree("wall clock, 40 threads", &recording);
-    let sleeping =
-        recording.events.iter().filter(|e| e.kind == "datadog.MethodSample" && e.thread.starts_with("sleep-"));
+    let sleeping = recording.wall_samples().filter(|e| e.thread.starts_with("sleep-"));
     let (all, in_sleep) = sleeping.fold((0, 0), |(all, hit), e| {
         (
             all + 1,

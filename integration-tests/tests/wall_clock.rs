@@ -5,10 +5,6 @@ use integration_tests::*;
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
-fn wall_samples(recording: &Recording) -> impl Iterator<Item = &Event> {
-    recording.events.iter().filter(|e| e.kind == "datadog.MethodSample")
-}
-
 /// The fixture's thread kind: `busy-12` -> `busy`.
 fn kind(thread: &str) -> Option<&str> {
     let (kind, number) = thread.rsplit_once('-')?;
@@ -37,7 +33,7 @@ fn every_thread_is_sampled_with_the_state_it_is_in() {
     .into();
     let mut seen = HashSet::new();
     let mut agreement: HashMap<&str, (usize, usize)> = HashMap::new();
-    for sample in wall_samples(&recording) {
+    for sample in recording.wall_samples() {
         let Some(kind) = kind(&sample.thread) else { continue };
         seen.insert(sample.thread.clone());
         let entry = agreement.entry(kind).or_default();
@@ -54,7 +50,7 @@ fn every_thread_is_sampled_with_the_state_it_is_in() {
     assert_eq!(agreement.len(), 4);
     // 200+ threads at 16 per tick: once all exist, each sample stands for
     // 13 or more ticks (fewer while the threads are starting).
-    let mut weights: Vec<i64> = wall_samples(&recording).map(|e| e.weight).collect();
+    let mut weights: Vec<i64> = recording.wall_samples().map(|e| e.weight).collect();
     weights.sort_unstable();
     assert!(
         weights[weights.len() / 2] >= 13,
@@ -87,5 +83,5 @@ fn foreign_sigvtalrm_is_forwarded_not_sampled_and_not_fatal() {
     // under CI load); at least one must have been forwarded.
     let forwarded = recording.counter("signals_forwarded");
     assert!((1..=5).contains(&forwarded), "{forwarded} forwarded");
-    assert!(wall_samples(&recording).count() > 50);
+    assert!(recording.wall_samples().count() > 50);
 }

@@ -10,28 +10,44 @@ import jdk.jfr.consumer.RecordedThread;
 import jdk.jfr.consumer.RecordingFile;
 
 /**
- * Prints a recording in a line format the Rust tests parse, reading it with
+ * Prints recordings in a line format the Rust tests parse, reading them with
  * the JDK's own parser (jdk.jfr.consumer). Every constant an event references
- * must resolve, or RecordingFile throws.
+ * must resolve, or RecordingFile throws. {@code JfrDump file...}: one JVM
+ * reads every file given, each introduced by a FILE line.
  *
  * <pre>
- * EVENT  type  startEpochNanos  threadJavaName  osThreadId  state  weight  truncated
- * FRAME  frameType  class  method  descriptor  line  bci   (innermost first)
+ * FILE  path
+ * EVENT  type  startEpochNanos  threadName  osThreadId  state  weight  truncated
+ * FRAME  frameType  class  method  descriptor  line  bci  hidden   (innermost first)
  * COUNTER  name  value
  * SETTING  name  value
  * FIELD  name  value   (the event's other fields: span ids, context attributes, endpoint, ...)
  * EVENT  jdk.NativeLibrary  startEpochNanos  path  0  buildId-or-dash  loadBias  false
  * </pre>
+ *
+ * Both recording dialects: the thread is {@code eventThread} (datadog) or
+ * {@code sampledThread} (jdk); its name is the Java name, else the OS name;
+ * the weight is {@code weight}, else the wall sample's {@code samples}.
  */
 public class JfrDump {
-    private static final Set<String> COMMON = Set.of("startTime", "duration", "eventThread", "stackTrace", "state", "weight");
+    private static final Set<String> COMMON =
+            Set.of("startTime", "duration", "eventThread", "sampledThread", "stackTrace", "state", "weight", "samples");
 
     public static void main(String[] args) throws Exception {
         StringBuilder out = new StringBuilder(1 << 20);
-        for (RecordedEvent e : RecordingFile.readAllEvents(Path.of(args[0]))) {
+        for (String file : args) {
+            out.append("FILE\t").append(file).append('\n');
+            dump(Path.of(file), out);
+        }
+        System.out.print(out);
+    }
+
+    private static void dump(Path file, StringBuilder out) throws Exception {
+        for (RecordedEvent e : RecordingFile.readAllEvents(file)) {
             String type = e.getEventType().getName();
             switch (type) {
                 case "datadog.ProfilerCounter":
+                case "profiler.Counter":
                     out.append("COUNTER\t").append(e.getString("name")).append('\t').append(e.getLong("count")).append('\n');
                     continue;
                 case "jdk.ActiveSetting":
@@ -46,14 +62,16 @@ public class JfrDump {
                 default:
                     break;
             }
-            RecordedThread thread = e.hasField("eventThread") ? e.getThread("eventThread") : null;
+            RecordedThread thread = e.hasField("eventThread") ? e.getThread("eventThread")
+                    : e.hasField("sampledThread") ? e.getThread("sampledThread") : null;
             RecordedStackTrace stack = e.getStackTrace();
+            long weight = e.hasField("weight") ? e.getLong("weight") : e.hasField("samples") ? e.getLong("samples") : 0;
             out.append("EVENT\t").append(type)
                .append('\t').append(e.getStartTime().getEpochSecond() * 1_000_000_000L + e.getStartTime().getNano())
-               .append('\t').append(thread == null ? "-" : thread.getJavaName())
+               .append('\t').append(thread == null ? "-" : thread.getJavaName() != null ? thread.getJavaName() : thread.getOSName())
                .append('\t').append(thread == null ? 0 : thread.getOSThreadId())
                .append('\t').append(e.hasField("state") ? e.getString("state") : "-")
-               .append('\t').append(e.hasField("weight") ? e.getLong("weight") : 0)
+               .append('\t').append(weight)
                .append('\t').append(stack != null && stack.isTruncated())
                .append('\n');
             for (ValueDescriptor field : e.getFields()) {
@@ -73,9 +91,9 @@ public class JfrDump {
                    .append('\t').append(m.getDescriptor())
                    .append('\t').append(f.getLineNumber())
                    .append('\t').append(f.getBytecodeIndex())
+                   .append('\t').append(m.isHidden())
                    .append('\n');
             }
         }
-        System.out.print(out);
     }
 }
