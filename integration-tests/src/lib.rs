@@ -1,6 +1,7 @@
 //! Support for tests that run real JVMs with the agent: locating the agent
 //! and the JDK, running Java with a timeout, and reading recordings back
-//! through the JDK's own parser.
+//! through the JDK's own parser ([`readers`]: and through every other
+//! reader, to compare what they read).
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
@@ -10,6 +11,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 pub use test_skip::{skip, InCi};
 
+pub mod readers;
 
 /// The compiled Java fixtures and tools.
 pub fn classes_dir() -> &'static Path {
@@ -38,7 +40,7 @@ pub fn sframe_fixture() -> Option<PathBuf> {
     Some(path)
 }
 
-fn workspace_root() -> PathBuf {
+pub(crate) fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
