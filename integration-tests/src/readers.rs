@@ -307,12 +307,13 @@ pub fn read_jfrs(path: &Path) -> JfrsRecording {
 
 // ---------------------------------------------------------------- jfr print
 
-/// A sample event as `jfr print` (the default, text form) shows it.
+/// A sample event as `jfr print` (the default, text form) shows it. Its
+/// time is left out: the JDK prints a `@Timestamp` field to the
+/// millisecond, in the local time zone.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Printed {
     pub event: String,
     pub thread: String,
-    pub start_epoch_ns: i64,
     /// The first frame printed, `Class.method` (`jfr print` leaves out
     /// hidden methods and prints at most 5 frames).
     pub top: Option<String>,
@@ -340,19 +341,12 @@ fn parse_jfr_print(text: &str) -> Vec<Printed> {
         if let Some(event) = line.strip_suffix(" {").filter(|e| !e.starts_with(' ')) {
             current = Kind::of(event).is_some();
             if current {
-                printed.push(Printed {
-                    event: event.to_owned(),
-                    thread: "-".to_owned(),
-                    start_epoch_ns: i64::MIN,
-                    top: None,
-                });
+                printed.push(Printed { event: event.to_owned(), thread: "-".to_owned(), top: None });
             }
             continue;
         }
         let Some(event) = printed.last_mut().filter(|_| current) else { continue };
-        if let Some(time) = line.strip_prefix("  startTime = ") {
-            event.start_epoch_ns = parse_instant(time).unwrap_or_else(|| panic!("jfr print: startTime {time:?}"));
-        } else if let Some(thread) =
+        if let Some(thread) =
             line.strip_prefix("  sampledThread = \"").or_else(|| line.strip_prefix("  eventThread = \""))
         {
             let (name, _) = thread.rsplit_once("\" (").unwrap_or_else(|| panic!("jfr print: thread {line:?}"));
@@ -370,28 +364,6 @@ fn parse_jfr_print(text: &str) -> Vec<Printed> {
     printed
 }
 
-/// `2026-12-02T01:15:27.078413952Z` (an `Instant`, UTC) in epoch ns.
-fn parse_instant(text: &str) -> Option<i64> {
-    let (date, time) = text.strip_suffix('Z')?.split_once('T')?;
-    let mut date = date.split('-').map(|p| p.parse::<i64>().ok());
-    let (year, month, day) = (date.next()??, date.next()??, date.next()??);
-    let (clock, fraction) = time.split_once('.').unwrap_or((time, ""));
-    let mut clock = clock.split(':').map(|p| p.parse::<i64>().ok());
-    let (hour, minute, second) = (clock.next()??, clock.next()??, clock.next()??);
-    if fraction.len() > 9 || !fraction.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let nanos = format!("{fraction:0<9}").parse::<i64>().ok()?;
-    // Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant).
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let year_of_era = y - era * 400;
-    let day_of_year = (153 * ((month + 9) % 12) + 2) / 5 + day - 1;
-    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-    let days = era * 146_097 + day_of_era - 719_468;
-    Some(((days * 24 + hour) * 60 + minute) * 60 * 1_000_000_000 + second * 1_000_000_000 + nanos)
-}
-
 /// What `jfr print` should show of a recording JfrDump read.
 pub fn expected_print(recording: &Recording) -> Vec<Printed> {
     recording
@@ -401,7 +373,6 @@ pub fn expected_print(recording: &Recording) -> Vec<Printed> {
         .map(|e| Printed {
             event: e.kind.clone(),
             thread: e.thread.clone(),
-            start_epoch_ns: e.start_epoch_ns,
             top: e.frames.iter().find(|f| !f.hidden).map(|f| format!("{}.{}", f.class, f.method)),
         })
         .collect()
@@ -637,7 +608,7 @@ pub struct Agreed {
 /// Reads `path` with every reader and asserts they read the same: the
 /// samples (kind, thread, time, weight, stack) with `jdk.jfr.consumer` on
 /// every JDK and with `jfrs`; `jfr print` of every JDK exits 0 and shows
-/// every sample with its thread, time and top frame; for the `jdk`
+/// every sample with its thread and top frame; for the `jdk`
 /// dialect, async-profiler's converter's `--cpu` stacks are the CPU
 /// samples and its `--wall` stacks the wall samples, each stack as often.
 /// Last, the samples are events of `dialect` only.
@@ -705,14 +676,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn instants_convert_to_epoch_nanoseconds() {
-        assert_eq!(parse_instant("1970-01-01T00:00:00Z"), Some(0));
-        assert_eq!(parse_instant("2026-12-02T01:15:27.078413952Z"), Some(1_796_174_127_078_413_952));
-        assert_eq!(parse_instant("2000-02-29T23:59:59.5Z"), Some(951_868_799_500_000_000));
-        assert_eq!(parse_instant("01:15:27.078 (2026-12-02)"), None);
-    }
-
-    #[test]
     fn collapsed_lines_lose_the_thread_frame_and_type_suffixes() {
         let collapsed = parse_collapsed("[heavy tid=12];java.lang.Thread.run_[0];A.work_[j] 3\n[heavy tid=12];java.lang.Thread.run_[0];A.work_[i] 2\n[x y tid=1];libc.so.6;read_[k] 1\n");
         let work = ("heavy".to_owned(), vec!["A.work".to_owned(), "java.lang.Thread.run".to_owned()]);
@@ -736,7 +699,6 @@ mod tests {
         assert_eq!(printed.len(), 2);
         assert_eq!(printed[0].thread, "heavy (1)");
         assert_eq!(printed[0].top.as_deref(), Some("CpuShares.heavyWork"));
-        assert_eq!(printed[0].start_epoch_ns, 1_796_174_127_000_000_001);
         assert_eq!(printed[1].top.as_deref(), Some("libjvm.so.[libjvm.so+0x5d7203]"));
     }
 

@@ -42,6 +42,11 @@ public class JfrDump {
         System.out.print(out);
     }
 
+    /** A value on one line: tabs and line breaks (another writer's system properties, CPU description) as spaces. */
+    private static String oneLine(Object value) {
+        return String.valueOf(value).replace('\t', ' ').replace('\n', ' ').replace('\r', ' ');
+    }
+
     private static void dump(Path file, StringBuilder out) throws Exception {
         for (RecordedEvent e : RecordingFile.readAllEvents(file)) {
             String type = e.getEventType().getName();
@@ -54,10 +59,11 @@ public class JfrDump {
                     out.append("SETTING\t").append(e.getString("name")).append('\t').append(e.getString("value")).append('\n');
                     continue;
                 case "jdk.NativeLibrary":
-                    String id = e.getString("buildId");
+                    // Another writer's (the JDK's, async-profiler's) has no buildId or loadBias.
+                    String id = e.hasField("buildId") ? e.getString("buildId") : null;
                     out.append("EVENT\tjdk.NativeLibrary\t0\t").append(e.getString("name"))
                        .append("\t0\t").append(id == null ? "-" : id)
-                       .append('\t').append(e.getLong("loadBias")).append("\tfalse\n");
+                       .append('\t').append(e.hasField("loadBias") ? e.getLong("loadBias") : 0).append("\tfalse\n");
                     continue;
                 default:
                     break;
@@ -76,7 +82,7 @@ public class JfrDump {
                .append('\n');
             for (ValueDescriptor field : e.getFields()) {
                 if (!COMMON.contains(field.getName())) {
-                    out.append("FIELD\t").append(field.getName()).append('\t').append((Object) e.getValue(field.getName())).append('\n');
+                    out.append("FIELD\t").append(field.getName()).append('\t').append(oneLine(e.getValue(field.getName()))).append('\n');
                 }
             }
             if (stack == null) {
