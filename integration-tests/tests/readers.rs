@@ -86,7 +86,7 @@ fn remote_frames_read_the_same_in_every_reader() {
     );
 }
 
-/// A session of several chunks (three dumps, then the end of the JVM):
+/// A session of several chunks (three dumps through jcmd, then `stop`):
 /// read whole and chunk by chunk, `jdk.jfr.consumer` of every JDK and
 /// `jfrs` read exactly the same samples, and the converter the same stacks.
 #[test]
@@ -102,6 +102,8 @@ fn a_multi_chunk_recording_reads_the_same_whole_and_chunk_by_chunk() {
         let result = attach_agent(run.id(), &format!("dump,file={}", dump.display()));
         assert!(result.status.success(), "dump {i}: {}", stdout(&result));
     }
+    let result = attach_agent(run.id(), "stop");
+    assert!(result.status.success(), "stop: {}", stdout(&result));
     assert_success(&run.wait(Duration::from_secs(60)));
 
     let chunk_dir = dir.join("chunks");
