@@ -1,6 +1,7 @@
 //! Support for tests that run real JVMs with the agent: locating the agent
 //! and the JDK, running Java with a timeout, and reading recordings back
-//! through the JDK's own parser.
+//! through the JDK's own parser ([`readers`]: and through every other
+//! reader, to compare what they read).
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
@@ -9,6 +10,8 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 pub use test_skip::{skip, InCi};
+
+pub mod readers;
 
 /// The compiled Java fixtures and tools.
 pub fn classes_dir() -> &'static Path {
@@ -37,7 +40,7 @@ pub fn sframe_fixture() -> Option<PathBuf> {
     Some(path)
 }
 
-fn workspace_root() -> PathBuf {
+pub(crate) fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
@@ -310,6 +313,16 @@ pub fn summary_value(out: &str, key: &str) -> u64 {
         .unwrap_or_else(|| panic!("no number for {key} in:\n{out}"))
 }
 
+/// The CPU time a fixture measured for one of its threads, from its
+/// `cpu <thread> <ns>` line (CpuShares); panics with the output if missing.
+pub fn measured_cpu_ns(output: &Output, thread: &str) -> f64 {
+    let text = stdout(output);
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("cpu {thread} ")))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no cpu line for {thread} in {text}"))
+}
+
 /// The lines of a fixture's output that start with `ERROR`.
 pub fn error_lines(out: &str) -> Vec<&str> {
     out.lines().filter(|l| l.starts_with("ERROR")).collect()
@@ -342,6 +355,8 @@ pub struct Frame {
     pub descriptor: String,
     pub line: i32,
     pub bci: i32,
+    /// The method is hidden (`RecordedMethod.isHidden`: `jfr print` leaves it out).
+    pub hidden: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -377,29 +392,93 @@ impl Event {
     }
 }
 
+/// The event names of the two recording dialects (`jfrdialect=`, see
+/// FORMAT.md): tests that look for samples accept both, so they hold
+/// whichever the agent writes by default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dialect {
+    /// `jfrdialect=jdk` (the default): the JDK's and async-profiler's events.
+    Jdk,
+    /// `jfrdialect=datadog`: the Datadog profiler's events.
+    Datadog,
+}
+
+impl Dialect {
+    pub const ALL: [Dialect; 2] = [Dialect::Jdk, Dialect::Datadog];
+
+    /// The option's value (`jfrdialect=<this>`).
+    pub fn option(self) -> &'static str {
+        match self {
+            Dialect::Jdk => "jdk",
+            Dialect::Datadog => "datadog",
+        }
+    }
+
+    /// The event of one CPU sample.
+    pub fn cpu_sample(self) -> &'static str {
+        match self {
+            Dialect::Jdk => "jdk.ExecutionSample",
+            Dialect::Datadog => "datadog.ExecutionSample",
+        }
+    }
+
+    /// The event of one wall-clock sample.
+    pub fn wall_sample(self) -> &'static str {
+        match self {
+            Dialect::Jdk => "profiler.WallClockSample",
+            Dialect::Datadog => "datadog.MethodSample",
+        }
+    }
+
+    /// The event of one `JavaProfiler.recordTraceRoot` call.
+    pub fn endpoint(self) -> &'static str {
+        match self {
+            Dialect::Jdk => "profiler.Endpoint",
+            Dialect::Datadog => "datadog.Endpoint",
+        }
+    }
+
+    /// The event of one of the agent's counters.
+    pub fn counter(self) -> &'static str {
+        match self {
+            Dialect::Jdk => "profiler.Counter",
+            Dialect::Datadog => "datadog.ProfilerCounter",
+        }
+    }
+}
+
+/// A CPU sample event of either dialect.
+pub fn is_cpu_sample(kind: &str) -> bool {
+    Dialect::ALL.iter().any(|d| d.cpu_sample() == kind)
+}
+
+/// A wall-clock sample event of either dialect.
+pub fn is_wall_sample(kind: &str) -> bool {
+    Dialect::ALL.iter().any(|d| d.wall_sample() == kind)
+}
+
 /// A recording as read by `jdk.jfr.consumer.RecordingFile`.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Recording {
     pub events: Vec<Event>,
     pub counters: HashMap<String, i64>,
     pub settings: HashMap<String, String>,
 }
 
-/// The CPU sample events of both dialects (`jfrdialect=jdk|datadog`).
-pub const CPU_SAMPLE_EVENTS: [&str; 2] = ["jdk.ExecutionSample", "datadog.ExecutionSample"];
-/// The wall-clock sample events of both dialects.
-pub const WALL_SAMPLE_EVENTS: [&str; 2] = ["profiler.WallClockSample", "datadog.MethodSample"];
-/// The endpoint events of both dialects.
-pub const ENDPOINT_EVENTS: [&str; 2] = ["profiler.Endpoint", "datadog.Endpoint"];
-
 impl Recording {
-    /// CPU samples.
+    /// The CPU samples (of either dialect).
     pub fn samples(&self) -> impl Iterator<Item = &Event> {
-        self.events.iter().filter(|e| CPU_SAMPLE_EVENTS.contains(&e.kind.as_str()))
+        self.events.iter().filter(|e| is_cpu_sample(&e.kind))
     }
 
+    /// The wall-clock samples (of either dialect).
     pub fn wall_samples(&self) -> impl Iterator<Item = &Event> {
-        self.events.iter().filter(|e| WALL_SAMPLE_EVENTS.contains(&e.kind.as_str()))
+        self.events.iter().filter(|e| is_wall_sample(&e.kind))
+    }
+
+    /// The endpoint events (of either dialect).
+    pub fn endpoints(&self) -> impl Iterator<Item = &Event> {
+        self.events.iter().filter(|e| Dialect::ALL.iter().any(|d| d.endpoint() == e.kind))
     }
 
     pub fn counter(&self, name: &str) -> i64 {
@@ -407,24 +486,38 @@ impl Recording {
     }
 }
 
-/// Reads a recording with the JDK's parser (fails the test if the JDK
-/// cannot parse it).
+/// Reads a recording with the JDK's parser of the JVM under test (fails
+/// the test if the JDK cannot parse it).
 pub fn read_recording(path: &Path) -> Recording {
-    let output = Command::new(jdk_tool("java"))
-        .arg("-cp")
-        .arg(classes_dir())
-        .arg("JfrDump")
-        .arg(path)
-        .output()
-        .expect("run JfrDump");
-    assert!(output.status.success(), "jdk.jfr.consumer could not read {}: {}", path.display(), stderr(&output));
-    parse_dump(&stdout(&output))
+    read_recordings_on(&jdk_tool("java"), &[path]).pop().expect("one recording")
 }
 
-fn parse_dump(text: &str) -> Recording {
-    let mut recording = Recording::default();
+/// Reads recordings with the JDK's parser of the given `java` launcher,
+/// all in one JVM (fails the test if the JDK cannot parse one).
+pub fn read_recordings_on(java: &Path, paths: &[&Path]) -> Vec<Recording> {
+    let output =
+        Command::new(java).arg("-cp").arg(classes_dir()).arg("JfrDump").args(paths).output().expect("run JfrDump");
+    assert!(
+        output.status.success(),
+        "jdk.jfr.consumer ({}) could not read {paths:?}: {}",
+        java.display(),
+        stderr(&output)
+    );
+    let recordings = parse_dump(&stdout(&output));
+    assert_eq!(recordings.len(), paths.len(), "JfrDump read every file");
+    recordings
+}
+
+/// JfrDump's output: one recording per FILE line.
+fn parse_dump(text: &str) -> Vec<Recording> {
+    let mut recordings: Vec<Recording> = Vec::new();
     for line in text.lines() {
         let fields: Vec<&str> = line.split('\t').collect();
+        if fields[0] == "FILE" {
+            recordings.push(Recording::default());
+            continue;
+        }
+        let recording = recordings.last_mut().expect("FILE before the events");
         match fields[0] {
             "EVENT" => recording.events.push(Event {
                 kind: fields[1].to_owned(),
@@ -444,6 +537,7 @@ fn parse_dump(text: &str) -> Recording {
                 descriptor: fields[4].to_owned(),
                 line: fields[5].parse().unwrap(),
                 bci: fields[6].parse().unwrap(),
+                hidden: fields[7] == "true",
             }),
             "FIELD" => {
                 let event = recording.events.last_mut().expect("field after event");
@@ -458,7 +552,7 @@ fn parse_dump(text: &str) -> Recording {
             other => panic!("unexpected dump line kind {other:?}"),
         }
     }
-    recording
+    recordings
 }
 
 /// The JDK's `jfr` tool summarises the file without error.

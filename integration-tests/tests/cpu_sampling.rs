@@ -10,16 +10,7 @@ struct Shares {
 }
 
 fn measured_cpu(output: &std::process::Output) -> Shares {
-    let text = stdout(output);
-    let value = |name: &str| -> f64 {
-        text.lines()
-            .find_map(|l| l.strip_prefix(&format!("cpu {name} ")))
-            .unwrap_or_else(|| panic!("no cpu line for {name} in {text}"))
-            .trim()
-            .parse()
-            .unwrap()
-    };
-    Shares { heavy_cpu_ns: value("heavy"), light_cpu_ns: value("light") }
+    Shares { heavy_cpu_ns: measured_cpu_ns(output, "heavy"), light_cpu_ns: measured_cpu_ns(output, "light") }
 }
 
 /// How an engine chooses the thread a sample lands in.

@@ -67,7 +67,7 @@ fn verify(output: &std::process::Output, dir: &Path) {
         assert_eq!(sample.context("localRootSpanId"), None);
         assert_eq!(sample.context("customer"), None);
     }
-    let endpoints: Vec<&Event> = dump.events.iter().filter(|e| ENDPOINT_EVENTS.contains(&e.kind.as_str())).collect();
+    let endpoints: Vec<&Event> = dump.endpoints().collect();
     assert_eq!(endpoints.len(), 2, "{endpoints:#?}");
     for endpoint in endpoints {
         assert_eq!(endpoint.field("endpoint"), "GET /orders");
@@ -163,9 +163,8 @@ fn the_thread_filter_samples_only_added_threads() {
     let output = run_java(Some(""), "FilterUse", &[file.to_str().unwrap()], Duration::from_secs(60));
     assert_success(&output);
     let recording = read_recording(&file);
-    let cpu: Vec<&Event> = recording.samples().collect();
-    let wall: Vec<&Event> = recording.wall_samples().collect();
-    for (kind, samples) in [("cpu", cpu), ("wall", wall)] {
+    for (kind, samples) in [("cpu", recording.samples().collect()), ("wall", recording.wall_samples().collect())] {
+        let samples: Vec<&Event> = samples;
         let threads: std::collections::HashSet<&str> = samples.iter().map(|e| e.thread.as_str()).collect();
         assert!(samples.len() >= 50, "{kind}: {} samples of the added thread", samples.len());
         assert_eq!(threads.into_iter().collect::<Vec<_>>(), vec!["filtered-in"], "{kind}: only the added thread");
