@@ -41,7 +41,8 @@ pub struct Sample {
     /// The Java name, else the OS name.
     pub thread: String,
     pub start_epoch_ns: i64,
-    /// `weight` (CPU; datadog wall samples), `samples` (jdk wall samples).
+    /// `weight` (datadog samples), `samples` (jdk wall samples), 1 for a jdk
+    /// CPU sample.
     pub weight: i64,
     /// Innermost first, named by [`frame_name`].
     pub frames: Vec<String>,
@@ -275,7 +276,10 @@ pub fn read_jfrs(path: &Path) -> JfrsRecording {
                 || "?".to_owned(),
                 |t| string(t.get_field("javaName")).or_else(|| string(t.get_field("osName"))).unwrap_or_default(),
             );
-            let weight = long(value.get_field("weight")).or_else(|| long(value.get_field("samples"))).unwrap_or(0);
+            // A jdk-dialect CPU sample has no weight field: it stands for one period.
+            let weight = long(value.get_field("weight"))
+                .or_else(|| long(value.get_field("samples")))
+                .unwrap_or(i64::from(kind == Kind::Cpu));
             let frames = value
                 .get_field("stackTrace")
                 .and_then(Accessor::resolve)

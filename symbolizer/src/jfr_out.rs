@@ -9,7 +9,7 @@
 
 use crate::recording::{Chunk, Frame, Recording, Sample, Thread};
 use crate::resolve::{Resolution, Resolver};
-use frames::FrameType;
+use frames::{FrameType, NON_JAVA_DESCRIPTOR};
 use jfr_writer::{
     schema, ActiveSetting, ChunkClock, ChunkEnd, ChunkWriter, ConstantPools, Dialect, Endpoint, FrameDef, MethodDef,
     NativeLibrary, ProfilerCounter, Sample as SampleEvent, ThreadDef, ThreadState,
@@ -70,13 +70,13 @@ impl Rewriter<'_> {
             Some(Resolution::Frames(chain)) => {
                 let last = chain.len() - 1;
                 for (i, f) in chain.iter().enumerate() {
-                    let method = self.method("", &f.function, "()L;", ACC_NATIVE);
+                    let method = self.method("", &f.function, NON_JAVA_DESCRIPTOR, ACC_NATIVE);
                     let frame_type = if i < last { FrameType::Inlined } else { FrameType::Native };
                     out.push(FrameDef { method, line: f.line.map_or(-1, |l| l as i32), bci: -1, frame_type });
                 }
             }
             Some(Resolution::NameOnly(name)) => {
-                let method = self.method("", &name, "()L;", ACC_NATIVE);
+                let method = self.method("", &name, NON_JAVA_DESCRIPTOR, ACC_NATIVE);
                 out.push(FrameDef { method, line: -1, bci: -1, frame_type: FrameType::Native });
             }
             Some(Resolution::Unresolved(_)) | None => {

@@ -4,7 +4,7 @@
 //! parsed ends the read with what came before it and an error describing
 //! the rest.
 
-use frames::{FrameType, REMOTE_METHOD_NAME};
+use frames::{FrameType, NON_JAVA_DESCRIPTOR, REMOTE_METHOD_NAME};
 use jfrs::reader::event::Accessor;
 use jfrs::reader::value_descriptor::{Primitive, ValueDescriptor};
 use jfrs::reader::JfrReader;
@@ -55,9 +55,10 @@ impl Frame {
         Some((build_id, hex(offset.strip_prefix('+')?)?))
     }
 
-    /// `com.example.Foo.bar` for Java frames, the symbol for native ones.
+    /// `com.example.Foo.bar` for Java frames (`native` methods included),
+    /// the symbol for native ones, whose class, if any, is their library.
     pub fn display_name(&self) -> String {
-        if self.class.is_empty() {
+        if self.class.is_empty() || self.descriptor == NON_JAVA_DESCRIPTOR {
             self.method.clone()
         } else {
             format!("{}.{}", self.class.replace('/', "."), self.method)

@@ -3,7 +3,7 @@
 //! The only test code that names frame kinds.
 
 use crate::recording::{Chunk, Clock, Frame, NativeLibrary, Recording, Sample, Thread};
-use frames::{FrameType, REMOTE_METHOD_NAME};
+use frames::{FrameType, NON_JAVA_DESCRIPTOR, REMOTE_METHOD_NAME};
 use std::path::{Path, PathBuf};
 
 pub const INTERPRETED: Option<FrameType> = Some(FrameType::Interpreted);
@@ -60,7 +60,7 @@ pub fn remote_jdk(library: &str, build_id: &str, offset: u64) -> Frame {
     Frame {
         class: library.to_owned(),
         method: format!("[{library}+{offset:#x}]"),
-        descriptor: "()L;".to_owned(),
+        descriptor: NON_JAVA_DESCRIPTOR.to_owned(),
         modifiers: 0x100,
         line: -1,
         bci: -1,

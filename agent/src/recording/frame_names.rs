@@ -7,7 +7,7 @@ use super::methods::{MethodInfo, MethodSource};
 use crate::libraries::{Library, LibraryTable};
 use frames::{
     CallTraceError, Frame, FrameKind, FrameType, Mark, Marker, RemoteFrame, UnknownNative, BCI_NATIVE_METHOD,
-    REMOTE_METHOD_NAME,
+    NON_JAVA_DESCRIPTOR, REMOTE_METHOD_NAME,
 };
 use jfr_writer::{ConstantPools, Dialect, FrameDef, MethodDef, MethodId};
 use std::collections::HashMap;
@@ -145,7 +145,7 @@ fn synthetic(pools: &mut ConstantPools, name: &str) -> MethodId {
     pools.method(SYNTHETIC_METHOD_KEY | u64::from(name_hash(name)), |p| MethodDef {
         class: p.class("", 0),
         name: p.symbol(name),
-        descriptor: p.symbol("()L;"),
+        descriptor: p.symbol(NON_JAVA_DESCRIPTOR),
         modifiers: 0,
         hidden: false,
     })
@@ -171,7 +171,7 @@ fn native_method(pools: &mut ConstantPools, name: &str, library: &str) -> Method
     pools.method(key, |p| MethodDef {
         class: p.class_in(library, None, 0),
         name: p.symbol(name),
-        descriptor: p.symbol("()L;"),
+        descriptor: p.symbol(NON_JAVA_DESCRIPTOR),
         modifiers: ACC_NATIVE,
         hidden: false,
     })
@@ -190,7 +190,7 @@ fn remote_library_method(
     pools.method(REMOTE_METHOD_KEY | identity, |p| MethodDef {
         class: p.class_in(library.name(), Some(build_id), 0),
         name: p.symbol(&format!("[{}+{:#x}]", library.name(), remote.offset)),
-        descriptor: p.symbol("()L;"),
+        descriptor: p.symbol(NON_JAVA_DESCRIPTOR),
         modifiers: ACC_NATIVE,
         hidden: false,
     })

@@ -57,6 +57,10 @@ pub struct Format {
 
 pub struct Recording {
     chunk: ChunkBuilder,
+    /// Wall-clock minus CLOCK_MONOTONIC nanoseconds, taken once: every
+    /// chunk's header maps ticks to time by it, so that all chunks convert
+    /// alike (the JDK's parser converts them all with the first one's).
+    epoch_offset: i64,
     settings: Vec<(String, String)>,
     format: Format,
     stores: Stores,
@@ -68,8 +72,11 @@ pub struct Recording {
 
 impl Recording {
     pub fn new(settings: Vec<(String, String)>, format: Format, stores: Stores, session_file: Option<PathBuf>) -> Self {
+        let now = clock::monotonic_ns();
+        let epoch_offset = clock::epoch_ns() - now as i64;
         Self {
-            chunk: ChunkBuilder::new(clock::monotonic_ns(), clock::epoch_ns(), &settings, &format),
+            chunk: ChunkBuilder::new(now, now as i64 + epoch_offset, &settings, &format),
+            epoch_offset,
             settings,
             format,
             stores,
@@ -105,7 +112,7 @@ impl Recording {
         self.drain();
         let context_values = self.stores.context.values.live_entries();
         let now = clock::monotonic_ns();
-        let next = ChunkBuilder::new(now, clock::epoch_ns(), &self.settings, &self.format);
+        let next = ChunkBuilder::new(now, now as i64 + self.epoch_offset, &self.settings, &self.format);
         let finished = std::mem::replace(&mut self.chunk, next);
         counters::increment(Counter::ChunksWritten);
         let counter_values = counters::snapshot();
