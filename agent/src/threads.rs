@@ -1,5 +1,7 @@
 //! The threads samples come from: a small stable key per thread (the JFR
-//! thread pool id) and the names written for it. Control plane only.
+//! thread pool id) and the names written for it; a key never changes
+//! names (a thread the JVM names after it was seen gets a new one).
+//! Control plane only.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -58,15 +60,17 @@ pub fn java_thread_started(tid: u32, java_name: Option<String>, java_id: i64) {
     let os_name = os_thread_name(tid).unwrap_or_default();
     with_registry(|r| {
         let live = r.by_tid.get(&tid).and_then(|key| r.by_key.get_mut(key)).filter(|info| !info.ended);
-        match live {
-            Some(info) => {
-                info.java_name = java_name;
-                info.java_id = java_id;
+        if let Some(info) = live {
+            if info.java_name == java_name && info.java_id == java_id {
+                return;
             }
-            None => {
-                r.insert(ThreadInfo { tid, os_name, java_name, java_id, ended: false });
-            }
+            // Named now, seen before: a new key, so that a key names one
+            // thread one way in every chunk (readers carry resolved threads
+            // from chunk to chunk). The old entry serves samples already
+            // taken until it is purged.
+            info.ended = true;
         }
+        r.insert(ThreadInfo { tid, os_name, java_name, java_id, ended: false });
     });
 }
 
@@ -158,8 +162,15 @@ mod tests {
         assert_ne!(fresh, key);
         assert_eq!(info(fresh).unwrap().os_name, format!("[tid {tid}]"));
         java_thread_started(tid, Some("adopted".into()), 40);
-        assert_eq!(key_for(tid), fresh, "a thread seen before the JVM named it keeps its key");
-        assert_eq!(info(fresh).unwrap().java_name.as_deref(), Some("adopted"));
+        let named = key_for(tid);
+        assert_ne!(named, fresh, "a thread named after it was seen gets a new key");
+        assert_eq!(info(named).unwrap().java_name.as_deref(), Some("adopted"));
+        assert_eq!(info(fresh).unwrap().java_name, None, "the old key keeps what it meant");
+        java_thread_started(tid, Some("adopted".into()), 40);
+        assert_eq!(key_for(tid), named, "the same names keep the key");
+        purge_ended();
+        assert!(info(fresh).is_none());
+        assert_eq!(key_for(tid), named);
     }
 
     #[test]
