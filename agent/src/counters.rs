@@ -1,6 +1,6 @@
 //! Debug counters: plain atomics that the sampling path may bump, written
-//! into every chunk as `datadog.ProfilerCounter` events and readable from
-//! Java later.
+//! into every chunk as `jvmprofiler.Counter` (`datadog.ProfilerCounter`)
+//! events and readable from Java later.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -50,7 +50,7 @@ pub fn sample_counts(file: &Path, events: &[&str]) -> (f64, f64) {
 
 pub fn counter(file: &Path, name: &str) -> f64 {
     let out = Command::new(tool("jfr"))
-        .args(["print", "--events", "profiler.Counter,datadog.ProfilerCounter"])
+        .args(["print", "--events", "jvmprofiler.Counter,datadog.ProfilerCounter"])
         .arg(file)
         .output()
         .expect("run jfr print");

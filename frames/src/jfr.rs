@@ -3,14 +3,14 @@
 
 use crate::frame::FrameKind;
 
-/// A frame's type, as named in the `jdk.types.FrameType` pool. Every variant
-/// is written to every chunk, so any id an event uses resolves. Not what a
-/// stored frame's fields mean ([`FrameKind`]); `From<FrameKind>` below maps
-/// one to the other.
 /// The descriptor of a frame that is not a Java method (a native function,
 /// a marker): no Java method has it, since `L;` names no class.
 pub const NON_JAVA_DESCRIPTOR: &str = "()L;";
 
+/// A frame's type, as named in the `jdk.types.FrameType` pool. Every variant
+/// is written to every chunk, so any id an event uses resolves. Not what a
+/// stored frame's fields mean ([`FrameKind`]); `From<FrameKind>` below maps
+/// one to the other.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum FrameType {

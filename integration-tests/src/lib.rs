@@ -433,7 +433,7 @@ impl Dialect {
     /// The event of one `JavaProfiler.recordTraceRoot` call.
     pub fn endpoint(self) -> &'static str {
         match self {
-            Dialect::Jdk => "profiler.Endpoint",
+            Dialect::Jdk => "jvmprofiler.Endpoint",
             Dialect::Datadog => "datadog.Endpoint",
         }
     }
@@ -441,7 +441,7 @@ impl Dialect {
     /// The event of one of the agent's counters.
     pub fn counter(self) -> &'static str {
         match self {
-            Dialect::Jdk => "profiler.Counter",
+            Dialect::Jdk => "jvmprofiler.Counter",
             Dialect::Datadog => "datadog.ProfilerCounter",
         }
     }

@@ -167,13 +167,14 @@ fn vmx_shows_java_jni_c_upcall_java_in_order() {
     let vmx = record(&java, "vmx_upcall", "cpu=1ms,cstack=vmx,verifywalk", &[], "NativeChain", &args);
     assert_walks_agree("vmx upcall", &vmx);
     // Innermost first: the Java callee, the JNI upcall in libjvm, the C
-    // code, the Java native method, its Java caller.
+    // code, the Java native method (JIT compiled in the JDK dialect, as
+    // async-profiler types it), its Java caller.
     let chain: [(&str, &[&str]); 6] = [
         ("upcallTarget", JAVA),
         ("jni_CallStaticLongMethod", &["C++"]),
         ("upcall_middle", &["Native"]),
         ("Java_NativeChain_upcall", &["Native"]),
-        ("upcall", &["Native"]),
+        ("upcall", &["JIT compiled"]),
         ("callNative", JAVA),
     ];
     let in_target: Vec<&Event> =

@@ -60,10 +60,6 @@ impl ChunkWriter {
         Self { out, scratch: ByteBuf::new(), clock, dialect }
     }
 
-    pub fn clock(&self) -> ChunkClock {
-        self.clock
-    }
-
     /// Bytes of events written so far (excluding the header).
     pub fn event_bytes(&self) -> usize {
         self.out.len() - HEADER_SIZE
@@ -79,8 +75,8 @@ impl ChunkWriter {
     /// Writes a sample as the dialect spells it. Datadog: one event with
     /// weight and context. JDK: a wall-clock sample once with its weight
     /// as `samples`, a CPU sample once per interval it stands for (at most
-    /// [`MAX_REPEAT`] times; readers count CPU samples), then its context,
-    /// if it has any, as a `profiler.SampleContext`.
+    /// [`MAX_REPEAT`] times; readers count CPU samples), each followed by
+    /// its context, if it has any, as a `jvmprofiler.SampleContext`.
     pub fn sample(&mut self, sample: &Sample<'_>) {
         self.scratch.clear();
         self.scratch.put_varint(sample.type_id());
@@ -91,15 +87,17 @@ impl ChunkWriter {
             }
             Dialect::Jdk => {
                 sample.write_jdk(&mut self.scratch);
+                let mut context = ByteBuf::new();
+                if sample.has_context() {
+                    context.put_varint(schema::id::SAMPLE_CONTEXT);
+                    sample.write_context_event(&mut context);
+                }
                 let times = if sample.wall { 1 } else { sample.weight.clamp(1, MAX_REPEAT) };
                 for _ in 0..times {
                     put_sized(&mut self.out, self.scratch.as_slice());
-                }
-                if sample.has_context() {
-                    self.scratch.clear();
-                    self.scratch.put_varint(schema::id::SAMPLE_CONTEXT);
-                    sample.write_context_event(&mut self.scratch);
-                    put_sized(&mut self.out, self.scratch.as_slice());
+                    if !context.is_empty() {
+                        put_sized(&mut self.out, context.as_slice());
+                    }
                 }
             }
         }
@@ -181,8 +179,7 @@ mod tests {
         let mut at = HEADER_SIZE;
         let mut types = Vec::new();
         while at < checkpoint {
-            let (size, _) = crate::buffer::decode_varint(&chunk[at..]).unwrap();
-            let (_, used) = crate::buffer::decode_varint(&chunk[at..]).unwrap();
+            let (size, used) = crate::buffer::decode_varint(&chunk[at..]).unwrap();
             types.push(crate::buffer::decode_varint(&chunk[at + used..]).unwrap().0);
             at += size as usize;
         }
@@ -216,8 +213,9 @@ mod tests {
         let wall = Sample { wall: true, weight: 5, context: &[4], ..cpu };
         let huge = Sample { weight: u64::MAX, ..cpu };
         let (e, c, w) = (id::EXECUTION_SAMPLE, id::SAMPLE_CONTEXT, id::METHOD_SAMPLE);
-        assert_eq!(event_types(&chunk_of(Dialect::Jdk, &[cpu, traced, wall])), [e, e, e, e, c, w, c]);
-        assert_eq!(event_types(&chunk_of(Dialect::Datadog, &[cpu, traced, wall])), [e, e, w]);
+        let traced_twice = Sample { weight: 2, ..traced };
+        assert_eq!(event_types(&chunk_of(Dialect::Jdk, &[cpu, traced_twice, wall])), [e, e, e, e, c, e, c, w, c]);
+        assert_eq!(event_types(&chunk_of(Dialect::Datadog, &[cpu, traced_twice, wall])), [e, e, w]);
         assert_eq!(event_types(&chunk_of(Dialect::Jdk, &[huge])).len() as u64, MAX_REPEAT);
     }
 

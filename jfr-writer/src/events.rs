@@ -54,7 +54,7 @@ impl Sample<'_> {
         }
     }
 
-    /// `profiler.SampleContext`: the context of the sample just written.
+    /// `jvmprofiler.SampleContext`: the context of the sample just written.
     pub(crate) fn write_context_event(&self, out: &mut ByteBuf) {
         out.put_varint_signed(self.start_ticks);
         out.put_varint(self.thread);
@@ -85,7 +85,7 @@ impl Sample<'_> {
     }
 }
 
-/// A trace root's endpoint and operation labels (`profiler.Endpoint`,
+/// A trace root's endpoint and operation labels (`jvmprofiler.Endpoint`,
 /// `datadog.Endpoint`).
 #[derive(Clone, Copy, Debug)]
 pub struct Endpoint {
@@ -135,7 +135,7 @@ impl Event for ActiveSetting<'_> {
     }
 }
 
-/// The value of one internal counter (`profiler.Counter`,
+/// The value of one internal counter (`jvmprofiler.Counter`,
 /// `datadog.ProfilerCounter`).
 #[derive(Clone, Copy, Debug)]
 pub struct ProfilerCounter<'a> {

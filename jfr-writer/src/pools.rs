@@ -24,7 +24,7 @@ use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
 
 /// Entries an interning table holds before it is forgotten.
-pub const INTERNED_LIMIT: usize = 1 << 18;
+pub const INTERNED_LIMIT: usize = 1 << 16;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SymbolId(u64);

@@ -7,7 +7,7 @@
 //! The JDK dialect gives `jdk.ExecutionSample` and
 //! `profiler.WallClockSample` exactly the JDK's and async-profiler's fields
 //! (async-profiler's reader reads them by position and cannot skip more);
-//! a sample's trace context follows it as a `profiler.SampleContext`
+//! a sample's trace context follows it as a `jvmprofiler.SampleContext`
 //! event. The Datadog dialect keeps the context in the sample event.
 //! Type ids are fixed for every chunk; 0 and 1 are reserved for the
 //! metadata and checkpoint events. Event ids stay below 128 so an event's
@@ -87,8 +87,9 @@ const STACK_TRACE: F = F::new("stackTrace", id::STACK_TRACE, "Stack Trace").pool
 /// The names and fields a recording's events are declared with.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Dialect {
-    /// `jdk.ExecutionSample`, `profiler.WallClockSample` and our own events
-    /// as `profiler.*`: what the JDK's tools and async-profiler's read.
+    /// `jdk.ExecutionSample`, async-profiler's `profiler.WallClockSample`
+    /// and our own events as `jvmprofiler.*` (a namespace no other writer
+    /// uses): what the JDK's tools and async-profiler's read.
     #[default]
     Jdk,
     /// The Datadog profiler's `datadog.*` events, for its backend.
@@ -133,7 +134,7 @@ const DATADOG_PROFILING: &[&str] = &["Datadog", "Profiling"];
 const DATADOG: &[&str] = &["Datadog"];
 
 /// The sample events' fields. Context attributes are appended per
-/// recording (see [`extensions`]) to `profiler.SampleContext` and the
+/// recording (see [`extensions`]) to `jvmprofiler.SampleContext` and the
 /// Datadog samples.
 const JDK_CPU_SAMPLE: &[F] = &[START_TIME, SAMPLED_THREAD, STACK_TRACE, STATE];
 const JDK_WALL_SAMPLE: &[F] = &[START_TIME, SAMPLED_THREAD, STACK_TRACE, STATE, F::new("samples", id::INT, "Samples")];
@@ -165,9 +166,9 @@ const COUNTER_FIELDS: &[F] = &[START_TIME, F::new("name", id::STRING, "Name"), F
 const JDK_EVENTS: &[TypeDef] = &[
     event(id::EXECUTION_SAMPLE, "jdk.ExecutionSample", "Method Profiling Sample", JDK_PROFILING, JDK_CPU_SAMPLE),
     event(id::METHOD_SAMPLE, "profiler.WallClockSample", "Wall Clock Sample", JDK_PROFILING, JDK_WALL_SAMPLE),
-    event(id::ENDPOINT, "profiler.Endpoint", "Endpoint", PROFILER, ENDPOINT_FIELDS),
-    event(id::PROFILER_COUNTER, "profiler.Counter", "Profiler Internal Counter", PROFILER, COUNTER_FIELDS),
-    event(id::SAMPLE_CONTEXT, "profiler.SampleContext", "Sample Trace Context", PROFILER, SAMPLE_CONTEXT),
+    event(id::ENDPOINT, "jvmprofiler.Endpoint", "Endpoint", PROFILER, ENDPOINT_FIELDS),
+    event(id::PROFILER_COUNTER, "jvmprofiler.Counter", "Profiler Internal Counter", PROFILER, COUNTER_FIELDS),
+    event(id::SAMPLE_CONTEXT, "jvmprofiler.SampleContext", "Sample Trace Context", PROFILER, SAMPLE_CONTEXT),
 ];
 
 const DATADOG_EVENTS: &[TypeDef] = &[

@@ -126,7 +126,7 @@ fn jfr_print(name: &str, bytes: &[u8]) -> String {
 #[test]
 fn jdk_jfr_tool_prints_our_events_in_both_dialects() {
     for (dialect, cpu, counter, state) in [
-        (Dialect::Jdk, "jdk.ExecutionSample", "profiler.Counter", "STATE_DEFAULT"),
+        (Dialect::Jdk, "jdk.ExecutionSample", "jvmprofiler.Counter", "STATE_DEFAULT"),
         (Dialect::Datadog, "datadog.ExecutionSample", "datadog.ProfilerCounter", "STATE_RUNNABLE"),
     ] {
         let stdout = jfr_print(&format!("{}.jfr", dialect.name()), &sample_chunk(dialect));

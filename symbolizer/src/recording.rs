@@ -105,7 +105,7 @@ pub struct NativeLibrary {
     pub load_bias: u64,
 }
 
-/// A `profiler.Endpoint` (`datadog.Endpoint`) event: the endpoint a trace root served.
+/// A `jvmprofiler.Endpoint` (`datadog.Endpoint`) event: the endpoint a trace root served.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Endpoint {
     pub start_ticks: i64,
@@ -248,7 +248,7 @@ fn sample(name: &str, event: Accessor<'_>, attributes: &[String]) -> Sample {
 }
 
 /// A sample's trace context, from the sample (Datadog dialect) or the
-/// `profiler.SampleContext` that follows it (JDK dialect).
+/// `jvmprofiler.SampleContext` that follows it (JDK dialect).
 fn set_context(sample: &mut Sample, event: &Accessor<'_>, attributes: &[String]) {
     sample.span_id = long(event.get_field("spanId")).unwrap_or(0) as u64;
     sample.root_span_id = long(event.get_field("localRootSpanId")).unwrap_or(0) as u64;
@@ -306,7 +306,7 @@ pub fn read(path: &Path) -> Result<ReadOutcome, ReadError> {
                     }
                     data.settings.push((name, text));
                 }
-                "profiler.Counter" | "datadog.ProfilerCounter" => data.counters.push((
+                "jvmprofiler.Counter" | "datadog.ProfilerCounter" => data.counters.push((
                     string(value.get_field("name")).unwrap_or_default(),
                     long(value.get_field("count")).unwrap_or(0),
                 )),
@@ -317,7 +317,7 @@ pub fn read(path: &Path) -> Result<ReadOutcome, ReadError> {
                     build_id: string(value.get_field("buildId")),
                     load_bias: long(value.get_field("loadBias")).unwrap_or(0) as u64,
                 }),
-                "profiler.Endpoint" | "datadog.Endpoint" => data.endpoints.push(Endpoint {
+                "jvmprofiler.Endpoint" | "datadog.Endpoint" => data.endpoints.push(Endpoint {
                     start_ticks: long(value.get_field("startTime")).unwrap_or(0),
                     thread: thread(&value),
                     endpoint: string(value.get_field("endpoint")).unwrap_or_default(),
@@ -325,7 +325,7 @@ pub fn read(path: &Path) -> Result<ReadOutcome, ReadError> {
                     root_span_id: long(value.get_field("localRootSpanId")).unwrap_or(0) as u64,
                 }),
                 _ if SAMPLE_EVENTS.contains(&name) => data.samples.push(sample(name, value, &data.attributes)),
-                "profiler.SampleContext" => {
+                "jvmprofiler.SampleContext" => {
                     if let Some(last) = data.samples.last_mut() {
                         set_context(last, &value, &data.attributes);
                     }

@@ -48,8 +48,8 @@ use table::{Buffer, Wait};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Carry {
     /// Every entry: ids are kept until `clear_all` (upstream's persistent
-    /// dictionary; no store of the agent uses it since the class map
-    /// became a plain map of the recording).
+    /// dictionary; no store of the agent uses it since class ids became
+    /// keys of the recording's session-wide constant pools).
     Everything,
     /// Nothing automatically; callers carry what they still use
     /// ([`TripleBufferedDictionary::carry_ids`]).

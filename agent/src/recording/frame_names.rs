@@ -62,14 +62,14 @@ impl<'a> FrameNames<'a> {
                 if frame.method == 0 =>
             {
                 let native = frame.bci == BCI_NATIVE_METHOD;
-                java_frame(synthetic(pools, Marker::UnknownJavaMethod.name()), -1, frame, native)
+                java_frame(self.dialect, synthetic(pools, Marker::UnknownJavaMethod.name()), -1, frame, native)
             }
             FrameKind::Java | FrameKind::Interpreted | FrameKind::C1Compiled | FrameKind::Inlined => {
                 match self.methods.method(frame.method) {
                     Some(info) => {
                         let native = frame.bci == BCI_NATIVE_METHOD || info.modifiers & ACC_NATIVE != 0;
                         let method = java_method(pools, frame.method, info);
-                        java_frame(method, info.line_of(frame.bci), frame, native)
+                        java_frame(self.dialect, method, info.line_of(frame.bci), frame, native)
                     }
                     // JVMTI no longer knows the id: its class was unloaded
                     // between the sample and this chunk.
@@ -132,12 +132,20 @@ fn native_type(library: &Library) -> FrameType {
 }
 
 /// A Java method's frame; a native method has no line or bci.
-fn java_frame(method: MethodId, line: i32, frame: &Frame, native: bool) -> FrameDef {
-    if native {
-        FrameDef { method, line: -1, bci: -1, frame_type: FrameType::Native }
-    } else {
-        FrameDef { method, line, bci: frame.bci, frame_type: FrameType::from(frame.kind) }
+
+/// A Java method's frame; a `native` method has no line or bci, and is
+/// typed `Native` in the Datadog dialect, JIT compiled in the JDK
+/// dialect as async-profiler types it (its converter prints `Native`
+/// frames without their class: `sleep`, not `java.lang.Thread.sleep`).
+fn java_frame(dialect: Dialect, method: MethodId, line: i32, frame: &Frame, native: bool) -> FrameDef {
+    if !native {
+        return FrameDef { method, line, bci: frame.bci, frame_type: FrameType::from(frame.kind) };
     }
+    let frame_type = match dialect {
+        Dialect::Jdk => FrameType::JitCompiled,
+        Dialect::Datadog => FrameType::Native,
+    };
+    FrameDef { method, line: -1, bci: -1, frame_type }
 }
 
 /// A pseudo-method standing for a frame that is not a Java method.
@@ -167,7 +175,7 @@ fn java_method(pools: &mut ConstantPools, id: u64, info: &MethodInfo) -> MethodI
 
 /// A native function of `library` (a file name, outside any package).
 fn native_method(pools: &mut ConstantPools, name: &str, library: &str) -> MethodId {
-    let key = NATIVE_METHOD_KEY | (name_hash64(name) ^ name_hash64(library));
+    let key = NATIVE_METHOD_KEY | name_hash64(&format!("{library}\0{name}"));
     pools.method(key, |p| MethodDef {
         class: p.class_in(library, None, 0),
         name: p.symbol(name),
@@ -230,10 +238,14 @@ mod tests {
         assert_eq!((compiled.method, compiled.line, compiled.bci), (unknown, -1, 7));
         assert_eq!(compiled.frame_type, FrameType::C1Compiled);
         let native = names.frame(&mut pools, &Frame::java(0, BCI_NATIVE_METHOD));
-        assert_eq!((native.method, native.bci, native.frame_type), (unknown, -1, FrameType::Native));
+        assert_eq!((native.method, native.bci, native.frame_type), (unknown, -1, FrameType::JitCompiled));
         // An id JVMTI does not know is another case: its class was unloaded.
         let unloaded = names.frame(&mut pools, &Frame::java(0x7f00_1234, 3));
         assert_ne!(unloaded.method, unknown);
         assert_eq!(unloaded.method, synthetic(&mut pools, Marker::UnloadedJavaMethod.name()));
+        // The Datadog dialect types a native method Native.
+        let mut datadog = FrameNames::new(&mut methods, None, Dialect::Datadog);
+        let native = datadog.frame(&mut pools, &Frame::java(0, BCI_NATIVE_METHOD));
+        assert_eq!((native.method, native.bci, native.frame_type), (unknown, -1, FrameType::Native));
     }
 }

@@ -20,10 +20,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(u8)]
 pub enum SampleKind {
-    /// CPU time (SIGPROF): a `datadog.ExecutionSample`.
+    /// CPU time (SIGPROF): a `jdk.ExecutionSample` (`datadog.ExecutionSample`).
     #[default]
     Cpu = 0,
-    /// Wall clock (SIGVTALRM): a `datadog.MethodSample`.
+    /// Wall clock (SIGVTALRM): a `profiler.WallClockSample`
+    /// (`datadog.MethodSample`).
     Wall = 1,
 }
 

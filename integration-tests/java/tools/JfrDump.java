@@ -22,7 +22,7 @@ import jdk.jfr.consumer.RecordingFile;
  * COUNTER  name  value
  * SETTING  name  value
  * FIELD  name  value   (the event's other fields: span ids, context attributes, endpoint, ...;
- *                      a profiler.SampleContext's fields go to the sample before it)
+ *                      a jvmprofiler.SampleContext's fields go to the sample before it)
  * EVENT  jdk.NativeLibrary  startEpochNanos  path  0  buildId-or-dash  loadBias  false
  * </pre>
  *
@@ -54,7 +54,7 @@ public class JfrDump {
             String type = e.getEventType().getName();
             switch (type) {
                 case "datadog.ProfilerCounter":
-                case "profiler.Counter":
+                case "jvmprofiler.Counter":
                     out.append("COUNTER\t").append(e.getString("name")).append('\t').append(e.getLong("count")).append('\n');
                     continue;
                 case "jdk.ActiveSetting":
@@ -67,7 +67,7 @@ public class JfrDump {
                        .append("\t0\t").append(id == null ? "-" : id)
                        .append('\t').append(e.hasField("loadBias") ? e.getLong("loadBias") : 0).append("\tfalse\n");
                     continue;
-                case "profiler.SampleContext":
+                case "jvmprofiler.SampleContext":
                     fields(out, e);
                     continue;
                 default:
