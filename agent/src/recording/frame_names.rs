@@ -131,8 +131,6 @@ fn native_type(library: &Library) -> FrameType {
     }
 }
 
-/// A Java method's frame; a native method has no line or bci.
-
 /// A Java method's frame; a `native` method has no line or bci, and is
 /// typed `Native` in the Datadog dialect, JIT compiled in the JDK
 /// dialect as async-profiler types it (its converter prints `Native`
