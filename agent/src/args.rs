@@ -47,6 +47,8 @@ pub const DEFAULT_JSTACKDEPTH: u32 = 2048;
 pub const MAX_JSTACKDEPTH: u32 = 65_536;
 /// At most this many context attributes (`attributes=`).
 pub const MAX_ATTRIBUTES: usize = 8;
+/// Bytes between allocation samples by default (`alloc`).
+pub const DEFAULT_ALLOC_INTERVAL: u32 = 512 * 1024;
 
 /// A parsed option string.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,6 +58,8 @@ pub struct Options {
     pub cpu: Option<(CpuEngineKind, Duration)>,
     /// Wall-clock sampling period.
     pub wall: Option<Duration>,
+    /// Heap allocation sampling: mean bytes between samples (`alloc=`).
+    pub alloc: Option<u32>,
     /// Threads signalled per wall-clock interval (`walltpt=`).
     pub wall_threads_per_tick: u32,
     /// Output path template (`%p` = pid, `%t` = timestamp).
@@ -83,6 +87,7 @@ impl Default for Options {
             action: None,
             cpu: None,
             wall: None,
+            alloc: None,
             wall_threads_per_tick: DEFAULT_WALL_THREADS_PER_TICK,
             file: None,
             cstack: StackPlan::default(),
@@ -118,7 +123,8 @@ fn error(option: &str, message: impl Into<String>) -> OptionError {
     OptionError { option: option.to_owned(), message: message.into() }
 }
 
-const OPTION_NAMES: &str = "start, stop, dump, status, version, event, cpu, wall, walltpt, interval, file, jfr, \
+const OPTION_NAMES: &str =
+    "start, stop, dump, status, version, event, cpu, wall, alloc, walltpt, interval, file, jfr, \
      cstack, jstackdepth, remotesym, verifywalk, attributes, jfrdialect, filter, log, loglevel";
 
 /// Parses a comma-separated option string. An empty string is valid (the
@@ -206,6 +212,7 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
                 }
                 options.jstackdepth = depth;
             }
+            "alloc" => options.alloc = Some(value.map_or(Ok(DEFAULT_ALLOC_INTERVAL), |v| parse_bytes(key, v))?),
             "remotesym" => options.remote_symbolication = parse_bool(key, value)?,
             "filter" => options.filter = parse_bool(key, value)?,
             "verifywalk" => options.verify_walk = parse_bool(key, value)?,
@@ -236,7 +243,11 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
         let period = cpu_interval.or(if wall_event { None } else { interval }).unwrap_or(DEFAULT_CPU_INTERVAL);
         options.cpu = Some((cpu_event.unwrap_or(CpuEngineKind::PerfCpuClock), period));
     }
-    if options.action == Some(Action::Start) && options.cpu.is_none() && options.wall.is_none() {
+    if options.action == Some(Action::Start)
+        && options.cpu.is_none()
+        && options.wall.is_none()
+        && options.alloc.is_none()
+    {
         options.cpu = Some((CpuEngineKind::PerfCpuClock, interval.unwrap_or(DEFAULT_CPU_INTERVAL)));
     }
     Ok(options)
@@ -301,6 +312,31 @@ pub fn parse_interval(key: &str, value: &str) -> Result<Duration, OptionError> {
         return Err(error(key, format!("'{value}' must be greater than zero ({accepted})")));
     }
     Ok(Duration::from_nanos(nanos))
+}
+
+/// A byte count with optional unit `k` (KiB), `m` (MiB) or `g` (GiB):
+/// positive and below 2 GiB (JVMTI takes a `jint`).
+pub fn parse_bytes(key: &str, value: &str) -> Result<u32, OptionError> {
+    let accepted = "accepted: a positive byte count below 2g with optional unit k, m or g, e.g. 512k";
+    let digits_end = value.find(|c: char| !c.is_ascii_digit()).unwrap_or(value.len());
+    let (digits, unit) = value.split_at(digits_end);
+    if digits.is_empty() {
+        return Err(error(key, format!("'{value}' is not a number ({accepted})")));
+    }
+    let number: u64 = digits.parse().map_err(|_| error(key, format!("'{value}' is too large ({accepted})")))?;
+    let unit_bytes: u64 = match unit.to_ascii_lowercase().as_str() {
+        "" => 1,
+        "k" => 1 << 10,
+        "m" => 1 << 20,
+        "g" => 1 << 30,
+        _ => return Err(error(key, format!("unknown unit '{unit}' in '{value}' ({accepted})"))),
+    };
+    let bytes = number.checked_mul(unit_bytes).filter(|&b| b <= i32::MAX as u64);
+    match bytes {
+        Some(0) => Err(error(key, format!("'{value}' must be greater than zero ({accepted})"))),
+        Some(b) => Ok(b as u32),
+        None => Err(error(key, format!("'{value}' is too large ({accepted})"))),
+    }
 }
 
 /// `name1;name2`: distinct, non-empty names, at most [`MAX_ATTRIBUTES`].
@@ -485,6 +521,22 @@ mod tests {
 
     fn err(input: &str) -> OptionError {
         parse(input).expect_err(input)
+    }
+
+    #[test]
+    fn alloc_takes_a_byte_interval() {
+        assert_eq!(parse("start,alloc").unwrap().alloc, Some(DEFAULT_ALLOC_INTERVAL));
+        assert_eq!(parse("start,alloc=64k").unwrap().alloc, Some(64 * 1024));
+        assert_eq!(parse("start,alloc=2M").unwrap().alloc, Some(2 << 20));
+        assert_eq!(parse("start,alloc=1000").unwrap().alloc, Some(1000));
+        // Allocation sampling alone does not imply CPU sampling.
+        assert_eq!(parse("start,alloc").unwrap().cpu, None);
+        assert!(parse("start,alloc,cpu").unwrap().cpu.is_some());
+        for bad in ["alloc=0", "alloc=-1", "alloc=1x", "alloc=", "alloc=2g", "alloc=k"] {
+            let e = err(bad);
+            assert_eq!(e.option, "alloc", "{bad}");
+            assert!(e.message.contains("512k"), "{bad}: {e}");
+        }
     }
 
     #[test]

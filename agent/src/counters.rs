@@ -63,6 +63,11 @@ counters! {
     WalkAsgctSucceeded => "walk_verify_asgct_succeeded",
     WalkVmNanos => "walk_verify_vm_ns_total",
     WalkAsgctNanos => "walk_verify_asgct_ns_total",
+    AllocSamples => "alloc_samples",
+    AllocDroppedBusy => "alloc_dropped_busy",
+    AllocDroppedBufferFull => "alloc_dropped_buffer_full",
+    AllocClassesFull => "alloc_classes_full",
+    AllocStackFailed => "alloc_stack_failed",
 }
 
 static VALUES: [AtomicU64; Counter::ALL.len()] = [const { AtomicU64::new(0) }; Counter::ALL.len()];

@@ -1,7 +1,9 @@
 //! The library's exported entry points and JVMTI event callbacks: every
 //! call from the JVM enters here, and no panic leaves.
 
+use crate::allocations;
 use crate::args::{self, Action, Options};
+use crate::clock;
 use crate::context;
 use crate::engine::{self, signals::SignalBlocker};
 use crate::java_api;
@@ -11,9 +13,10 @@ use crate::jvmti::{jthread, ClassRef, ThreadRef};
 use crate::log;
 use crate::os_thread::current_tid;
 use crate::profiler;
+use crate::sampling;
 use crate::threads;
 use crate::vm::{self, Vm, JNI_VERSION};
-use jni::sys::{jclass, jint, jmethodID, JNIEnv, JavaVM, JNI_ERR, JNI_OK};
+use jni::sys::{jclass, jint, jlong, jmethodID, jobject, JNIEnv, JavaVM, JNI_ERR, JNI_OK};
 use std::ffi::{c_char, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
@@ -158,6 +161,7 @@ fn callbacks() -> EventCallbacks {
         .class_load(on_class_load)
         .class_prepare(on_class_prepare)
         .compiled_method_load(on_compiled_method_load)
+        .sampled_object_alloc(on_sampled_object_alloc)
 }
 
 /// Registers the calling Java thread under its Java name and id.
@@ -252,6 +256,25 @@ unsafe extern "C" fn on_class_prepare(_jvmti: *mut c_void, env: *mut JNIEnv, _th
                 java_api::bind_if_api_class(vm.jvmti(), env, class);
             }
         }
+    })
+}
+
+/// A sampled heap allocation (`alloc=`), on the allocating thread.
+unsafe extern "C" fn on_sampled_object_alloc(
+    _jvmti: *mut c_void,
+    _env: *mut JNIEnv,
+    _thread: jthread,
+    _object: jobject,
+    class: jclass,
+    size: jlong,
+) {
+    ffi_boundary("SampledObjectAlloc", (), || {
+        let Some(vm) = vm::get() else { return };
+        // SAFETY: the class reference this callback received.
+        let class = unsafe { ClassRef::from_raw(class) };
+        let (time_ns, tid) = (clock::monotonic_ns(), current_tid());
+        let size = u64::try_from(size).unwrap_or(0);
+        sampling::with_active(|sampler| allocations::record(sampler, &vm.jvmti(), class, size, time_ns, tid));
     })
 }
 

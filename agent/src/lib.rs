@@ -9,6 +9,7 @@
 //! signals (`engine`), the session's periodic thread (`ticker`), and the
 //! recording that turns samples into JFR (`recording`).
 
+pub mod allocations;
 pub mod args;
 pub mod clock;
 pub mod context;

@@ -1,6 +1,7 @@
 //! The profiling session: start, stop, dump and status, driven by agent
 //! options from any entry point. Control plane only; one session at a time.
 
+use crate::allocations::Allocations;
 use crate::args::{self, Action, Options};
 use crate::context;
 use crate::counters;
@@ -188,6 +189,9 @@ fn settings(options: &Options, cpu_engine: Option<&str>) -> Vec<(String, String)
         settings.push(("engine".into(), engine.into()));
         settings.push(("interval".into(), nanos(interval)));
     }
+    if let Some(alloc) = options.alloc {
+        settings.push(("alloc".into(), format!("{alloc} bytes")));
+    }
     if let Some(wall) = options.wall {
         settings.push(("wall".into(), nanos(wall)));
         settings.push(("walltpt".into(), options.wall_threads_per_tick.to_string()));
@@ -208,6 +212,9 @@ fn settings(options: &Options, cpu_engine: Option<&str>) -> Vec<(String, String)
 /// (no new signals, then none in flight), then unhooks the fault handlers.
 /// Safe to call when only part of it was set up.
 fn disarm() {
+    if let Some(vm) = vm::get() {
+        engine::alloc::stop(vm.jvmti());
+    }
     engine::wall::stop();
     engine::stop();
     sampling::retire();
@@ -216,8 +223,9 @@ fn disarm() {
 
 /// Arms the engines `options` ask for, registering their signals in the
 /// published `sampler`; returns their description and the CPU engine's
-/// name.
-fn arm_engines(options: &Options, sampler: &Arc<Sampler>) -> Result<(String, Option<&'static str>), String> {
+/// name. Allocation sampling that the JVM cannot do is reported and left
+/// out while the other engines run; alone, it is an error.
+fn arm_engines(vm: &Vm, options: &Options, sampler: &Arc<Sampler>) -> Result<(String, Option<&'static str>), String> {
     let mut engines = Vec::new();
     let cpu = match options.cpu {
         Some((kind, interval)) => {
@@ -230,6 +238,13 @@ fn arm_engines(options: &Options, sampler: &Arc<Sampler>) -> Result<(String, Opt
         let sampler = Arc::clone(sampler);
         engine::wall::start(interval, options.wall_threads_per_tick as usize, move |tid| sampler.sampled(tid))?;
         engines.push("wall");
+    }
+    if let Some(interval) = options.alloc {
+        match engine::alloc::start(vm.jvmti(), interval) {
+            Ok(()) => engines.push("alloc"),
+            Err(e) if !engines.is_empty() => log::warn!("{e}; profiling without it"),
+            Err(e) => return Err(e),
+        }
     }
     Ok((engines.join(", "), cpu))
 }
@@ -262,6 +277,11 @@ fn build_sampler(vm: &Vm, options: &Options, env: Option<JniEnv>, blocking: Bloc
         hotspot: hotspot_source(options.cstack, vm, &threads),
         verify_walk: options.verify_walk,
         blocking,
+        allocations: options
+            .alloc
+            .map(Allocations::new)
+            .transpose()
+            .map_err(|e| io(format!("cannot reserve the class dictionary: {e}")))?,
     })
 }
 
@@ -274,8 +294,8 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
     if current.is_some() {
         return Err(state("start: profiling is already running (stop it first)"));
     }
-    if options.cpu.is_none() && options.wall.is_none() {
-        return Err(argument("start: no event selected (cpu or wall)"));
+    if options.cpu.is_none() && options.wall.is_none() && options.alloc.is_none() {
+        return Err(argument("start: no event selected (cpu, wall or alloc)"));
     }
     let blocking = env.map(|env| preload_methods(vm, env, options.wall.is_some()));
     counters::reset();
@@ -290,7 +310,7 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
     }
     context::set_attribute_count(options.attributes.len());
     sampling::publish(&sampler);
-    let (engines, cpu_engine) = arm_engines(options, &sampler).map_err(|e| {
+    let (engines, cpu_engine) = arm_engines(vm, options, &sampler).map_err(|e| {
         disarm();
         io(e)
     })?;

@@ -60,7 +60,7 @@ pub unsafe fn init(java_vm: *mut JavaVM, callbacks: fn() -> EventCallbacks) -> R
         }
     }
     jvmti.set_event_callbacks(&callbacks()).map_err(|e| format!("SetEventCallbacks: {e}"))?;
-    for (event, _) in Event::ALL {
+    for event in Event::ALWAYS {
         if let Err(e) = jvmti.set_event_enabled(event, true) {
             log::warn!("cannot enable JVMTI event {event:?}: {e}");
         }

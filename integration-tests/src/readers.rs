@@ -422,18 +422,24 @@ pub fn converter_jar() -> Option<PathBuf> {
 /// must exit 0; its stacks with the thread frame taken off and the frame
 /// type suffixes (`_[j]`, ...) dropped, innermost first.
 pub fn converter_collapsed(jar: &Path, path: &Path, kind: Kind) -> Collapsed {
-    let out = path.with_extension(format!("{}.collapsed", if kind == Kind::Cpu { "cpu" } else { "wall" }));
+    converter_collapsed_as(jar, path, if kind == Kind::Cpu { "--cpu" } else { "--wall" })
+}
+
+/// [`converter_collapsed`] with the converter's event option (`--alloc`,
+/// `--lock`, ...).
+pub fn converter_collapsed_as(jar: &Path, path: &Path, event: &str) -> Collapsed {
+    let out = path.with_extension(format!("{}.collapsed", event.trim_start_matches('-')));
     let output = Command::new(jdk_tool("java"))
         .arg("-jar")
         .arg(jar)
-        .args(["-o", "collapsed", if kind == Kind::Cpu { "--cpu" } else { "--wall" }, "--threads", "--dot"])
+        .args(["-o", "collapsed", event, "--threads", "--dot"])
         .arg(path)
         .arg(&out)
         .output()
         .expect("run the converter");
     assert!(
         output.status.success(),
-        "async-profiler's converter cannot read {} ({kind:?}): exit {:?}\n{}{}",
+        "async-profiler's converter cannot read {} ({event}): exit {:?}\n{}{}",
         path.display(),
         output.status,
         stdout(&output),

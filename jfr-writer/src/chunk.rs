@@ -11,7 +11,7 @@
 //! chunk to the next.
 
 use crate::buffer::{varint_len, ByteBuf};
-use crate::events::{Event, Sample, MAX_REPEAT};
+use crate::events::{Event, Sample, SampleKind, MAX_REPEAT};
 use crate::metadata::encode_metadata_body;
 use crate::pools::ConstantPools;
 use crate::schema::{self, Dialect};
@@ -74,7 +74,8 @@ impl ChunkWriter {
 
     /// Writes a sample as the dialect spells it. Datadog: one event with
     /// weight and context. JDK: a wall-clock sample once with its weight
-    /// as `samples`, a CPU sample once per interval it stands for (at most
+    /// as `samples`, an allocation once with its weight in bytes as
+    /// `weight`, a CPU sample once per interval it stands for (at most
     /// [`MAX_REPEAT`] times; readers count CPU samples), each followed by
     /// its context, if it has any, as a `jvmprofiler.SampleContext`.
     pub fn sample(&mut self, sample: &Sample<'_>) {
@@ -92,7 +93,10 @@ impl ChunkWriter {
                     context.put_varint(schema::id::SAMPLE_CONTEXT);
                     sample.write_context_event(&mut context);
                 }
-                let times = if sample.wall { 1 } else { sample.weight.clamp(1, MAX_REPEAT) };
+                let times = match sample.kind {
+                    SampleKind::Cpu => sample.weight.clamp(1, MAX_REPEAT),
+                    SampleKind::Wall | SampleKind::Alloc { .. } => 1,
+                };
                 for _ in 0..times {
                     put_sized(&mut self.out, self.scratch.as_slice());
                     if !context.is_empty() {
@@ -199,7 +203,7 @@ mod tests {
     fn the_jdk_dialect_repeats_weighted_cpu_samples_and_adds_context() {
         use crate::schema::{id, ThreadState};
         let cpu = Sample {
-            wall: false,
+            kind: SampleKind::Cpu,
             start_ticks: 1,
             thread: 1,
             stack_trace: 2,
@@ -210,12 +214,17 @@ mod tests {
             context: &[0],
         };
         let traced = Sample { weight: 1, span_id: 9, ..cpu };
-        let wall = Sample { wall: true, weight: 5, context: &[4], ..cpu };
+        let wall = Sample { kind: SampleKind::Wall, weight: 5, context: &[4], ..cpu };
+        let alloc = Sample { kind: SampleKind::Alloc { class: 3, size: 1024 }, weight: 1 << 19, ..cpu };
         let huge = Sample { weight: u64::MAX, ..cpu };
         let (e, c, w) = (id::EXECUTION_SAMPLE, id::SAMPLE_CONTEXT, id::METHOD_SAMPLE);
         let traced_twice = Sample { weight: 2, ..traced };
-        assert_eq!(event_types(&chunk_of(Dialect::Jdk, &[cpu, traced_twice, wall])), [e, e, e, e, c, e, c, w, c]);
-        assert_eq!(event_types(&chunk_of(Dialect::Datadog, &[cpu, traced_twice, wall])), [e, e, w]);
+        let a = id::ALLOCATION_SAMPLE;
+        assert_eq!(
+            event_types(&chunk_of(Dialect::Jdk, &[cpu, traced_twice, wall, alloc])),
+            [e, e, e, e, c, e, c, w, c, a]
+        );
+        assert_eq!(event_types(&chunk_of(Dialect::Datadog, &[cpu, traced_twice, wall, alloc])), [e, e, w, a]);
         assert_eq!(event_types(&chunk_of(Dialect::Jdk, &[huge])).len() as u64, MAX_REPEAT);
     }
 

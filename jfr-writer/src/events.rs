@@ -14,16 +14,29 @@ pub trait Event {
 /// its weight stands for (ctimer overruns).
 pub const MAX_REPEAT: u64 = 1000;
 
-/// One CPU or wall-clock sample, in either dialect: see
+/// What a sample measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SampleKind {
+    Cpu,
+    Wall,
+    /// A sampled heap allocation of `size` bytes of `class` (a class pool
+    /// key); the sample's weight is the bytes it stands for.
+    Alloc {
+        class: u64,
+        size: u64,
+    },
+}
+
+/// One CPU, wall-clock or allocation sample, in either dialect: see
 /// [`crate::ChunkWriter::sample`].
 #[derive(Clone, Copy, Debug)]
 pub struct Sample<'a> {
-    pub wall: bool,
+    pub kind: SampleKind,
     pub start_ticks: i64,
     pub thread: u64,
     pub stack_trace: u64,
     pub state: ThreadState,
-    /// Sampling intervals the sample stands for.
+    /// Sampling intervals the sample stands for (bytes for an allocation).
     pub weight: u64,
     pub span_id: u64,
     pub local_root_span_id: u64,
@@ -37,20 +50,25 @@ impl Sample<'_> {
         self.span_id != 0 || self.local_root_span_id != 0 || self.context.iter().any(|&v| v != 0)
     }
 
-    /// `datadog.ExecutionSample` / `datadog.MethodSample`: everything in
-    /// one event.
+    /// `datadog.ExecutionSample` / `datadog.MethodSample` /
+    /// `datadog.ObjectSample`: everything in one event.
     pub(crate) fn write_datadog(&self, out: &mut ByteBuf) {
         self.write_head(out);
+        if let SampleKind::Alloc { size, .. } = self.kind {
+            out.put_varint(size);
+        }
         out.put_varint(self.weight);
         self.write_context(out);
     }
 
-    /// `jdk.ExecutionSample` / `profiler.WallClockSample`: the JDK's and
-    /// async-profiler's fields.
+    /// `jdk.ExecutionSample` / `profiler.WallClockSample` /
+    /// `jdk.ObjectAllocationSample`: the JDK's and async-profiler's fields.
     pub(crate) fn write_jdk(&self, out: &mut ByteBuf) {
         self.write_head(out);
-        if self.wall {
-            out.put_int(self.weight.min(i32::MAX as u64) as i32);
+        match self.kind {
+            SampleKind::Cpu => {}
+            SampleKind::Wall => out.put_int(self.weight.min(i32::MAX as u64) as i32),
+            SampleKind::Alloc { .. } => out.put_varint(self.weight),
         }
     }
 
@@ -62,18 +80,22 @@ impl Sample<'_> {
     }
 
     pub(crate) fn type_id(&self) -> u64 {
-        if self.wall {
-            id::METHOD_SAMPLE
-        } else {
-            id::EXECUTION_SAMPLE
+        match self.kind {
+            SampleKind::Cpu => id::EXECUTION_SAMPLE,
+            SampleKind::Wall => id::METHOD_SAMPLE,
+            SampleKind::Alloc { .. } => id::ALLOCATION_SAMPLE,
         }
     }
 
+    /// Time, thread, stack, then the thread state or the allocated class.
     fn write_head(&self, out: &mut ByteBuf) {
         out.put_varint_signed(self.start_ticks);
         out.put_varint(self.thread);
         out.put_varint(self.stack_trace);
-        out.put_varint(self.state.key());
+        match self.kind {
+            SampleKind::Alloc { class, .. } => out.put_varint(class),
+            SampleKind::Cpu | SampleKind::Wall => out.put_varint(self.state.key()),
+        }
     }
 
     fn write_context(&self, out: &mut ByteBuf) {

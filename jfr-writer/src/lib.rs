@@ -13,6 +13,6 @@ pub mod pools;
 pub mod schema;
 
 pub use chunk::{ChunkClock, ChunkEnd, ChunkWriter};
-pub use events::{ActiveSetting, Endpoint, Event, NativeLibrary, ProfilerCounter, Sample};
+pub use events::{ActiveSetting, Endpoint, Event, NativeLibrary, ProfilerCounter, Sample, SampleKind};
 pub use pools::{ClassId, ConstantPools, FrameDef, MethodDef, MethodId, SymbolId, ThreadDef};
 pub use schema::{Dialect, ThreadState};

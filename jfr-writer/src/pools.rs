@@ -41,6 +41,12 @@ impl MethodId {
     }
 }
 
+impl ClassId {
+    pub fn key(self) -> u64 {
+        self.0
+    }
+}
+
 /// A method's pool entry.
 #[derive(Clone, Copy, Debug)]
 pub struct MethodDef {

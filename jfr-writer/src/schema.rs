@@ -51,6 +51,7 @@ pub mod id {
     pub const NATIVE_LIBRARY: u64 = 104;
     pub const ENDPOINT: u64 = 105;
     pub const SAMPLE_CONTEXT: u64 = 106;
+    pub const ALLOCATION_SAMPLE: u64 = 107;
     pub const ATTRIBUTE_VALUE: u64 = 31;
 }
 
@@ -139,6 +140,20 @@ const DATADOG: &[&str] = &["Datadog"];
 const JDK_CPU_SAMPLE: &[F] = &[START_TIME, SAMPLED_THREAD, STACK_TRACE, STATE];
 const JDK_WALL_SAMPLE: &[F] = &[START_TIME, SAMPLED_THREAD, STACK_TRACE, STATE, F::new("samples", id::INT, "Samples")];
 const SAMPLE_CONTEXT: &[F] = &[START_TIME, SAMPLED_THREAD, SPAN_ID, LOCAL_ROOT_SPAN_ID];
+const OBJECT_CLASS: F = F::new("objectClass", id::CLASS, "Object Class").pooled();
+const ALLOCATION_WEIGHT: F = F::new("weight", id::LONG, "Sample Weight").unit(Unit::Bytes);
+const JDK_ALLOCATION_SAMPLE: &[F] = &[START_TIME, EVENT_THREAD, STACK_TRACE, OBJECT_CLASS, ALLOCATION_WEIGHT];
+const DATADOG_OBJECT_SAMPLE: &[F] = &[
+    START_TIME,
+    EVENT_THREAD,
+    STACK_TRACE,
+    OBJECT_CLASS,
+    F::new("size", id::LONG, "Object Size").unit(Unit::Bytes),
+    ALLOCATION_WEIGHT,
+    SPAN_ID,
+    LOCAL_ROOT_SPAN_ID,
+];
+const ALLOCATIONS: &[&str] = &["Java Application"];
 const DATADOG_SAMPLE: &[F] = &[
     START_TIME,
     EVENT_THREAD,
@@ -169,6 +184,13 @@ const JDK_EVENTS: &[TypeDef] = &[
     event(id::ENDPOINT, "jvmprofiler.Endpoint", "Endpoint", PROFILER, ENDPOINT_FIELDS),
     event(id::PROFILER_COUNTER, "jvmprofiler.Counter", "Profiler Internal Counter", PROFILER, COUNTER_FIELDS),
     event(id::SAMPLE_CONTEXT, "jvmprofiler.SampleContext", "Sample Trace Context", PROFILER, SAMPLE_CONTEXT),
+    event(
+        id::ALLOCATION_SAMPLE,
+        "jdk.ObjectAllocationSample",
+        "Object Allocation Sample",
+        ALLOCATIONS,
+        JDK_ALLOCATION_SAMPLE,
+    ),
 ];
 
 const DATADOG_EVENTS: &[TypeDef] = &[
@@ -182,6 +204,7 @@ const DATADOG_EVENTS: &[TypeDef] = &[
     event(id::METHOD_SAMPLE, "datadog.MethodSample", "Method Wall Profiling Sample", DATADOG_PROFILING, DATADOG_SAMPLE),
     event(id::ENDPOINT, "datadog.Endpoint", "Endpoint", DATADOG, ENDPOINT_FIELDS),
     event(id::PROFILER_COUNTER, "datadog.ProfilerCounter", "Profiler Internal Counter", DATADOG, COUNTER_FIELDS),
+    event(id::ALLOCATION_SAMPLE, "datadog.ObjectSample", "Allocation Sample", DATADOG_PROFILING, DATADOG_OBJECT_SAMPLE),
 ];
 
 /// Every type of a dialect, in declaration order.
@@ -309,7 +332,7 @@ const COMMON: &[TypeDef] = &[
 pub fn extensions(dialect: Dialect, attributes: &[String]) -> Vec<crate::metadata::Extension<'_>> {
     let carriers: &[u64] = match dialect {
         Dialect::Jdk => &[id::SAMPLE_CONTEXT],
-        Dialect::Datadog => &[id::EXECUTION_SAMPLE, id::METHOD_SAMPLE],
+        Dialect::Datadog => &[id::EXECUTION_SAMPLE, id::METHOD_SAMPLE, id::ALLOCATION_SAMPLE],
     };
     carriers
         .iter()

@@ -47,7 +47,7 @@ fn sample_chunk(dialect: Dialect) -> Vec<u8> {
     pools.string(2, "servlet.request");
     for i in 0..3 {
         chunk.sample(&Sample {
-            wall: false,
+            kind: SampleKind::Cpu,
             start_ticks: 1000 * i,
             thread: 1,
             stack_trace: 7,
@@ -85,7 +85,7 @@ fn two_chunks() -> Vec<u8> {
         pools.stack_trace(trace, false, &[FrameDef { method, line: 10, bci: 0, frame_type: FrameType::Interpreted }]);
         pools.thread(1, &ThreadDef { os_name: "main", os_thread_id: 1, java_name: Some("main"), java_thread_id: 1 });
         chunk.sample(&Sample {
-            wall: false,
+            kind: SampleKind::Cpu,
             start_ticks: start_ticks + 500_000_000,
             thread: 1,
             stack_trace: trace,

@@ -12,7 +12,7 @@ use crate::resolve::{Resolution, Resolver};
 use frames::{FrameType, NON_JAVA_DESCRIPTOR};
 use jfr_writer::{
     schema, ActiveSetting, ChunkClock, ChunkEnd, ChunkWriter, ConstantPools, Dialect, Endpoint, FrameDef, MethodDef,
-    NativeLibrary, ProfilerCounter, Sample as SampleEvent, ThreadDef, ThreadState,
+    NativeLibrary, ProfilerCounter, Sample as SampleEvent, SampleKind, ThreadDef, ThreadState,
 };
 use std::collections::{HashMap, HashSet};
 
@@ -148,7 +148,7 @@ impl Rewriter<'_> {
             let thread = self.thread(&sample.thread);
             threads.insert(thread, &sample.thread);
             writer.sample(&SampleEvent {
-                wall: WALL_EVENTS.contains(&sample.event.as_str()),
+                kind: if WALL_EVENTS.contains(&sample.event.as_str()) { SampleKind::Wall } else { SampleKind::Cpu },
                 start_ticks: sample.start_ticks,
                 thread,
                 stack_trace: self.trace(sample),

@@ -36,7 +36,7 @@ fn recording_with(more: impl FnOnce(&mut ChunkWriter, &mut ConstantPools)) -> Ve
     pools.thread(1, &ThreadDef { os_name: "main", os_thread_id: 10, java_name: Some("main"), java_thread_id: 1 });
     for (trace, weight) in [(2, 1), (2, 2), (3, 1)] {
         chunk.sample(&Sample {
-            wall: false,
+            kind: SampleKind::Cpu,
             start_ticks: 0,
             thread: 1,
             stack_trace: trace,
@@ -109,7 +109,7 @@ fn missing_file_is_a_clear_error() {
 fn the_jfr_copy_keeps_wall_clock_samples_and_endpoints() {
     let bytes = recording_with(|chunk, pools| {
         let sample = |start_ticks, weight| Sample {
-            wall: true,
+            kind: SampleKind::Wall,
             start_ticks,
             thread: 1,
             stack_trace: 3,

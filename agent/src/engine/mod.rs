@@ -1,9 +1,11 @@
 //! Sampling engines: what makes the profiling signals arrive. CPU engines
 //! (SIGPROF; one active at a time) cover every thread of the process
 //! present at start and every thread the JVM reports starting afterwards;
-//! the wall-clock engine ([`wall`], SIGVTALRM) picks threads itself.
+//! the wall-clock engine ([`wall`], SIGVTALRM) picks threads itself;
+//! allocation sampling ([`alloc`]) has JVMTI call back instead of a signal.
 //! Control plane only.
 
+pub mod alloc;
 mod ctimer;
 mod itimer;
 mod perf;

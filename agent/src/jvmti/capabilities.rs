@@ -15,12 +15,17 @@ pub const CAN_GENERATE_ALL_CLASS_HOOK_EVENTS: Capability =
 pub const CAN_GENERATE_COMPILED_METHOD_LOAD_EVENTS: Capability =
     Capability { bit: 27, name: "can_generate_compiled_method_load_events" };
 
+/// Allocation sampling (`alloc=`): JDK 11+ grant it at load and attach.
+pub const CAN_GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS: Capability =
+    Capability { bit: 43, name: "can_generate_sampled_object_alloc_events" };
+
 /// Every capability the agent requests.
 pub const REQUESTED: &[Capability] = &[
     CAN_GET_SOURCE_FILE_NAME,
     CAN_GET_LINE_NUMBERS,
     CAN_GENERATE_ALL_CLASS_HOOK_EVENTS,
     CAN_GENERATE_COMPILED_METHOD_LOAD_EVENTS,
+    CAN_GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS,
 ];
 
 #[repr(C)]

@@ -3,7 +3,7 @@
 //! accept the shorter size we pass).
 
 use super::jthread;
-use jni::sys::{jclass, jint, jmethodID, JNIEnv};
+use jni::sys::{jclass, jint, jlong, jmethodID, jobject, JNIEnv};
 use std::ffi::c_void;
 
 pub const FIRST_EVENT: usize = 50;
@@ -19,10 +19,23 @@ pub enum Event {
     ClassLoad = 55,
     ClassPrepare = 56,
     CompiledMethodLoad = 68,
+    SampledObjectAlloc = 86,
 }
 
 impl Event {
-    pub const ALL: [(Event, &'static str); 7] = [
+    /// The events enabled while the agent is loaded; the others are
+    /// enabled by the session that needs them.
+    pub const ALWAYS: [Event; 7] = [
+        Event::VmInit,
+        Event::VmDeath,
+        Event::ThreadStart,
+        Event::ThreadEnd,
+        Event::ClassLoad,
+        Event::ClassPrepare,
+        Event::CompiledMethodLoad,
+    ];
+
+    pub const ALL: [(Event, &'static str); 8] = [
         (Event::VmInit, "JVMTI_EVENT_VM_INIT"),
         (Event::VmDeath, "JVMTI_EVENT_VM_DEATH"),
         (Event::ThreadStart, "JVMTI_EVENT_THREAD_START"),
@@ -30,6 +43,7 @@ impl Event {
         (Event::ClassLoad, "JVMTI_EVENT_CLASS_LOAD"),
         (Event::ClassPrepare, "JVMTI_EVENT_CLASS_PREPARE"),
         (Event::CompiledMethodLoad, "JVMTI_EVENT_COMPILED_METHOD_LOAD"),
+        (Event::SampledObjectAlloc, "JVMTI_EVENT_SAMPLED_OBJECT_ALLOC"),
     ];
 }
 
@@ -38,6 +52,7 @@ pub type VmInitFn = unsafe extern "C" fn(JvmtiEnvPtr, *mut JNIEnv, jthread);
 pub type VmDeathFn = unsafe extern "C" fn(JvmtiEnvPtr, *mut JNIEnv);
 pub type ThreadFn = unsafe extern "C" fn(JvmtiEnvPtr, *mut JNIEnv, jthread);
 pub type ClassFn = unsafe extern "C" fn(JvmtiEnvPtr, *mut JNIEnv, jthread, jclass);
+pub type SampledObjectAllocFn = unsafe extern "C" fn(JvmtiEnvPtr, *mut JNIEnv, jthread, jobject, jclass, jlong);
 pub type CompiledMethodLoadFn =
     unsafe extern "C" fn(JvmtiEnvPtr, jmethodID, jint, *const c_void, jint, *const c_void, *const c_void);
 
@@ -90,6 +105,11 @@ impl EventCallbacks {
 
     pub fn compiled_method_load(mut self, f: CompiledMethodLoadFn) -> Self {
         self.set(Event::CompiledMethodLoad, f as *const c_void);
+        self
+    }
+
+    pub fn sampled_object_alloc(mut self, f: SampledObjectAllocFn) -> Self {
+        self.set(Event::SampledObjectAlloc, f as *const c_void);
         self
     }
 }

@@ -84,10 +84,12 @@ slots! {
     GET_METHOD_MODIFIERS = 66 "GetMethodModifiers";
     GET_LINE_NUMBER_TABLE = 70 "GetLineNumberTable";
     GET_LOADED_CLASSES = 78 "GetLoadedClasses";
+    GET_STACK_TRACE = 104 "GetStackTrace";
     SET_EVENT_CALLBACKS = 122 "SetEventCallbacks";
     GET_ERROR_NAME = 128 "GetErrorName";
     GET_PHASE = 133 "GetPhase";
     ADD_CAPABILITIES = 142 "AddCapabilities";
+    SET_HEAP_SAMPLING_INTERVAL = 156 "SetHeapSamplingInterval";
 }
 
 /// A JVMTI error code with its JVMTI name.
@@ -114,6 +116,15 @@ struct RawThreadInfo {
 struct RawLineNumberEntry {
     start_location: jlong,
     line_number: jint,
+}
+
+/// One frame of `GetStackTrace` (`jvmtiFrameInfo`): a method and its
+/// bytecode index (-1 in a native method).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameInfo {
+    pub method: jmethodID,
+    pub location: jlong,
 }
 
 /// One row of a method's line number table.
@@ -306,6 +317,31 @@ impl Jvmti {
         self.check(unsafe { f(self.as_raw(), thread.as_raw(), &mut info) })?;
         // SAFETY: JVMTI allocated the name.
         Ok(unsafe { self.take_string(info.name) })
+    }
+
+    /// The calling thread's Java frames, innermost first, into `frames`
+    /// (its length is the most taken). Returns how many were filled.
+    pub fn own_stack_trace(&self, frames: &mut [FrameInfo]) -> JvmtiResult<usize> {
+        type F = unsafe extern "C" fn(*mut c_void, jthread, jint, jint, *mut FrameInfo, *mut jint) -> jint;
+        let max = jint::try_from(frames.len()).unwrap_or(jint::MAX);
+        let mut count = 0;
+        // SAFETY: slot 104 has this signature.
+        let f: F = unsafe { std::mem::transmute(self.function(GET_STACK_TRACE)) };
+        // SAFETY: valid env; a null thread is the current one; `frames`
+        // holds `max` entries.
+        self.check(unsafe { f(self.as_raw(), ptr::null_mut(), 0, max, frames.as_mut_ptr(), &mut count) })?;
+        Ok(usize::try_from(count).unwrap_or(0).min(frames.len()))
+    }
+
+    /// Samples heap allocations every `bytes` on average (JDK 11+;
+    /// `SampledObjectAlloc` delivers them); 0 samples every allocation.
+    pub fn set_heap_sampling_interval(&self, bytes: jint) -> JvmtiResult<()> {
+        type F = unsafe extern "C" fn(*mut c_void, jint) -> jint;
+        // SAFETY: slot 156 has this signature (JDK 11+; the caller checks
+        // the capability first, which older JVMs do not grant).
+        let f: F = unsafe { std::mem::transmute(self.function(SET_HEAP_SAMPLING_INTERVAL)) };
+        // SAFETY: valid env.
+        self.check(unsafe { f(self.as_raw(), bytes) })
     }
 
     pub fn loaded_classes(&self) -> JvmtiResult<Vec<ClassRef>> {

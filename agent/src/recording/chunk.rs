@@ -16,7 +16,7 @@ use crate::threads::ThreadInfo;
 use frames::{Frame, Marker};
 use jfr_writer::{
     schema, ActiveSetting, ChunkClock, ChunkEnd, ChunkWriter, ConstantPools, Endpoint, NativeLibrary, ProfilerCounter,
-    Sample, ThreadDef, ThreadState,
+    Sample, SampleKind as Kind, ThreadDef, ThreadState,
 };
 use std::collections::{HashMap, HashSet};
 
@@ -83,9 +83,15 @@ impl ChunkBuilder {
         self.writer.event_bytes()
     }
 
-    /// Encodes samples (CPU and wall clock); `thread_key` maps a kernel tid
-    /// to its pool key.
-    pub fn add_samples(&mut self, records: &[SampleRecord], mut thread_key: impl FnMut(u32) -> u64) {
+    /// Encodes samples (CPU, wall clock, allocations). `thread_key` maps a
+    /// kernel tid to its pool key, `allocation` an allocation record to its
+    /// class's pool key (0: unknown) and the bytes it stands for.
+    pub fn add_samples(
+        &mut self,
+        records: &[SampleRecord],
+        mut thread_key: impl FnMut(u32) -> u64,
+        mut allocation: impl FnMut(&SampleRecord) -> (u64, u64),
+    ) {
         for record in records {
             let thread = thread_key(record.tid);
             self.threads.insert(thread);
@@ -98,17 +104,21 @@ impl ChunkBuilder {
                     self.context_values.insert(value);
                 }
             }
-            let state = match record.kind {
-                SampleKind::Cpu => self.format.dialect.cpu_state(),
-                SampleKind::Wall => ThreadState::from_u8(record.state),
+            let (kind, state, weight) = match record.kind {
+                SampleKind::Cpu => (Kind::Cpu, self.format.dialect.cpu_state(), u64::from(record.weight)),
+                SampleKind::Wall => (Kind::Wall, ThreadState::from_u8(record.state), u64::from(record.weight)),
+                SampleKind::Alloc => {
+                    let (class, weight) = allocation(record);
+                    (Kind::Alloc { class, size: record.size }, ThreadState::Runnable, weight)
+                }
             };
             self.writer.sample(&Sample {
-                wall: record.kind == SampleKind::Wall,
+                kind,
                 start_ticks: ticks(record.time_ns),
                 thread,
                 stack_trace: u64::from(record.trace),
                 state,
-                weight: u64::from(record.weight),
+                weight,
                 span_id: record.context.span_id,
                 local_root_span_id: record.context.root_span_id,
                 context: &context[..attributes],
@@ -247,7 +257,7 @@ mod tests {
         known.context.values[0] = 1;
         let mut unknown = known;
         unknown.context.values[0] = 2;
-        chunk.add_samples(&[known, unknown], u64::from);
+        chunk.add_samples(&[known, unknown], u64::from, |_| (0, 0));
         let traces = CallTraceStorage::new(64, 1024).unwrap();
         let values = HashMap::from([(1, "/orders".to_owned())]);
         let finished = chunk.finish(

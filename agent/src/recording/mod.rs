@@ -23,6 +23,7 @@ pub mod rotation;
 pub mod sink;
 pub mod writer;
 
+use crate::allocations;
 use crate::clock;
 use crate::counters::{self, Counter};
 use crate::jni_env::JniEnv;
@@ -34,6 +35,7 @@ use jfr_writer::{ConstantPools, Dialect};
 use methods::MethodCache;
 use rotation::Stores;
 use sink::Sink;
+use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -67,6 +69,9 @@ pub struct Recording {
     sink: Sink,
     methods: MethodCache,
     pools: ConstantPools,
+    /// Allocated classes' names by class dictionary id (a cache of the
+    /// dictionary, whose ids name one class for the session).
+    class_names: HashMap<u32, String>,
     drained: Vec<SampleRecord>,
 }
 
@@ -83,6 +88,7 @@ impl Recording {
             sink: Sink::new(session_file),
             methods: MethodCache::default(),
             pools: ConstantPools::new(),
+            class_names: HashMap::new(),
             drained: Vec::new(),
         }
     }
@@ -95,7 +101,17 @@ impl Recording {
     pub fn drain(&mut self) {
         self.drained.clear();
         self.stores.sampler.stripes.drain_into(&mut self.drained);
-        self.chunk.add_samples(&self.drained, threads::key_for);
+        let (pools, names) = (&mut self.pools, &mut self.class_names);
+        let sampling = self.stores.sampler.allocations.as_ref();
+        let allocation = |record: &SampleRecord| {
+            let Some(sampling) = sampling else { return (0, record.size) };
+            if record.class != 0 && !names.contains_key(&record.class) {
+                names.extend(sampling.classes.live_entries());
+            }
+            let class = names.get(&record.class).map_or(0, |name| pools.class(name, 0).key());
+            (class, allocations::weight(record.size, sampling.interval))
+        };
+        self.chunk.add_samples(&self.drained, threads::key_for, allocation);
     }
 
     pub fn should_rotate(&self) -> bool {

@@ -76,6 +76,8 @@ pub struct Sampler {
     pub verify_walk: bool,
     /// The Java methods that tell a wall-clock sample's thread state.
     pub blocking: BlockingMethods,
+    /// Heap allocation sampling (`alloc=`), if on.
+    pub allocations: Option<crate::allocations::Allocations>,
 }
 
 /// One sample's inputs, from the handler.
@@ -164,6 +166,8 @@ impl Sampler {
             weight: request.weight,
             state: state as u8,
             kind: request.kind,
+            class: 0,
+            size: 0,
             context: self.context.sample_context(tid),
         };
         if stripe.push(record) {

@@ -26,6 +26,9 @@ pub enum SampleKind {
     /// Wall clock (SIGVTALRM): a `profiler.WallClockSample`
     /// (`datadog.MethodSample`).
     Wall = 1,
+    /// A sampled heap allocation (JVMTI `SampledObjectAlloc`): a
+    /// `jdk.ObjectAllocationSample` (`datadog.ObjectSample`).
+    Alloc = 2,
 }
 
 /// One sample, as recorded by the handler.
@@ -39,6 +42,10 @@ pub struct SampleRecord {
     /// A `jfr_writer::ThreadState` discriminant.
     pub state: u8,
     pub kind: SampleKind,
+    /// An allocation's class (an id of the session's class dictionary)
+    /// and size in bytes; 0 for other kinds.
+    pub class: u32,
+    pub size: u64,
     /// The thread's trace context when sampled.
     pub context: crate::storage::thread_slots::Context,
 }
@@ -182,6 +189,8 @@ mod tests {
             weight: 1,
             state: 0,
             kind: SampleKind::Cpu,
+            class: 0,
+            size: 0,
             context: Default::default(),
         }
     }

@@ -1,0 +1,82 @@
+//! Heap allocation sampling (`alloc=`) on a real JVM: samples name the
+//! allocating method and the allocated class, and their weights add up to
+//! the bytes the program allocated.
+
+use integration_tests::readers::{converter_collapsed_as, converter_jar};
+use integration_tests::*;
+use std::time::Duration;
+
+/// The bytes the fixture says `method` allocated.
+fn allocated(output: &std::process::Output, method: &str) -> f64 {
+    let prefix = format!("allocated {method} ");
+    let out = stdout(output);
+    let line = out.lines().find_map(|l| l.strip_prefix(&prefix)).unwrap_or_else(|| panic!("{prefix}?\n{out}"));
+    line.trim().parse().unwrap()
+}
+
+fn allocation_samples(recording: &Recording) -> Vec<&Event> {
+    recording.events.iter().filter(|e| e.kind == "jdk.ObjectAllocationSample").collect()
+}
+
+fn in_method(event: &Event, method: &str) -> bool {
+    event.frames.iter().take(2).any(|f| f.method == method && f.class == "AllocShares")
+}
+
+#[test]
+fn allocation_samples_follow_the_bytes_each_method_allocated() {
+    let dir = scratch_dir("alloc_shares");
+    let file = dir.join("alloc.jfr");
+    let output =
+        run_java(Some(&format!("start,alloc,file={}", file.display())), "AllocShares", &["3"], Duration::from_secs(60));
+    assert_success(&output);
+    assert_jfr_tool_accepts(&file);
+    let (most, less) = (allocated(&output, "allocateMost"), allocated(&output, "allocateLess"));
+    let recording = read_recording(&file);
+    assert_eq!(recording.settings.get("alloc").map(String::as_str), Some("524288 bytes"), "the default");
+    let samples = allocation_samples(&recording);
+    let ours: Vec<&&Event> = samples.iter().filter(|e| e.thread == "main").collect();
+    assert!(ours.len() >= 200, "only {} allocation samples of the main thread", ours.len());
+
+    let weight_of =
+        |method: &str| -> f64 { ours.iter().filter(|e| in_method(e, method)).map(|e| e.weight as f64).sum() };
+    let (most_weight, less_weight) = (weight_of("allocateMost"), weight_of("allocateLess"));
+    let share = most_weight / (most_weight + less_weight);
+    assert!((share - 0.7).abs() <= 0.05, "allocateMost has {:.1}% of the sampled bytes", share * 100.0);
+    let total = most_weight + less_weight;
+    assert!(
+        (total / (most + less) - 1.0).abs() <= 0.2,
+        "samples stand for {total:.0} bytes; the program allocated {:.0}",
+        most + less
+    );
+    // The class is named, and the stack continues into main.
+    let sample = ours.iter().find(|e| in_method(e, "allocateMost")).unwrap();
+    // `[B`, which readers print as `byte[]`.
+    assert!(sample.field("objectClass").contains("name = \"[B\""), "{:?}", sample.fields);
+    assert!(sample.frames.iter().any(|f| f.method == "main"), "{:?}", sample.frames);
+    assert!(recording.counter("alloc_samples") >= ours.len() as i64);
+    assert_eq!(recording.counter("alloc_dropped_buffer_full") + recording.counter("alloc_dropped_busy"), 0);
+
+    // async-profiler's converter reads the samples (it counts them) with the same split.
+    let Some(jar) = converter_jar() else { return };
+    let collapsed = converter_collapsed_as(&jar, &file, "--alloc");
+    let count = |method: &str| -> i64 {
+        collapsed.iter().filter(|((_, frames), _)| frames.iter().any(|f| f.ends_with(method))).map(|(_, n)| n).sum()
+    };
+    let (most, less) = (count("AllocShares.allocateMost"), count("AllocShares.allocateLess"));
+    let share = most as f64 / (most + less) as f64;
+    assert!(
+        (share - 0.7).abs() <= 0.05,
+        "converter: allocateMost has {:.1}% of {} samples",
+        share * 100.0,
+        most + less
+    );
+}
+
+#[test]
+fn bad_alloc_values_are_option_errors() {
+    for bad in ["alloc=0", "alloc=-1", "alloc=1x"] {
+        let output = run_java(Some(&format!("start,{bad}")), "AllocShares", &["0"], Duration::from_secs(30));
+        let err = stderr(&output);
+        assert!(err.contains("alloc") && err.contains("512k"), "{bad}: {err}");
+    }
+}
