@@ -47,6 +47,9 @@ pub const DEFAULT_JSTACKDEPTH: u32 = 2048;
 pub const MAX_JSTACKDEPTH: u32 = 65_536;
 /// At most this many context attributes (`attributes=`).
 pub const MAX_ATTRIBUTES: usize = 8;
+/// Contended lock waits recorded from this long by default (`lock`): the
+/// JDK's own profiling threshold.
+pub const DEFAULT_LOCK_THRESHOLD: Duration = Duration::from_millis(10);
 /// Bytes between allocation samples by default (`alloc`).
 pub const DEFAULT_ALLOC_INTERVAL: u32 = 512 * 1024;
 
@@ -60,6 +63,8 @@ pub struct Options {
     pub wall: Option<Duration>,
     /// Heap allocation sampling: mean bytes between samples (`alloc=`).
     pub alloc: Option<u32>,
+    /// Contended monitor waits at least this long are recorded (`lock=`).
+    pub lock: Option<Duration>,
     /// Threads signalled per wall-clock interval (`walltpt=`).
     pub wall_threads_per_tick: u32,
     /// Output path template (`%p` = pid, `%t` = timestamp).
@@ -88,6 +93,7 @@ impl Default for Options {
             cpu: None,
             wall: None,
             alloc: None,
+            lock: None,
             wall_threads_per_tick: DEFAULT_WALL_THREADS_PER_TICK,
             file: None,
             cstack: StackPlan::default(),
@@ -124,7 +130,7 @@ fn error(option: &str, message: impl Into<String>) -> OptionError {
 }
 
 const OPTION_NAMES: &str =
-    "start, stop, dump, status, version, event, cpu, wall, alloc, walltpt, interval, file, jfr, \
+    "start, stop, dump, status, version, event, cpu, wall, alloc, lock, walltpt, interval, file, jfr, \
      cstack, jstackdepth, remotesym, verifywalk, attributes, jfrdialect, filter, log, loglevel";
 
 /// Parses a comma-separated option string. An empty string is valid (the
@@ -213,6 +219,7 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
                 options.jstackdepth = depth;
             }
             "alloc" => options.alloc = Some(value.map_or(Ok(DEFAULT_ALLOC_INTERVAL), |v| parse_bytes(key, v))?),
+            "lock" => options.lock = Some(value.map_or(Ok(DEFAULT_LOCK_THRESHOLD), |v| parse_interval(key, v))?),
             "remotesym" => options.remote_symbolication = parse_bool(key, value)?,
             "filter" => options.filter = parse_bool(key, value)?,
             "verifywalk" => options.verify_walk = parse_bool(key, value)?,
@@ -536,6 +543,16 @@ mod tests {
             let e = err(bad);
             assert_eq!(e.option, "alloc", "{bad}");
             assert!(e.message.contains("512k"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn lock_takes_a_threshold() {
+        assert_eq!(parse("start,lock").unwrap().lock, Some(DEFAULT_LOCK_THRESHOLD));
+        assert_eq!(parse("start,lock=100us").unwrap().lock, Some(Duration::from_micros(100)));
+        assert_eq!(parse("start,lock").unwrap().cpu, None);
+        for bad in ["lock=abc", "lock=0", "lock=1x", "lock="] {
+            assert_eq!(err(bad).option, "lock", "{bad}");
         }
     }
 

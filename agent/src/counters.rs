@@ -66,8 +66,11 @@ counters! {
     AllocSamples => "alloc_samples",
     AllocDroppedBusy => "alloc_dropped_busy",
     AllocDroppedBufferFull => "alloc_dropped_buffer_full",
-    AllocClassesFull => "alloc_classes_full",
-    AllocStackFailed => "alloc_stack_failed",
+    LockSamples => "lock_samples",
+    LockDroppedBusy => "lock_dropped_busy",
+    LockDroppedBufferFull => "lock_dropped_buffer_full",
+    ObjectClassesFull => "object_classes_full",
+    JvmtiStackFailed => "jvmti_stack_failed",
 }
 
 static VALUES: [AtomicU64; Counter::ALL.len()] = [const { AtomicU64::new(0) }; Counter::ALL.len()];

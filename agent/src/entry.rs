@@ -1,7 +1,6 @@
 //! The library's exported entry points and JVMTI event callbacks: every
 //! call from the JVM enters here, and no panic leaves.
 
-use crate::allocations;
 use crate::args::{self, Action, Options};
 use crate::clock;
 use crate::context;
@@ -10,6 +9,7 @@ use crate::java_api;
 use crate::jni_env::JniEnv;
 use crate::jvmti::events::EventCallbacks;
 use crate::jvmti::{jthread, ClassRef, ThreadRef};
+use crate::jvmti_samples;
 use crate::log;
 use crate::os_thread::current_tid;
 use crate::profiler;
@@ -161,6 +161,8 @@ fn callbacks() -> EventCallbacks {
         .class_load(on_class_load)
         .class_prepare(on_class_prepare)
         .compiled_method_load(on_compiled_method_load)
+        .monitor_contended_enter(on_monitor_contended_enter)
+        .monitor_contended_entered(on_monitor_contended_entered)
         .sampled_object_alloc(on_sampled_object_alloc)
 }
 
@@ -274,7 +276,38 @@ unsafe extern "C" fn on_sampled_object_alloc(
         let class = unsafe { ClassRef::from_raw(class) };
         let (time_ns, tid) = (clock::monotonic_ns(), current_tid());
         let size = u64::try_from(size).unwrap_or(0);
-        sampling::with_active(|sampler| allocations::record(sampler, &vm.jvmti(), class, size, time_ns, tid));
+        sampling::with_active(|sampler| {
+            jvmti_samples::record_allocation(sampler, &vm.jvmti(), class, size, time_ns, tid)
+        });
+    })
+}
+
+/// The calling thread begins waiting for a contended monitor (`lock=`).
+unsafe extern "C" fn on_monitor_contended_enter(
+    _jvmti: *mut c_void,
+    _env: *mut JNIEnv,
+    _thread: jthread,
+    _object: jobject,
+) {
+    ffi_boundary("MonitorContendedEnter", (), jvmti_samples::contended_enter)
+}
+
+/// The calling thread entered the monitor it waited for (`lock=`).
+unsafe extern "C" fn on_monitor_contended_entered(
+    _jvmti: *mut c_void,
+    env: *mut JNIEnv,
+    _thread: jthread,
+    object: jobject,
+) {
+    ffi_boundary("MonitorContendedEntered", (), || {
+        let Some(vm) = vm::get() else { return };
+        // SAFETY: the env this callback received.
+        let Some(env) = (unsafe { JniEnv::from_raw(env) }) else { return };
+        let tid = current_tid();
+        sampling::with_active(|sampler| {
+            // SAFETY: the monitor reference this callback received.
+            unsafe { jvmti_samples::contended_entered(sampler, &vm.jvmti(), env, object, tid) }
+        });
     })
 }
 

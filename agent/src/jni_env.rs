@@ -41,6 +41,21 @@ impl JniEnv {
         }
     }
 
+    /// The class of `object` (a local reference the caller deletes), or
+    /// `None` for a null object.
+    ///
+    /// # Safety
+    /// `object` must be null or a valid reference on this thread.
+    pub unsafe fn object_class(&self, object: jni::sys::jobject) -> Option<ClassRef> {
+        if object.is_null() {
+            return None;
+        }
+        // SAFETY: valid env and, per the contract, a valid reference.
+        let class = unsafe { ((**self.0).v1_1.GetObjectClass)(self.0, object) };
+        // SAFETY: a class reference of this thread, or null.
+        (!class.is_null()).then(|| unsafe { ClassRef::from_raw(class) })
+    }
+
     /// Clears a pending exception; true if there was one.
     pub fn clear_exception(&self) -> bool {
         // SAFETY: valid env.

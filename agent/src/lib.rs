@@ -9,7 +9,6 @@
 //! signals (`engine`), the session's periodic thread (`ticker`), and the
 //! recording that turns samples into JFR (`recording`).
 
-pub mod allocations;
 pub mod args;
 pub mod clock;
 pub mod context;
@@ -21,6 +20,7 @@ pub mod existing_threads;
 pub mod java_api;
 pub mod jni_env;
 pub mod jvmti;
+pub mod jvmti_samples;
 pub mod latency;
 pub mod libraries;
 pub mod log;

@@ -1,13 +1,13 @@
 //! The profiling session: start, stop, dump and status, driven by agent
 //! options from any entry point. Control plane only; one session at a time.
 
-use crate::allocations::Allocations;
 use crate::args::{self, Action, Options};
 use crate::context;
 use crate::counters;
 use crate::engine;
 use crate::existing_threads;
 use crate::jni_env::JniEnv;
+use crate::jvmti_samples::JvmtiSamples;
 use crate::libraries::sections::Wanted;
 use crate::libraries::{LibraryTable, RefreshTick};
 use crate::log;
@@ -192,6 +192,9 @@ fn settings(options: &Options, cpu_engine: Option<&str>) -> Vec<(String, String)
     if let Some(alloc) = options.alloc {
         settings.push(("alloc".into(), format!("{alloc} bytes")));
     }
+    if let Some(lock) = options.lock {
+        settings.push(("lock".into(), nanos(lock)));
+    }
     if let Some(wall) = options.wall {
         settings.push(("wall".into(), nanos(wall)));
         settings.push(("walltpt".into(), options.wall_threads_per_tick.to_string()));
@@ -213,7 +216,7 @@ fn settings(options: &Options, cpu_engine: Option<&str>) -> Vec<(String, String)
 /// Safe to call when only part of it was set up.
 fn disarm() {
     if let Some(vm) = vm::get() {
-        engine::alloc::stop(vm.jvmti());
+        engine::jvmti_events::disarm(vm.jvmti());
     }
     engine::wall::stop();
     engine::stop();
@@ -223,8 +226,8 @@ fn disarm() {
 
 /// Arms the engines `options` ask for, registering their signals in the
 /// published `sampler`; returns their description and the CPU engine's
-/// name. Allocation sampling that the JVM cannot do is reported and left
-/// out while the other engines run; alone, it is an error.
+/// name. Allocation or lock sampling that the JVM cannot do is reported
+/// and left out while the other engines run; alone, it is an error.
 fn arm_engines(vm: &Vm, options: &Options, sampler: &Arc<Sampler>) -> Result<(String, Option<&'static str>), String> {
     let mut engines = Vec::new();
     let cpu = match options.cpu {
@@ -239,11 +242,16 @@ fn arm_engines(vm: &Vm, options: &Options, sampler: &Arc<Sampler>) -> Result<(St
         engine::wall::start(interval, options.wall_threads_per_tick as usize, move |tid| sampler.sampled(tid))?;
         engines.push("wall");
     }
-    if let Some(interval) = options.alloc {
-        match engine::alloc::start(vm.jvmti(), interval) {
-            Ok(()) => engines.push("alloc"),
-            Err(e) if !engines.is_empty() => log::warn!("{e}; profiling without it"),
-            Err(e) => return Err(e),
+    let jvmti_engines = [
+        (options.alloc.map(|interval| engine::jvmti_events::arm_alloc(vm.jvmti(), interval)), "alloc"),
+        (options.lock.map(|_| engine::jvmti_events::arm_lock(vm.jvmti())), "lock"),
+    ];
+    for (armed, name) in jvmti_engines {
+        match armed {
+            Some(Ok(())) => engines.push(name),
+            Some(Err(e)) if !engines.is_empty() => log::warn!("{e}; profiling without it"),
+            Some(Err(e)) => return Err(e),
+            None => {}
         }
     }
     Ok((engines.join(", "), cpu))
@@ -277,11 +285,10 @@ fn build_sampler(vm: &Vm, options: &Options, env: Option<JniEnv>, blocking: Bloc
         hotspot: hotspot_source(options.cstack, vm, &threads),
         verify_walk: options.verify_walk,
         blocking,
-        allocations: options
-            .alloc
-            .map(Allocations::new)
+        jvmti_samples: (options.alloc.is_some() || options.lock.is_some())
+            .then(|| JvmtiSamples::new(options.alloc, options.lock.map(|d| d.as_nanos() as u64)))
             .transpose()
-            .map_err(|e| io(format!("cannot reserve the class dictionary: {e}")))?,
+            .map_err(|e| io(format!("cannot reserve the class table: {e}")))?,
     })
 }
 
@@ -294,8 +301,8 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
     if current.is_some() {
         return Err(state("start: profiling is already running (stop it first)"));
     }
-    if options.cpu.is_none() && options.wall.is_none() && options.alloc.is_none() {
-        return Err(argument("start: no event selected (cpu, wall or alloc)"));
+    if options.cpu.is_none() && options.wall.is_none() && options.alloc.is_none() && options.lock.is_none() {
+        return Err(argument("start: no event selected (cpu, wall, alloc or lock)"));
     }
     let blocking = env.map(|env| preload_methods(vm, env, options.wall.is_some()));
     counters::reset();

@@ -132,7 +132,7 @@ fn sampler(scenario: &Scenario) -> Arc<Sampler> {
         filter: scenario.filter,
         context: profiler_agent::context::init().unwrap(),
         blocking: BlockingMethods::default(),
-        allocations: None,
+        jvmti_samples: None,
     })
 }
 

@@ -25,6 +25,13 @@ pub enum SampleKind {
         class: u64,
         size: u64,
     },
+    /// A wait of `duration_ticks` for a contended monitor of `class`,
+    /// starting at the sample's time (`jdk.JavaMonitorEnter`, in both
+    /// dialects).
+    Lock {
+        class: u64,
+        duration_ticks: i64,
+    },
 }
 
 /// One CPU, wall-clock or allocation sample, in either dialect: see
@@ -53,6 +60,9 @@ impl Sample<'_> {
     /// `datadog.ExecutionSample` / `datadog.MethodSample` /
     /// `datadog.ObjectSample`: everything in one event.
     pub(crate) fn write_datadog(&self, out: &mut ByteBuf) {
+        if let SampleKind::Lock { class, duration_ticks } = self.kind {
+            return self.write_monitor_enter(out, class, duration_ticks);
+        }
         self.write_head(out);
         if let SampleKind::Alloc { size, .. } = self.kind {
             out.put_varint(size);
@@ -64,12 +74,27 @@ impl Sample<'_> {
     /// `jdk.ExecutionSample` / `profiler.WallClockSample` /
     /// `jdk.ObjectAllocationSample`: the JDK's and async-profiler's fields.
     pub(crate) fn write_jdk(&self, out: &mut ByteBuf) {
+        if let SampleKind::Lock { class, duration_ticks } = self.kind {
+            return self.write_monitor_enter(out, class, duration_ticks);
+        }
         self.write_head(out);
         match self.kind {
-            SampleKind::Cpu => {}
+            SampleKind::Cpu | SampleKind::Lock { .. } => {}
             SampleKind::Wall => out.put_int(self.weight.min(i32::MAX as u64) as i32),
             SampleKind::Alloc { .. } => out.put_varint(self.weight),
         }
+    }
+
+    /// `jdk.JavaMonitorEnter`: the JDK's fields; no previous owner or
+    /// address is known.
+    fn write_monitor_enter(&self, out: &mut ByteBuf, class: u64, duration_ticks: i64) {
+        out.put_varint_signed(self.start_ticks);
+        out.put_varint_signed(duration_ticks);
+        out.put_varint(self.thread);
+        out.put_varint(self.stack_trace);
+        out.put_varint(class);
+        out.put_varint(0); // previous owner: null
+        out.put_varint(0); // address
     }
 
     /// `jvmprofiler.SampleContext`: the context of the sample just written.
@@ -84,6 +109,7 @@ impl Sample<'_> {
             SampleKind::Cpu => id::EXECUTION_SAMPLE,
             SampleKind::Wall => id::METHOD_SAMPLE,
             SampleKind::Alloc { .. } => id::ALLOCATION_SAMPLE,
+            SampleKind::Lock { .. } => id::MONITOR_ENTER,
         }
     }
 
@@ -93,7 +119,7 @@ impl Sample<'_> {
         out.put_varint(self.thread);
         out.put_varint(self.stack_trace);
         match self.kind {
-            SampleKind::Alloc { class, .. } => out.put_varint(class),
+            SampleKind::Alloc { class, .. } | SampleKind::Lock { class, .. } => out.put_varint(class),
             SampleKind::Cpu | SampleKind::Wall => out.put_varint(self.state.key()),
         }
     }

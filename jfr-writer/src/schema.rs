@@ -52,6 +52,7 @@ pub mod id {
     pub const ENDPOINT: u64 = 105;
     pub const SAMPLE_CONTEXT: u64 = 106;
     pub const ALLOCATION_SAMPLE: u64 = 107;
+    pub const MONITOR_ENTER: u64 = 108;
     pub const ATTRIBUTE_VALUE: u64 = 31;
 }
 
@@ -153,7 +154,24 @@ const DATADOG_OBJECT_SAMPLE: &[F] = &[
     SPAN_ID,
     LOCAL_ROOT_SPAN_ID,
 ];
-const ALLOCATIONS: &[&str] = &["Java Application"];
+/// The JDK's category of allocation and lock events.
+const JAVA_APPLICATION: &[&str] = &["Java Application"];
+/// `jdk.JavaMonitorEnter`, the JDK's fields, in both dialects.
+const MONITOR_ENTER: TypeDef = event(
+    id::MONITOR_ENTER,
+    "jdk.JavaMonitorEnter",
+    "Java Monitor Blocked",
+    JAVA_APPLICATION,
+    &[
+        START_TIME,
+        F::new("duration", id::LONG, "Duration").unit(Unit::TimespanTicks),
+        EVENT_THREAD,
+        STACK_TRACE,
+        F::new("monitorClass", id::CLASS, "Monitor Class").pooled(),
+        F::new("previousOwner", id::THREAD, "Previous Monitor Owner").pooled(),
+        F::new("address", id::LONG, "Monitor Address").unit(Unit::Address),
+    ],
+);
 const DATADOG_SAMPLE: &[F] = &[
     START_TIME,
     EVENT_THREAD,
@@ -188,9 +206,10 @@ const JDK_EVENTS: &[TypeDef] = &[
         id::ALLOCATION_SAMPLE,
         "jdk.ObjectAllocationSample",
         "Object Allocation Sample",
-        ALLOCATIONS,
+        JAVA_APPLICATION,
         JDK_ALLOCATION_SAMPLE,
     ),
+    MONITOR_ENTER,
 ];
 
 const DATADOG_EVENTS: &[TypeDef] = &[
@@ -205,6 +224,7 @@ const DATADOG_EVENTS: &[TypeDef] = &[
     event(id::ENDPOINT, "datadog.Endpoint", "Endpoint", DATADOG, ENDPOINT_FIELDS),
     event(id::PROFILER_COUNTER, "datadog.ProfilerCounter", "Profiler Internal Counter", DATADOG, COUNTER_FIELDS),
     event(id::ALLOCATION_SAMPLE, "datadog.ObjectSample", "Allocation Sample", DATADOG_PROFILING, DATADOG_OBJECT_SAMPLE),
+    MONITOR_ENTER,
 ];
 
 /// Every type of a dialect, in declaration order.

@@ -2,12 +2,13 @@
 //! (SIGPROF; one active at a time) cover every thread of the process
 //! present at start and every thread the JVM reports starting afterwards;
 //! the wall-clock engine ([`wall`], SIGVTALRM) picks threads itself;
-//! allocation sampling ([`alloc`]) has JVMTI call back instead of a signal.
+//! allocation and lock sampling ([`jvmti_events`]) have JVMTI call back
+//! instead of a signal.
 //! Control plane only.
 
-pub mod alloc;
 mod ctimer;
 mod itimer;
+pub mod jvmti_events;
 mod perf;
 pub mod signals;
 pub mod wall;

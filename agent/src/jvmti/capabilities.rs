@@ -15,6 +15,8 @@ pub const CAN_GENERATE_ALL_CLASS_HOOK_EVENTS: Capability =
 pub const CAN_GENERATE_COMPILED_METHOD_LOAD_EVENTS: Capability =
     Capability { bit: 27, name: "can_generate_compiled_method_load_events" };
 
+/// Contended monitor events (`lock=`).
+pub const CAN_GENERATE_MONITOR_EVENTS: Capability = Capability { bit: 28, name: "can_generate_monitor_events" };
 /// Allocation sampling (`alloc=`): JDK 11+ grant it at load and attach.
 pub const CAN_GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS: Capability =
     Capability { bit: 43, name: "can_generate_sampled_object_alloc_events" };
@@ -25,6 +27,7 @@ pub const REQUESTED: &[Capability] = &[
     CAN_GET_LINE_NUMBERS,
     CAN_GENERATE_ALL_CLASS_HOOK_EVENTS,
     CAN_GENERATE_COMPILED_METHOD_LOAD_EVENTS,
+    CAN_GENERATE_MONITOR_EVENTS,
     CAN_GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS,
 ];
 

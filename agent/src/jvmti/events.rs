@@ -19,6 +19,8 @@ pub enum Event {
     ClassLoad = 55,
     ClassPrepare = 56,
     CompiledMethodLoad = 68,
+    MonitorContendedEnter = 75,
+    MonitorContendedEntered = 76,
     SampledObjectAlloc = 86,
 }
 
@@ -35,7 +37,7 @@ impl Event {
         Event::CompiledMethodLoad,
     ];
 
-    pub const ALL: [(Event, &'static str); 8] = [
+    pub const ALL: [(Event, &'static str); 10] = [
         (Event::VmInit, "JVMTI_EVENT_VM_INIT"),
         (Event::VmDeath, "JVMTI_EVENT_VM_DEATH"),
         (Event::ThreadStart, "JVMTI_EVENT_THREAD_START"),
@@ -43,6 +45,8 @@ impl Event {
         (Event::ClassLoad, "JVMTI_EVENT_CLASS_LOAD"),
         (Event::ClassPrepare, "JVMTI_EVENT_CLASS_PREPARE"),
         (Event::CompiledMethodLoad, "JVMTI_EVENT_COMPILED_METHOD_LOAD"),
+        (Event::MonitorContendedEnter, "JVMTI_EVENT_MONITOR_CONTENDED_ENTER"),
+        (Event::MonitorContendedEntered, "JVMTI_EVENT_MONITOR_CONTENDED_ENTERED"),
         (Event::SampledObjectAlloc, "JVMTI_EVENT_SAMPLED_OBJECT_ALLOC"),
     ];
 }
@@ -52,6 +56,7 @@ pub type VmInitFn = unsafe extern "C" fn(JvmtiEnvPtr, *mut JNIEnv, jthread);
 pub type VmDeathFn = unsafe extern "C" fn(JvmtiEnvPtr, *mut JNIEnv);
 pub type ThreadFn = unsafe extern "C" fn(JvmtiEnvPtr, *mut JNIEnv, jthread);
 pub type ClassFn = unsafe extern "C" fn(JvmtiEnvPtr, *mut JNIEnv, jthread, jclass);
+pub type MonitorFn = unsafe extern "C" fn(JvmtiEnvPtr, *mut JNIEnv, jthread, jobject);
 pub type SampledObjectAllocFn = unsafe extern "C" fn(JvmtiEnvPtr, *mut JNIEnv, jthread, jobject, jclass, jlong);
 pub type CompiledMethodLoadFn =
     unsafe extern "C" fn(JvmtiEnvPtr, jmethodID, jint, *const c_void, jint, *const c_void, *const c_void);
@@ -105,6 +110,16 @@ impl EventCallbacks {
 
     pub fn compiled_method_load(mut self, f: CompiledMethodLoadFn) -> Self {
         self.set(Event::CompiledMethodLoad, f as *const c_void);
+        self
+    }
+
+    pub fn monitor_contended_enter(mut self, f: MonitorFn) -> Self {
+        self.set(Event::MonitorContendedEnter, f as *const c_void);
+        self
+    }
+
+    pub fn monitor_contended_entered(mut self, f: MonitorFn) -> Self {
+        self.set(Event::MonitorContendedEntered, f as *const c_void);
         self
     }
 

@@ -83,14 +83,16 @@ impl ChunkBuilder {
         self.writer.event_bytes()
     }
 
-    /// Encodes samples (CPU, wall clock, allocations). `thread_key` maps a
-    /// kernel tid to its pool key, `allocation` an allocation record to its
-    /// class's pool key (0: unknown) and the bytes it stands for.
+    /// Encodes samples (CPU, wall clock, allocations, lock waits).
+    /// `thread_key` maps a kernel tid to its pool key, `class_key` an
+    /// allocation or lock record to its class's pool key (0: unknown),
+    /// `alloc_weight` an allocation's size to the bytes it stands for.
     pub fn add_samples(
         &mut self,
         records: &[SampleRecord],
         mut thread_key: impl FnMut(u32) -> u64,
-        mut allocation: impl FnMut(&SampleRecord) -> (u64, u64),
+        mut class_key: impl FnMut(&SampleRecord) -> u64,
+        alloc_weight: impl Fn(u64) -> u64,
     ) {
         for record in records {
             let thread = thread_key(record.tid);
@@ -108,8 +110,12 @@ impl ChunkBuilder {
                 SampleKind::Cpu => (Kind::Cpu, self.format.dialect.cpu_state(), u64::from(record.weight)),
                 SampleKind::Wall => (Kind::Wall, ThreadState::from_u8(record.state), u64::from(record.weight)),
                 SampleKind::Alloc => {
-                    let (class, weight) = allocation(record);
-                    (Kind::Alloc { class, size: record.size }, ThreadState::Runnable, weight)
+                    let kind = Kind::Alloc { class: class_key(record), size: record.value };
+                    (kind, ThreadState::Runnable, alloc_weight(record.value))
+                }
+                SampleKind::Lock => {
+                    let kind = Kind::Lock { class: class_key(record), duration_ticks: record.value as i64 };
+                    (kind, ThreadState::Blocked, record.value)
                 }
             };
             self.writer.sample(&Sample {
@@ -257,7 +263,7 @@ mod tests {
         known.context.values[0] = 1;
         let mut unknown = known;
         unknown.context.values[0] = 2;
-        chunk.add_samples(&[known, unknown], u64::from, |_| (0, 0));
+        chunk.add_samples(&[known, unknown], u64::from, |_| 0, |size| size);
         let traces = CallTraceStorage::new(64, 1024).unwrap();
         let values = HashMap::from([(1, "/orders".to_owned())]);
         let finished = chunk.finish(

@@ -23,11 +23,11 @@ pub mod rotation;
 pub mod sink;
 pub mod writer;
 
-use crate::allocations;
 use crate::clock;
 use crate::counters::{self, Counter};
 use crate::jni_env::JniEnv;
 use crate::jvmti::Jvmti;
+use crate::jvmti_samples;
 use crate::storage::samples::SampleRecord;
 use crate::threads;
 use chunk::{ChunkBuilder, ChunkSources};
@@ -102,16 +102,17 @@ impl Recording {
         self.drained.clear();
         self.stores.sampler.stripes.drain_into(&mut self.drained);
         let (pools, names) = (&mut self.pools, &mut self.class_names);
-        let sampling = self.stores.sampler.allocations.as_ref();
-        let allocation = |record: &SampleRecord| {
-            let Some(sampling) = sampling else { return (0, record.size) };
+        let sampling = self.stores.sampler.jvmti_samples.as_ref();
+        let class_key = |record: &SampleRecord| {
+            let Some(sampling) = sampling else { return 0 };
             if record.class != 0 && !names.contains_key(&record.class) {
                 names.extend(sampling.classes.live_entries());
             }
-            let class = names.get(&record.class).map_or(0, |name| pools.class(name, 0).key());
-            (class, allocations::weight(record.size, sampling.interval))
+            names.get(&record.class).map_or(0, |name| pools.class(name, 0).key())
         };
-        self.chunk.add_samples(&self.drained, threads::key_for, allocation);
+        let interval = sampling.and_then(|s| s.alloc_interval).unwrap_or(0);
+        let weight = |size| jvmti_samples::weight(size, interval);
+        self.chunk.add_samples(&self.drained, threads::key_for, class_key, weight);
     }
 
     pub fn should_rotate(&self) -> bool {

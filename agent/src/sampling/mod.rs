@@ -76,8 +76,8 @@ pub struct Sampler {
     pub verify_walk: bool,
     /// The Java methods that tell a wall-clock sample's thread state.
     pub blocking: BlockingMethods,
-    /// Heap allocation sampling (`alloc=`), if on.
-    pub allocations: Option<crate::allocations::Allocations>,
+    /// Samples JVMTI delivers (`alloc=`, `lock=`), if on.
+    pub jvmti_samples: Option<crate::jvmti_samples::JvmtiSamples>,
 }
 
 /// One sample's inputs, from the handler.
@@ -167,7 +167,7 @@ impl Sampler {
             state: state as u8,
             kind: request.kind,
             class: 0,
-            size: 0,
+            value: 0,
             context: self.context.sample_context(tid),
         };
         if stripe.push(record) {

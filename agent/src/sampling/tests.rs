@@ -45,7 +45,7 @@ fn sampler(max_depth: usize, current_env: fn() -> *mut JNIEnv) -> Sampler {
         filter: false,
         context: crate::context::init().unwrap(),
         blocking: BlockingMethods::default(),
-        allocations: None,
+        jvmti_samples: None,
     }
 }
 

@@ -29,6 +29,9 @@ pub enum SampleKind {
     /// A sampled heap allocation (JVMTI `SampledObjectAlloc`): a
     /// `jdk.ObjectAllocationSample` (`datadog.ObjectSample`).
     Alloc = 2,
+    /// A contended monitor wait (JVMTI `MonitorContendedEntered`): a
+    /// `jdk.JavaMonitorEnter`.
+    Lock = 3,
 }
 
 /// One sample, as recorded by the handler.
@@ -42,10 +45,11 @@ pub struct SampleRecord {
     /// A `jfr_writer::ThreadState` discriminant.
     pub state: u8,
     pub kind: SampleKind,
-    /// An allocation's class (an id of the session's class dictionary)
-    /// and size in bytes; 0 for other kinds.
+    /// An allocation's or a monitor's class (an id of the session's class
+    /// table) and the allocation's size in bytes or the wait in
+    /// nanoseconds; 0 for other kinds.
     pub class: u32,
-    pub size: u64,
+    pub value: u64,
     /// The thread's trace context when sampled.
     pub context: crate::storage::thread_slots::Context,
 }
@@ -190,7 +194,7 @@ mod tests {
             state: 0,
             kind: SampleKind::Cpu,
             class: 0,
-            size: 0,
+            value: 0,
             context: Default::default(),
         }
     }

@@ -94,7 +94,7 @@ fn sampler() -> Sampler {
         filter: false,
         context: profiler_agent::context::init().unwrap(),
         blocking: BlockingMethods::default(),
-        allocations: None,
+        jvmti_samples: None,
     }
 }
 

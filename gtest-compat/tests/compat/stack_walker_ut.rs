@@ -90,7 +90,7 @@ fn record(methods: &[u64]) -> Vec<Frame> {
         filter: false,
         context: profiler_agent::context::init().unwrap(),
         blocking: BlockingMethods::default(),
-        allocations: None,
+        jvmti_samples: None,
     };
     sampler.record(SampleRequest { ucontext: std::ptr::null_mut(), weight: 1, kind: SampleKind::Cpu }, 1, 77);
     let mut frames = Vec::new();

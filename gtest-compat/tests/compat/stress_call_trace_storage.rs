@@ -660,7 +660,7 @@ fn signal_stress(signals: u64, workers: usize) -> (u64, u64) {
         filter: false,
         context: profiler_agent::context::init().unwrap(),
         blocking: BlockingMethods::default(),
-        allocations: None,
+        jvmti_samples: None,
     });
     HANDLED.store(0, Ordering::SeqCst);
     SAMPLER.store(Arc::as_ptr(&sampler).cast_mut(), Ordering::SeqCst);

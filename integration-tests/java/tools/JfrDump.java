@@ -106,6 +106,9 @@ public class JfrDump {
     }
 
     private static void fields(StringBuilder out, RecordedEvent e) {
+        if (e.hasField("duration") && e.getDuration().toNanos() != 0) {
+            out.append("FIELD\tdurationNanos\t").append(e.getDuration().toNanos()).append('\n');
+        }
         for (ValueDescriptor field : e.getFields()) {
             if (!COMMON.contains(field.getName())) {
                 out.append("FIELD\t").append(field.getName()).append('\t').append(oneLine(e.getValue(field.getName()))).append('\n');

@@ -1,0 +1,188 @@
+//! Samples JVMTI hands the agent on the Java thread itself: sampled heap
+//! allocations (`alloc=`, `SampledObjectAlloc`) and contended monitor
+//! waits (`lock=`, `MonitorContendedEnter`/`Entered`). Each records the
+//! object's class, an amount (bytes, or nanoseconds waited) and the
+//! thread's Java stack next to the CPU and wall-clock samples.
+//!
+//! Not a signal handler (so it lives outside `sampling`): the callbacks run
+//! in the Java thread where JVMTI may be called, so they ask JVMTI for the
+//! stack (`GetStackTrace`) and the class name, and may allocate (per-thread
+//! buffers, reused). They share the lock-free stores of the published
+//! sampler: call traces, stripes (`try_acquire`; a busy stripe or a full
+//! buffer is a counted drop) and the session's class table.
+
+use crate::clock;
+use crate::counters::{self, Counter};
+use crate::dictionary::{Carry, TripleBufferedDictionary};
+use crate::jni_env::JniEnv;
+use crate::jvmti::{ClassRef, FrameInfo, Jvmti};
+use crate::recording::methods::internal_class_name;
+use crate::sampling::Sampler;
+use crate::storage::call_traces::TraceId;
+use crate::storage::samples::{SampleKind, SampleRecord};
+use frames::{Frame, BCI_NATIVE_METHOD};
+use std::cell::{Cell, RefCell};
+
+/// Classes a session names; later ones are recorded as unknown (id 0).
+const CLASS_CAPACITY: u32 = 65_536;
+
+/// A session's JVMTI-delivered sampling.
+pub struct JvmtiSamples {
+    /// Mean bytes between allocation samples (`alloc=`).
+    pub alloc_interval: Option<u32>,
+    /// Monitor waits at least this long are recorded (`lock=`), in ns.
+    pub lock_threshold_ns: Option<u64>,
+    /// Sampled objects' classes by internal name (`[B`,
+    /// `java/lang/String`). Never rotated: an id names one class for the
+    /// whole session.
+    pub classes: TripleBufferedDictionary,
+}
+
+impl JvmtiSamples {
+    pub fn new(alloc_interval: Option<u32>, lock_threshold_ns: Option<u64>) -> std::io::Result<Self> {
+        let classes = TripleBufferedDictionary::new(CLASS_CAPACITY as usize, Carry::Everything)?;
+        Ok(Self { alloc_interval, lock_threshold_ns, classes })
+    }
+
+    /// The class table id of `class` (0 when unknown or the table is full).
+    fn class_id(&self, jvmti: &Jvmti, class: ClassRef, tid: u32) -> u32 {
+        let Ok(signature) = jvmti.class_signature(class) else { return 0 };
+        self.classes.bounded_lookup(internal_class_name(&signature), CLASS_CAPACITY, tid as usize).unwrap_or_else(
+            || {
+                counters::increment(Counter::ObjectClassesFull);
+                0
+            },
+        )
+    }
+}
+
+thread_local! {
+    /// The thread's stack, from JVMTI and as stored frames.
+    static STACK: RefCell<(Vec<FrameInfo>, Vec<Frame>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+    /// When the thread began waiting for a contended monitor (0: not).
+    static WAIT_START: Cell<u64> = const { Cell::new(0) };
+}
+
+/// The bytes a sample of `size` stands for when allocations are sampled
+/// every `interval` bytes on average (a Poisson process over bytes): the
+/// unbiased estimate `size / (1 - e^(-size/interval))`, about `interval`
+/// for small objects and `size` for large ones.
+pub fn weight(size: u64, interval: u32) -> u64 {
+    if size == 0 || interval == 0 {
+        return size;
+    }
+    let p = 1.0 - (-(size as f64) / f64::from(interval)).exp();
+    (size as f64 / p).round() as u64
+}
+
+/// The calling thread's Java stack, stored.
+fn java_trace(sampler: &Sampler, jvmti: &Jvmti, tid: u32) -> TraceId {
+    STACK.with_borrow_mut(|(raw, frames)| {
+        raw.resize(sampler.max_depth, FrameInfo { method: std::ptr::null_mut(), location: -1 });
+        let count = jvmti.own_stack_trace(raw).unwrap_or_else(|_| {
+            counters::increment(Counter::JvmtiStackFailed);
+            0
+        });
+        frames.clear();
+        // JVMTI says -1 where a native method has no bytecode index.
+        let bci = |f: &FrameInfo| if f.location < 0 { BCI_NATIVE_METHOD } else { f.location as i32 };
+        frames.extend(raw[..count].iter().map(|f| Frame::java(f.method as u64, bci(f))));
+        sampler.traces.put(frames, count == sampler.max_depth, tid as usize)
+    })
+}
+
+/// Counters of one kind of JVMTI sample: taken, dropped (stripe busy,
+/// buffer full).
+struct Counters(Counter, Counter, Counter);
+
+const ALLOC_COUNTERS: Counters =
+    Counters(Counter::AllocSamples, Counter::AllocDroppedBusy, Counter::AllocDroppedBufferFull);
+const LOCK_COUNTERS: Counters =
+    Counters(Counter::LockSamples, Counter::LockDroppedBusy, Counter::LockDroppedBufferFull);
+
+/// A sample of `kind` about an object of `class`, with `value` (bytes or
+/// nanoseconds), taken at `time_ns` by the calling thread `tid`.
+#[allow(clippy::too_many_arguments)]
+fn record(
+    sampler: &Sampler,
+    samples: &JvmtiSamples,
+    jvmti: &Jvmti,
+    kind: SampleKind,
+    class: ClassRef,
+    value: u64,
+    time_ns: u64,
+    tid: u32,
+    counters: Counters,
+) {
+    let class = samples.class_id(jvmti, class, tid);
+    let trace = java_trace(sampler, jvmti, tid);
+    let Some(mut stripe) = sampler.stripes.try_acquire(tid) else {
+        counters::increment(counters.1);
+        return;
+    };
+    let record = SampleRecord {
+        time_ns,
+        tid,
+        trace: trace.0,
+        weight: 1,
+        state: 0,
+        kind,
+        class,
+        value,
+        context: sampler.context.sample_context(tid),
+    };
+    if stripe.push(record) {
+        counters::increment(counters.0);
+    } else {
+        counters::increment(counters.2);
+    }
+}
+
+/// Records an allocation of `size` bytes of `class` by the calling thread
+/// `tid` (the JVMTI callback's thread) in the published `sampler`.
+pub fn record_allocation(sampler: &Sampler, jvmti: &Jvmti, class: ClassRef, size: u64, time_ns: u64, tid: u32) {
+    let Some(samples) = sampler.jvmti_samples.as_ref().filter(|s| s.alloc_interval.is_some()) else { return };
+    if sampler.sampled(tid) {
+        record(sampler, samples, jvmti, SampleKind::Alloc, class, size, time_ns, tid, ALLOC_COUNTERS);
+    }
+}
+
+/// The calling thread starts waiting for a contended monitor.
+pub fn contended_enter() {
+    WAIT_START.set(clock::monotonic_ns());
+}
+
+/// The calling thread `tid` entered the contended monitor `object`: its
+/// wait, if long enough, is recorded in the published `sampler`.
+///
+/// # Safety
+/// `object` must be the monitor reference the JVMTI callback received.
+pub unsafe fn contended_entered(sampler: &Sampler, jvmti: &Jvmti, env: JniEnv, object: jni::sys::jobject, tid: u32) {
+    let start = WAIT_START.replace(0);
+    let Some(samples) = sampler.jvmti_samples.as_ref() else { return };
+    let Some(threshold) = samples.lock_threshold_ns else { return };
+    let waited = clock::monotonic_ns().saturating_sub(start);
+    if start == 0 || waited < threshold || !sampler.sampled(tid) {
+        return;
+    }
+    // SAFETY: per the contract, a valid reference on this thread.
+    let Some(class) = (unsafe { env.object_class(object) }) else { return };
+    record(sampler, samples, jvmti, SampleKind::Lock, class, waited, start, tid, LOCK_COUNTERS);
+    env.delete_local_ref(class);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sample_stands_for_the_interval_or_its_own_size() {
+        let interval = 512 * 1024;
+        // Small objects: about one interval each.
+        let small = weight(1024, interval);
+        assert!((small as i64 - i64::from(interval)).abs() < 1024, "{small}");
+        // Objects far beyond the interval: themselves.
+        assert_eq!(weight(64 << 20, interval), 64 << 20);
+        assert_eq!(weight(0, interval), 0);
+    }
+}
