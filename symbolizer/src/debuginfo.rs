@@ -1,7 +1,10 @@
-//! Finding a debug file by build-id: `.build-id` directory trees given on
-//! the command line, `/usr/lib/debug/.build-id`, the debuginfod cache,
-//! binaries given by path (themselves, or the file their `.gnu_debuglink`
-//! names), and finally debuginfod servers.
+//! Finding the files that describe a library by its build-id: a debug file
+//! (`.build-id` directory trees given on the command line,
+//! `/usr/lib/debug/.build-id`, the debuginfod cache, binaries given by path
+//! or recorded in the recording — themselves, or the file their
+//! `.gnu_debuglink` names — and finally debuginfod servers), and the
+//! binaries themselves, whose symbol tables name functions when no debug
+//! file has DWARF.
 
 use crate::debuginfod::{Debuginfod, Fetched};
 use memmap2::Mmap;
@@ -22,12 +25,16 @@ pub enum Missing {
 
 pub struct Locator {
     build_id_dirs: Vec<PathBuf>,
-    binaries: HashMap<String, PathBuf>,
+    /// `--binary` files by build-id, in the order given.
+    binaries: HashMap<String, Vec<PathBuf>>,
+    /// The file a `jdk.NativeLibrary` event names for a build-id, when it
+    /// exists on this host with that build-id; else why not.
+    recorded: HashMap<String, Result<PathBuf, String>>,
     debuginfod: Option<Debuginfod>,
     fetched: HashMap<String, Fetched>,
 }
 
-fn mmap(path: &Path) -> std::io::Result<Mmap> {
+pub(crate) fn mmap(path: &Path) -> std::io::Result<Mmap> {
     let file = File::open(path)?;
     // SAFETY: read-only mapping; a file changing under us yields wrong data
     // at worst, which the parsers treat as malformed input.
@@ -38,6 +45,12 @@ fn mmap(path: &Path) -> std::io::Result<Mmap> {
 pub fn file_build_id(path: &Path) -> Option<String> {
     let data = mmap(path).ok()?;
     buildid::from_file_bytes(&data).ok().map(|b| b.to_hex())
+}
+
+/// Whether an ELF file has DWARF (a non-empty `.debug_info`).
+pub fn has_dwarf(path: &Path) -> bool {
+    let Ok(data) = mmap(path) else { return false };
+    object::File::parse(&*data).is_ok_and(|f| f.section_by_name(".debug_info").is_some_and(|s| s.size() > 0))
 }
 
 /// The entries a `.build-id` tree at `root` has for `build_id`, in search
@@ -59,11 +72,11 @@ fn in_build_id_tree(root: &Path, build_id: &str) -> Vec<PathBuf> {
 /// The debug file a binary's `.gnu_debuglink` names, searched where GDB
 /// looks: next to the binary, in its `.debug/`, and under `/usr/lib/debug`.
 fn via_debuglink(binary: &Path) -> Option<PathBuf> {
-    let data = mmap(binary).ok()?;
-    let file = object::File::parse(&*data).ok()?;
-    if file.section_by_name(".debug_info").is_some_and(|s| s.size() > 0) {
+    if has_dwarf(binary) {
         return Some(binary.to_path_buf());
     }
+    let data = mmap(binary).ok()?;
+    let file = object::File::parse(&*data).ok()?;
     let link = file.section_by_name(".gnu_debuglink")?.data().ok()?;
     let name = std::str::from_utf8(&link[..link.iter().position(|&b| b == 0)?]).ok()?;
     let dir = binary.parent()?;
@@ -76,22 +89,56 @@ impl Locator {
     /// are indexed by their build-id.
     pub fn new(debug_dirs: &[PathBuf], binaries: &[PathBuf], debuginfod: Option<Debuginfod>) -> (Self, Vec<String>) {
         let mut problems = Vec::new();
-        let mut by_id = HashMap::new();
+        let mut by_id: HashMap<String, Vec<PathBuf>> = HashMap::new();
         for binary in binaries {
             match file_build_id(binary) {
-                Some(id) => {
-                    by_id.insert(id, binary.clone());
-                }
+                Some(id) => by_id.entry(id).or_default().push(binary.clone()),
                 None => problems.push(format!("{}: not an ELF file with a build-id; ignored", binary.display())),
             }
         }
         let mut dirs = debug_dirs.to_vec();
         dirs.push(PathBuf::from("/usr/lib/debug"));
-        (Self { build_id_dirs: dirs, binaries: by_id, debuginfod, fetched: HashMap::new() }, problems)
+        let locator = Self {
+            build_id_dirs: dirs,
+            binaries: by_id,
+            recorded: HashMap::new(),
+            debuginfod,
+            fetched: HashMap::new(),
+        };
+        (locator, problems)
+    }
+
+    /// Notes the file a recording's `jdk.NativeLibrary` event names for
+    /// `build_id`: used like a `--binary` (after them) when it exists here
+    /// and has that build-id.
+    pub fn add_recorded_library(&mut self, build_id: &str, path: &Path) {
+        if self.recorded.get(build_id).is_some_and(Result::is_ok) {
+            return;
+        }
+        let found = match file_build_id(path) {
+            Some(id) if id == build_id => Ok(path.to_path_buf()),
+            Some(id) => Err(format!("{} on this host has another build-id ({id})", path.display())),
+            None if path.exists() => Err(format!("{} on this host has no build-id", path.display())),
+            None => Err(format!("{} is not on this host", path.display())),
+        };
+        self.recorded.insert(build_id.to_owned(), found);
+    }
+
+    /// The binaries known for `build_id`: `--binary` files, then the
+    /// recorded library file.
+    pub fn binaries(&self, build_id: &str) -> Vec<PathBuf> {
+        let given = self.binaries.get(build_id).into_iter().flatten().cloned();
+        given.chain(self.recorded.get(build_id).and_then(|r| r.as_ref().ok()).cloned()).collect()
+    }
+
+    /// Why the recorded library file of `build_id` cannot be used, if the
+    /// recording names one.
+    pub fn recorded_problem(&self, build_id: &str) -> Option<&str> {
+        self.recorded.get(build_id).and_then(|r| r.as_ref().err()).map(String::as_str)
     }
 
     /// The debug file of `build_id` from the local sources, tried in order
-    /// (trees, debuginfod cache, binaries). A source that knows the
+    /// (trees, debuginfod cache, binaries given, the recorded binary). A source that knows the
     /// build-id but fails (a dangling link, a debug link leading nowhere)
     /// does not end the search; without a file, the error is the first
     /// such failure, or `None` if no local source knows the build-id.
@@ -106,12 +153,12 @@ impl Locator {
         if let Some(path) = self.debuginfod.as_ref().and_then(|d| d.cached(build_id)) {
             return Ok(path);
         }
-        if let Some(binary) = self.binaries.get(build_id) {
-            match via_debuglink(binary) {
+        for binary in self.binaries(build_id) {
+            match via_debuglink(&binary) {
                 Some(path) => return Ok(path),
                 None => {
                     failure.get_or_insert_with(|| {
-                        format!("{} has no debug information and its debug link leads nowhere", binary.display())
+                        format!("{} has no debug information and no debug link to a file here", binary.display())
                     });
                 }
             }
