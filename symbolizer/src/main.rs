@@ -22,7 +22,7 @@ use symbolizer::debuginfo::Locator;
 use symbolizer::debuginfod::{default_cache, urls_from_env, Debuginfod};
 use symbolizer::events::EventKind;
 use symbolizer::recording::Recording;
-use symbolizer::resolve::Resolver;
+use symbolizer::resolve::{Resolver, Tier};
 use symbolizer::{collapsed, flamegraph, jfr_out, pprof, profile, recording};
 
 const USAGE: &str = "usage: symbolize <collapsed|flamegraph|pprof|jfr|report> <recording.jfr> [-o OUTPUT] \
@@ -147,8 +147,18 @@ fn run() -> Result<(), String> {
     let recording = outcome.recording;
     let mut resolver = resolver(&args);
     if args.command == "jfr" {
-        let bytes = jfr_out::rewrite(&recording, Some(&mut resolver));
-        return write(&args, &bytes);
+        let (bytes, tiers) = jfr_out::rewrite_counting(&recording, Some(&mut resolver));
+        write(&args, &bytes)?;
+        let total: u64 = tiers.values().sum();
+        if total > 0 {
+            let counts: Vec<String> =
+                Tier::ALL.iter().map(|t| format!("{} {}", tiers.get(t).copied().unwrap_or(0), t.describe())).collect();
+            eprintln!("{total} remote frames: {}", counts.join(", "));
+            for problem in resolver.problems() {
+                eprintln!("  {problem}");
+            }
+        }
+        return Ok(());
     }
     let kind = args.event.unwrap_or_default();
     if !recording.kinds().contains_key(&kind) {
