@@ -136,13 +136,25 @@ impl Source {
     }
 }
 
+/// Why a library's frames cannot be resolved.
+struct Failure {
+    why: Unresolved,
+    detail: String,
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.why.describe(), self.detail)
+    }
+}
+
 fn symbol_table(path: &Path) -> Option<SymbolTable> {
     SymbolTable::parse(&mmap(path).ok()?)
 }
 
 pub struct Resolver {
     locator: Locator,
-    sources: HashMap<String, Result<Source, Unresolved>>,
+    sources: HashMap<String, Result<Source, Failure>>,
     cache: HashMap<(String, u64), Resolution>,
     problems: Vec<String>,
     stats: Stats,
@@ -191,7 +203,7 @@ impl Resolver {
     pub fn describe(&self, build_id: &str) -> Option<String> {
         Some(match self.sources.get(build_id)? {
             Ok(source) => source.describe(),
-            Err(why) => why.describe().to_owned(),
+            Err(failure) => failure.to_string(),
         })
     }
 
@@ -203,10 +215,10 @@ impl Resolver {
             let source = self.find_source(build_id);
             self.sources.insert(build_id.to_owned(), source);
         }
-        self.sources[build_id].as_ref().map_err(|e| *e)
+        self.sources[build_id].as_ref().map_err(|f| f.why)
     }
 
-    fn find_source(&mut self, build_id: &str) -> Result<Source, Unresolved> {
+    fn find_source(&mut self, build_id: &str) -> Result<Source, Failure> {
         let mut candidates = Vec::new();
         let mut missing = match self.locator.locate(build_id) {
             Ok(path) if has_dwarf(&path) => match Loader::new(&path) {
@@ -237,22 +249,19 @@ impl Resolver {
         if let Some(binary) = candidates.first() {
             missing.get_or_insert_with(|| format!("{} has no symbols", binary.display()));
         }
-        if let Some(why) = self.locator.recorded_problem(build_id) {
-            missing = Some(match missing {
-                Some(m) => format!("{m}; {why}"),
-                None => why.to_owned(),
-            });
-        }
-        match missing {
-            Some(why) => {
-                self.problems.push(format!("{build_id}: debug file missing: {why}"));
-                Err(Unresolved::DebugFileMissing)
-            }
-            None => {
-                self.problems.push(format!("{build_id}: unknown build-id (no debug file or binary anywhere)"));
-                Err(Unresolved::UnknownBuildId)
-            }
-        }
+        let recorded = self.locator.recorded_problem(build_id);
+        let failure = match missing {
+            Some(why) => Failure {
+                why: Unresolved::DebugFileMissing,
+                detail: [Some(why.as_str()), recorded].into_iter().flatten().collect::<Vec<_>>().join("; "),
+            },
+            None => Failure {
+                why: Unresolved::UnknownBuildId,
+                detail: recorded.unwrap_or("no debug file or binary anywhere").to_owned(),
+            },
+        };
+        self.problems.push(format!("{build_id}: {failure}"));
+        Err(failure)
     }
 
     /// Resolves `offset` (a link-time address) in the library `build_id`.

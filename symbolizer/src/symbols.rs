@@ -1,11 +1,15 @@
 //! Naming addresses from an ELF symbol table: `.symtab` when the file has
 //! one (every function, local ones included), else `.dynsym` (the
-//! exported functions only). Only function symbols count, and an address
-//! is named only by a symbol whose extent holds it: in a `.dynsym`-only
-//! library the code of a hidden function that follows an exported one is
-//! not that function, and stays unnamed.
+//! exported functions only); PLT stubs as `symbol@plt`, as objdump names
+//! them. Only function symbols count, and an address is named only by a
+//! symbol whose extent holds it: in a `.dynsym`-only library the code of a
+//! hidden function that follows an exported one is not that function, and
+//! stays unnamed.
 
-use object::{Object, ObjectSection, ObjectSymbol, SectionFlags, SectionIndex, SymbolKind};
+use object::{
+    Architecture, Object, ObjectSection, ObjectSymbol, ObjectSymbolTable, SectionFlags, SectionIndex, SymbolIndex,
+    SymbolKind,
+};
 use std::fmt;
 
 /// Which table the names come from.
@@ -22,6 +26,12 @@ impl fmt::Display for Table {
             Table::Dynsym => ".dynsym",
         })
     }
+}
+
+/// A symbol's name as `symbolize` shows it: demangled (C++, Rust) when it
+/// is mangled, as is otherwise.
+pub fn demangle(raw: &str) -> String {
+    addr2line::demangle_auto(raw.into(), None).into_owned()
 }
 
 /// A function symbol as the file lists it.
@@ -90,19 +100,68 @@ fn raw_symbols<'data, 'file>(
         .collect()
 }
 
+/// The size of a PLT's header and of each of its entries.
+fn plt_layout(architecture: Architecture) -> Option<(u64, u64)> {
+    match architecture {
+        Architecture::X86_64 => Some((16, 16)),
+        Architecture::Aarch64 => Some((32, 16)),
+        _ => None,
+    }
+}
+
+/// The PLT stubs of a 64-bit little-endian ELF file, named `symbol@plt`:
+/// entry i of `.plt` (past its header) and of `.plt.sec` (when the file has
+/// one) jumps through the slot of the i-th `.rela.plt` relocation.
+fn plt_stubs(file: &object::File<'_>) -> Vec<RawSymbol> {
+    let Some((header, entry)) = plt_layout(file.architecture()).filter(|_| file.is_64() && file.is_little_endian())
+    else {
+        return Vec::new();
+    };
+    let (Some(relocations), Some(dynsym)) =
+        (file.section_by_name(".rela.plt").and_then(|s| s.data().ok()), file.dynamic_symbol_table())
+    else {
+        return Vec::new();
+    };
+    // Elf64_Rela: r_offset, r_info (symbol index in the high half), r_addend.
+    let names: Vec<Option<String>> = relocations
+        .chunks_exact(24)
+        .map(|rela| {
+            let info = u64::from_le_bytes(rela[8..16].try_into().ok()?);
+            let symbol = dynsym.symbol_by_index(SymbolIndex((info >> 32) as usize)).ok()?;
+            symbol.name().ok().filter(|n| !n.is_empty()).map(|n| format!("{n}@plt"))
+        })
+        .collect();
+    let mut stubs = Vec::new();
+    for (section, skip) in [(".plt", header), (".plt.sec", 0)] {
+        let Some(plt) = file.section_by_name(section) else { continue };
+        let section_end = plt.address().saturating_add(plt.size());
+        for (i, name) in names.iter().enumerate() {
+            let address = plt.address() + skip + entry * i as u64;
+            if address + entry > section_end {
+                break;
+            }
+            if let Some(name) = name {
+                stubs.push(RawSymbol { address, size: entry, rank: 0, name: name.clone(), section_end });
+            }
+        }
+    }
+    stubs
+}
+
 impl SymbolTable {
     /// The function symbols of an ELF file: its `.symtab`, or its `.dynsym`
-    /// when it has no `.symtab` (or one without functions); `None` when
-    /// neither names a function.
+    /// when it has no `.symtab` (or one without functions), with its PLT
+    /// stubs; `None` when they name no function.
     pub fn parse(data: &[u8]) -> Option<SymbolTable> {
         let file = object::File::parse(data).ok()?;
-        [
+        let (table, mut raw) = [
             (Table::Symtab, raw_symbols(&file, file.symbols())),
             (Table::Dynsym, raw_symbols(&file, file.dynamic_symbols())),
         ]
         .into_iter()
-        .map(|(table, raw)| SymbolTable::new(table, raw))
-        .find(|t| !t.entries.is_empty())
+        .find(|(_, raw)| !raw.is_empty())?;
+        raw.extend(plt_stubs(&file));
+        Some(SymbolTable::new(table, raw)).filter(|t| !t.entries.is_empty())
     }
 
     /// The table of these symbols. Of several at one address the best
@@ -151,7 +210,7 @@ impl SymbolTable {
 
     /// The demangled name of the function holding `address`.
     pub fn lookup(&self, address: u64) -> Option<String> {
-        self.lookup_raw(address).map(|name| addr2line::demangle_auto(name.into(), None).into_owned())
+        self.lookup_raw(address).map(demangle)
     }
 }
 
