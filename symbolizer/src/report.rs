@@ -113,7 +113,7 @@ impl fmt::Display for Report {
             .map(|(k, (events, _))| format!("{k} ({events} events)"))
             .collect();
         if !others.is_empty() {
-            write!(f, "; the recording also has {} (--event)", others.join(", "))?;
+            write!(f, "; also in the recording (--event): {}", others.join(", "))?;
         }
         writeln!(f)?;
         writeln!(f, "{} remote frames", self.remote_frames)?;
@@ -179,7 +179,7 @@ mod tests {
         report.libraries.get_mut("0123456789abcdef").unwrap().name = "libjvm.so".to_owned();
         report.libraries.get_mut("0123456789abcdef").unwrap().source = ".symtab of /x/libjvm.so".to_owned();
         let text = report.to_string();
-        assert!(text.starts_with("alloc: 4096 bytes in 1 events; the recording also has cpu (10 events)"), "{text}");
+        assert!(text.starts_with("alloc: 4096 bytes in 1 events; also in the recording (--event): cpu (10 events)"), "{text}");
         assert!(text.contains("3 remote frames"), "{text}");
         assert!(text.contains("symbol table (function name)"), "{text}");
         assert!(
