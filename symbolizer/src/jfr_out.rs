@@ -19,7 +19,7 @@ use jfr_writer::{
     schema, ActiveSetting, ChunkClock, ChunkEnd, ChunkWriter, ConstantPools, Dialect, Endpoint, FrameDef, MethodDef,
     NativeLibrary, ProfilerCounter, Sample as SampleEvent, ThreadDef, ThreadState,
 };
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 const ACC_NATIVE: i32 = 0x100;
 
@@ -47,6 +47,8 @@ struct Rewriter<'r> {
     libraries: HashMap<String, String>,
     /// Remote frames written, per tier.
     tiers: HashMap<Tier, u64>,
+    /// Sample events not copied, per kind.
+    skipped: BTreeMap<EventKind, u64>,
 }
 
 impl Rewriter<'_> {
@@ -136,10 +138,13 @@ impl Rewriter<'_> {
         for (name, value) in &chunk.settings {
             writer.write(&ActiveSetting { start_ticks: start, event_type: schema::id::EXECUTION_SAMPLE, name, value });
         }
-        // The profiler's own sample events (a JDK recording's are not
+        // The profiler's own sample events (another writer's are not
         // copied); it writes CPU and wall-clock samples only.
-        let samples =
-            chunk.samples.iter().filter(|s| dialect.is_some() && matches!(s.kind, EventKind::Cpu | EventKind::Wall));
+        let (samples, skipped): (Vec<&Sample>, Vec<&Sample>) =
+            chunk.samples.iter().partition(|s| dialect.is_some() && matches!(s.kind, EventKind::Cpu | EventKind::Wall));
+        for sample in skipped {
+            *self.skipped.entry(sample.kind).or_default() += 1;
+        }
         let mut threads: HashMap<u64, &Thread> = HashMap::new();
         let mut values: HashMap<u64, &str> = HashMap::new();
         for sample in samples {
@@ -244,13 +249,24 @@ fn dialect(chunk: &Chunk) -> Option<Dialect> {
     }
 }
 
-/// The rewritten recording, all chunks concatenated.
-pub fn rewrite(recording: &Recording, resolver: Option<&mut Resolver>) -> Vec<u8> {
-    rewrite_counting(recording, resolver).0
+/// A rewritten recording and what the rewrite did.
+pub struct Rewritten {
+    /// All chunks, concatenated.
+    pub bytes: Vec<u8>,
+    /// Remote frames written, per tier that resolved them.
+    pub tiers: HashMap<Tier, u64>,
+    /// Sample events not copied, per kind: allocations and locks, and any
+    /// event of a recording another profiler wrote.
+    pub skipped: BTreeMap<EventKind, u64>,
 }
 
-/// [`rewrite`], and how many remote frames each tier resolved.
-pub fn rewrite_counting(recording: &Recording, mut resolver: Option<&mut Resolver>) -> (Vec<u8>, HashMap<Tier, u64>) {
+/// The rewritten recording, all chunks concatenated.
+pub fn rewrite(recording: &Recording, resolver: Option<&mut Resolver>) -> Vec<u8> {
+    rewrite_counting(recording, resolver).bytes
+}
+
+/// [`rewrite`], and what it did.
+pub fn rewrite_counting(recording: &Recording, mut resolver: Option<&mut Resolver>) -> Rewritten {
     if let Some(r) = resolver.as_deref_mut() {
         r.prepare(recording);
     }
@@ -266,13 +282,14 @@ pub fn rewrite_counting(recording: &Recording, mut resolver: Option<&mut Resolve
         resolver,
         libraries,
         tiers: HashMap::new(),
+        skipped: BTreeMap::new(),
     };
     let mut out = Vec::new();
     let last = recording.chunks.len().saturating_sub(1);
     for (i, chunk) in recording.chunks.iter().enumerate() {
         out.extend(rewriter.write_chunk(chunk, i == last));
     }
-    (out, rewriter.tiers)
+    Rewritten { bytes: out, tiers: rewriter.tiers, skipped: rewriter.skipped }
 }
 
 #[cfg(test)]
@@ -383,9 +400,10 @@ mod tests {
         let address = known_function_address();
         let frames = vec![remote(ID, address), java("app/Main", "main", 3)];
         let original = recording(vec![sample("t", 1, frames)], vec![library("/opt/lib/libfoo.so", ID)]);
-        let (bytes, tiers) = rewrite_counting(&original, Some(&mut resolver));
-        assert_eq!(tiers, HashMap::from([(Tier::Dwarf, 1)]));
-        let copy = read_back("jfr_out_resolved", &bytes);
+        let rewritten = rewrite_counting(&original, Some(&mut resolver));
+        assert_eq!(rewritten.tiers, HashMap::from([(Tier::Dwarf, 1)]));
+        assert!(rewritten.skipped.is_empty());
+        let copy = read_back("jfr_out_resolved", &rewritten.bytes);
         let frames = &copy.chunks[0].samples[0].frames;
         let named = &frames[frames.len() - 2];
         assert!(named.method.ends_with("known_function"), "{named:?}");
@@ -428,7 +446,10 @@ mod tests {
     #[test]
     fn unresolved_remote_frames_become_plain_native_frames_of_their_library() {
         let original = jdk_dialect(1);
-        let copy = read_back("jfr_out_unresolved_jdk", &rewrite(&original, None));
+        let rewritten = rewrite_counting(&original, None);
+        assert_eq!(rewritten.skipped, BTreeMap::from([(EventKind::Alloc, 1)]));
+        assert_eq!(rewritten.tiers, HashMap::from([(Tier::Unresolved, 2)]));
+        let copy = read_back("jfr_out_unresolved_jdk", &rewritten.bytes);
         let samples = &copy.chunks[0].samples;
         assert_eq!(
             samples.iter().map(|s| (s.event.as_str(), s.kind)).collect::<Vec<_>>(),

@@ -147,8 +147,15 @@ fn run() -> Result<(), String> {
     let recording = outcome.recording;
     let mut resolver = resolver(&args);
     if args.command == "jfr" {
-        let (bytes, tiers) = jfr_out::rewrite_counting(&recording, Some(&mut resolver));
+        let jfr_out::Rewritten { bytes, tiers, skipped } = jfr_out::rewrite_counting(&recording, Some(&mut resolver));
         write(&args, &bytes)?;
+        if !skipped.is_empty() {
+            let kinds: Vec<String> = skipped.iter().map(|(kind, n)| format!("{n} {kind}")).collect();
+            eprintln!(
+                "warning: not copied: {} sample events (the copy carries this profiler's CPU and wall-clock samples)",
+                kinds.join(", ")
+            );
+        }
         let total: u64 = tiers.values().sum();
         if total > 0 {
             let counts: Vec<String> =

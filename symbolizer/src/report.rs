@@ -179,7 +179,10 @@ mod tests {
         report.libraries.get_mut("0123456789abcdef").unwrap().name = "libjvm.so".to_owned();
         report.libraries.get_mut("0123456789abcdef").unwrap().source = ".symtab of /x/libjvm.so".to_owned();
         let text = report.to_string();
-        assert!(text.starts_with("alloc: 4096 bytes in 1 events; also in the recording (--event): cpu (10 events)"), "{text}");
+        assert!(
+            text.starts_with("alloc: 4096 bytes in 1 events; also in the recording (--event): cpu (10 events)"),
+            "{text}"
+        );
         assert!(text.contains("3 remote frames"), "{text}");
         assert!(text.contains("symbol table (function name)"), "{text}");
         assert!(
