@@ -62,8 +62,8 @@ fn run(command: &mut Command) {
 
 /// The remote-symbolication fixture: built with a build-id and hidden
 /// helpers, its debug information split out with objcopy into a
-/// `.build-id` tree, then stripped of all symbols. Twice: linked at 0, and
-/// linked at a nonzero address.
+/// `.build-id` tree, then stripped of all symbols (a copy as linked is kept
+/// in `unstripped/`). Twice: linked at 0, and linked at a nonzero address.
 fn build_remote_fixtures(out: &Path) {
     let source = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap()).join("native/remote.c");
     println!("cargo:rerun-if-changed=native/remote.c");
@@ -83,6 +83,10 @@ fn build_remote_fixtures(out: &Path) {
             .arg(&library)
             .arg(&source);
         run(&mut cc);
+        // As linked (DWARF, .symtab): the symbolizer's tier tests strip copies of it.
+        let unstripped = out.join("unstripped");
+        std::fs::create_dir_all(&unstripped).unwrap();
+        std::fs::copy(&library, unstripped.join(name)).unwrap();
         let debug = out.join(format!("{name}.debug"));
         run(Command::new("objcopy").arg("--only-keep-debug").arg(&library).arg(&debug));
         run(Command::new("strip").arg("--strip-all").arg(&library));

@@ -449,7 +449,10 @@ pub fn converter_collapsed_as(jar: &Path, path: &Path, event: &str) -> Collapsed
     parse_collapsed(&text)
 }
 
-fn parse_collapsed(text: &str) -> Collapsed {
+/// Collapsed stacks as `--threads` prints them (the thread first, frame
+/// type suffixes dropped), by thread and frames innermost first: the
+/// converter's, and `symbolize collapsed --threads`.
+pub fn parse_collapsed(text: &str) -> Collapsed {
     let mut collapsed = Collapsed::new();
     for line in text.lines().filter(|l| !l.is_empty()) {
         let (stack, count) = line.rsplit_once(' ').unwrap_or_else(|| panic!("collapsed line {line:?}"));

@@ -1,7 +1,7 @@
-//! Fetching debug files from a real debuginfod server (Debian's
-//! `debuginfod`, started here on loopback over a directory holding the
-//! fixture's debug file), with per-build-id reporting of 404s and
-//! unreachable servers.
+//! Fetching debug files, and binaries, from a real debuginfod server
+//! (Debian's `debuginfod`, started here on loopback over a directory
+//! holding the fixture's debug file, or a binary without one), with
+//! per-build-id reporting of 404s and unreachable servers.
 
 use integration_tests::*;
 use std::io::{Read, Write};
@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use symbolizer::debuginfo::{file_build_id, Locator};
-use symbolizer::debuginfod::{Debuginfod, Fetched};
+use symbolizer::debuginfod::{Artifact, Debuginfod, Fetched};
 use symbolizer::resolve::{Resolution, Resolver, Unresolved};
 
 fn free_port() -> u16 {
@@ -27,6 +27,25 @@ fn status(port: u16, path: &str) -> Option<u16> {
     std::str::from_utf8(&head[9..12]).ok()?.parse().ok()
 }
 
+/// `debuginfod` on a free loopback port over `served`, once it answers
+/// `ready` (a path) with 200: the server, and its port.
+fn serve(dir: &Path, served: &Path, ready: &str) -> (ChildGuard, u16) {
+    let port = free_port();
+    let server = ChildGuard::spawn(
+        Command::new("debuginfod")
+            .args(["-F", "-p", &port.to_string(), "-t", "1", "-d"])
+            .arg(dir.join("index.sqlite"))
+            .arg(served)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while status(port, ready) != Some(200) {
+        assert!(Instant::now() < deadline, "debuginfod never served {ready}");
+    }
+    (server, port)
+}
+
 #[test]
 fn debug_files_come_from_a_debuginfod_server() {
     if Command::new("debuginfod").arg("--version").output().is_err() {
@@ -39,20 +58,7 @@ fn debug_files_come_from_a_debuginfod_server() {
     std::fs::create_dir_all(&served).unwrap();
     std::fs::copy(library.with_file_name("libremote.so.debug"), served.join("libremote.so.debug")).unwrap();
 
-    let port = free_port();
-    let _server = ChildGuard::spawn(
-        Command::new("debuginfod")
-            .args(["-F", "-p", &port.to_string(), "-t", "1", "-d"])
-            .arg(dir.join("index.sqlite"))
-            .arg(&served)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null()),
-    );
-    let path = format!("/buildid/{build_id}/debuginfo");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while status(port, &path) != Some(200) {
-        assert!(Instant::now() < deadline, "debuginfod never served {path}");
-    }
+    let (_server, port) = serve(&dir, &served, &format!("/buildid/{build_id}/debuginfo"));
     let url = format!("http://127.0.0.1:{port}");
     let unreachable = format!("http://127.0.0.1:{}", free_port());
     let unknown = "00112233445566778899aabbccddeeff00112233".to_owned();
@@ -92,4 +98,35 @@ fn symbol_offset(file: &Path, name: &str) -> u64 {
     let text = String::from_utf8_lossy(&out.stdout);
     let line = text.lines().find(|l| l.ends_with(&format!(" {name}"))).expect("symbol in the debug file");
     u64::from_str_radix(line.split_whitespace().next().unwrap(), 16).unwrap()
+}
+
+/// A library whose build-id has no debug file anywhere, but whose binary
+/// (with a `.symtab`) a server has: `symbolize` fetches the binary into the
+/// cache (`<cache>/<id>/executable`) and names functions by symbol.
+#[test]
+fn symbols_come_from_a_binary_a_debuginfod_server_has() {
+    if Command::new("debuginfod").arg("--version").output().is_err() {
+        return skip("debuginfod is not installed (apt-get install debuginfod)", InCi::Required);
+    }
+    let unstripped = native_fixture("unstripped/libremote.so");
+    let build_id = file_build_id(&unstripped).unwrap();
+    let dir = scratch_dir("debuginfod_executable");
+    let served = dir.join("served");
+    std::fs::create_dir_all(&served).unwrap();
+    let binary = served.join("libremote.so");
+    let strip = Command::new("strip").arg("--strip-debug").arg("-o").arg(&binary).arg(&unstripped).output().unwrap();
+    assert!(strip.status.success());
+    let (_server, port) = serve(&dir, &served, &format!("/buildid/{build_id}/executable"));
+    assert_eq!(status(port, &format!("/buildid/{build_id}/debuginfo")), Some(404), "no debug file is served");
+
+    let cache = dir.join("cache");
+    let debuginfod = Debuginfod::new(vec![format!("http://127.0.0.1:{port}")], cache.clone());
+    let mut resolver = Resolver::new(Locator::new(&[], &[], Some(debuginfod)).0);
+    resolver.prefetch(std::slice::from_ref(&build_id));
+    let cached = symbolizer::debuginfod::cache_path_of(&cache, &build_id, Artifact::Executable);
+    assert_eq!(file_build_id(&cached).as_deref(), Some(build_id.as_str()), "the binary is in the cache");
+    let entry = symbol_offset(&binary, "hot_leaf");
+    assert_eq!(resolver.resolve(&build_id, entry + 1), Resolution::NameOnly("hot_leaf".to_owned()));
+    let source = resolver.describe(&build_id).unwrap();
+    assert!(source.starts_with(".symtab of ") && source.contains(&cache.display().to_string()), "{source}");
 }

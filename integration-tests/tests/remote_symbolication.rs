@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 use symbolizer::debuginfo::{file_build_id, Locator};
+use symbolizer::events::EventKind;
 use symbolizer::profile::{self, Profile};
 use symbolizer::recording::{self, Recording};
 use symbolizer::resolve::{Resolution, Resolver};
@@ -112,7 +113,7 @@ fn check_resolution(test: &str, library: &str, cstack: &str) {
             .collect();
         assert_eq!(ours, expected, "{test}: {offset:#x}");
     }
-    let (profile, report) = profile::build(&recording, Some(&mut resolver));
+    let (profile, report) = profile::build(&recording, EventKind::Cpu, Some(&mut resolver));
     assert!(!report.problems.iter().any(|p| p.starts_with(&fixture.build_id)), "{test}: {report}");
     let stacks = native_caller_stacks(&profile);
     let in_leaf: Vec<&Vec<&str>> = stacks.iter().filter(|s| s.first() == Some(&"hot_leaf")).collect();
@@ -145,7 +146,7 @@ fn without_remote_symbolication_hidden_helpers_have_no_names() {
     let fixture = fixture("libremote.so");
     let recording = record("remote_off", &fixture, "chain", false);
     assert!(offsets(&recording, &fixture.build_id).is_empty());
-    let (profile, _) = profile::build(&recording, None);
+    let (profile, _) = profile::build(&recording, EventKind::Cpu, None);
     let stacks = native_caller_stacks(&profile);
     let in_native: Vec<&Vec<&str>> = stacks.iter().filter(|s| s.contains(&"Java_RemoteChain_run")).collect();
     assert!(in_native.len() >= 500);
@@ -159,7 +160,7 @@ fn a_call_that_ends_a_function_is_attributed_to_the_caller() {
     let fixture = fixture("libremote.so");
     let recording = record("off_by_one", &fixture, "spin", true);
     let mut resolver = resolver(&fixture.debug_tree);
-    let (profile, _) = profile::build(&recording, Some(&mut resolver));
+    let (profile, _) = profile::build(&recording, EventKind::Cpu, Some(&mut resolver));
     let stacks = native_caller_stacks(&profile);
     let spinning: Vec<&Vec<&str>> = stacks.iter().filter(|s| s.first() == Some(&"spin_forever")).collect();
     assert!(spinning.len() >= 500, "{} samples in spin_forever", spinning.len());
@@ -174,7 +175,7 @@ fn pprof_and_jfr_outputs_carry_resolved_names() {
     let fixture = fixture("libremote.so");
     let recording = record("remote_outputs", &fixture, "chain", true);
     let mut resolver = resolver(&fixture.debug_tree);
-    let (profile, _) = profile::build(&recording, Some(&mut resolver));
+    let (profile, _) = profile::build(&recording, EventKind::Cpu, Some(&mut resolver));
 
     let encoded = symbolizer::pprof::encode(&symbolizer::pprof::to_pprof(&profile, 1_000_000));
     let mut raw = Vec::new();

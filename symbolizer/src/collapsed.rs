@@ -32,8 +32,14 @@ pub fn collapse(profile: &Profile, by_thread: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::build;
+    use crate::events::EventKind;
+    use crate::profile::{self, Profile};
+    use crate::recording::Recording;
     use crate::testing::*;
+
+    fn build(recording: &Recording, _: Option<()>) -> (Profile, ()) {
+        (profile::build(recording, EventKind::Cpu, None).0, ())
+    }
 
     #[test]
     fn stacks_are_outermost_first_summed_and_sorted() {

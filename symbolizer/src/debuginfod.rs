@@ -1,13 +1,33 @@
-//! A debuginfod client: fetches debug files by build-id from the servers
-//! in `DEBUGINFOD_URLS` (`GET <server>/buildid/<id>/debuginfo`), several at
-//! once, into the standard client cache (`<cache>/<id>/debuginfo`, the
-//! layout `debuginfod-find` uses), so later runs and other tools reuse them.
+//! A debuginfod client: fetches debug files, and binaries, by build-id
+//! from the servers in `DEBUGINFOD_URLS` (`GET
+//! <server>/buildid/<id>/debuginfo` or `.../executable`), several at once,
+//! into the standard client cache (`<cache>/<id>/debuginfo`, `.../executable`,
+//! the layout `debuginfod-find` uses), so later runs and other tools reuse
+//! them.
 
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
+
+/// What a server is asked for: a build-id's debug file, or its binary
+/// (whose symbol table names functions when no debug file exists).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Artifact {
+    Debuginfo,
+    Executable,
+}
+
+impl Artifact {
+    /// The last segment of its URL, and its file name in the cache.
+    pub fn name(self) -> &'static str {
+        match self {
+            Artifact::Debuginfo => "debuginfo",
+            Artifact::Executable => "executable",
+        }
+    }
+}
 
 /// What fetching one build-id gave.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,7 +66,12 @@ pub fn urls_from_env() -> Vec<String> {
 
 /// Where a build-id's debug file lives in the cache.
 pub fn cache_path(cache: &Path, build_id: &str) -> PathBuf {
-    cache.join(build_id).join("debuginfo")
+    cache_path_of(cache, build_id, Artifact::Debuginfo)
+}
+
+/// Where a build-id's `artifact` lives in the cache.
+pub fn cache_path_of(cache: &Path, build_id: &str, artifact: Artifact) -> PathBuf {
+    cache.join(build_id).join(artifact.name())
 }
 
 const MAX_PARALLEL: usize = 8;
@@ -62,20 +87,30 @@ impl Debuginfod {
         !self.urls.is_empty()
     }
 
+    /// The debug file of `build_id`, if the cache has it.
     pub fn cached(&self, build_id: &str) -> Option<PathBuf> {
-        let path = cache_path(&self.cache, build_id);
+        self.cached_of(build_id, Artifact::Debuginfo)
+    }
+
+    pub fn cached_of(&self, build_id: &str, artifact: Artifact) -> Option<PathBuf> {
+        let path = cache_path_of(&self.cache, build_id, artifact);
         path.is_file().then_some(path)
     }
 
-    /// Fetches every build-id (at most [`MAX_PARALLEL`] at a time).
+    /// Fetches the debug file of every build-id (at most [`MAX_PARALLEL`] at a time).
     pub fn fetch_all(&self, build_ids: &[String]) -> HashMap<String, Fetched> {
+        self.fetch_all_of(build_ids, Artifact::Debuginfo)
+    }
+
+    /// Fetches `artifact` of every build-id (at most [`MAX_PARALLEL`] at a time).
+    pub fn fetch_all_of(&self, build_ids: &[String], artifact: Artifact) -> HashMap<String, Fetched> {
         let results = Mutex::new(HashMap::new());
         let next = Mutex::new(build_ids.iter());
         std::thread::scope(|scope| {
             for _ in 0..MAX_PARALLEL.min(build_ids.len()) {
                 scope.spawn(|| {
                     while let Some(id) = next.lock().ok().and_then(|mut n| n.next().cloned()) {
-                        let outcome = self.fetch(&id);
+                        let outcome = self.fetch_of(&id, artifact);
                         if let Ok(mut r) = results.lock() {
                             r.insert(id, outcome);
                         }
@@ -87,15 +122,19 @@ impl Debuginfod {
     }
 
     pub fn fetch(&self, build_id: &str) -> Fetched {
-        if let Some(path) = self.cached(build_id) {
+        self.fetch_of(build_id, Artifact::Debuginfo)
+    }
+
+    pub fn fetch_of(&self, build_id: &str, artifact: Artifact) -> Fetched {
+        if let Some(path) = self.cached_of(build_id, artifact) {
             return Fetched::File(path);
         }
         let mut problems = Vec::new();
         let mut not_found = 0;
         for url in &self.urls {
-            let address = format!("{}/buildid/{build_id}/debuginfo", url.trim_end_matches('/'));
+            let address = format!("{}/buildid/{build_id}/{}", url.trim_end_matches('/'), artifact.name());
             match self.agent.get(&address).call() {
-                Ok(response) => match self.store(build_id, response) {
+                Ok(response) => match self.store(build_id, artifact, response) {
                     Ok(path) => return Fetched::File(path),
                     Err(e) => problems.push(format!("{url}: cannot store the download: {e}")),
                 },
@@ -111,11 +150,11 @@ impl Debuginfod {
         }
     }
 
-    fn store(&self, build_id: &str, response: ureq::Response) -> std::io::Result<PathBuf> {
-        let path = cache_path(&self.cache, build_id);
+    fn store(&self, build_id: &str, artifact: Artifact, response: ureq::Response) -> std::io::Result<PathBuf> {
+        let path = cache_path_of(&self.cache, build_id, artifact);
         let dir = path.parent().expect("cache path has a parent");
         std::fs::create_dir_all(dir)?;
-        let partial = dir.join(format!(".debuginfo.{}.partial", std::process::id()));
+        let partial = dir.join(format!(".{}.{}.partial", artifact.name(), std::process::id()));
         let mut file = std::fs::File::create(&partial)?;
         std::io::copy(&mut response.into_reader(), &mut file)?;
         file.flush()?;

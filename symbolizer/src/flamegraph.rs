@@ -96,7 +96,7 @@ fn html_escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
 }
 
-/// Renders the profile as an HTML page.
+/// Renders the profile as an HTML page (weights in the profile's unit).
 pub fn render(profile: &Profile, title: &str, by_thread: bool) -> String {
     let (names, nodes) = tree(profile, by_thread);
     let mut names_json = String::from("[");
@@ -108,6 +108,7 @@ pub fn render(profile: &Profile, title: &str, by_thread: bool) -> String {
     }
     names_json.push(']');
     TEMPLATE
+        .replace("%UNITS%", profile.kind.unit().name())
         .replace("%TITLE%", &html_escape(title))
         .replace("%NAMES%", &names_json)
         .replace("%NODE_NAME%", &json_array(nodes.iter().map(|n| n.name)))

@@ -3,18 +3,23 @@
 //! and other JFR tools show function names. Everything else is carried
 //! over chunk by chunk with the original clocks (CPU and wall-clock
 //! samples, endpoints, settings, libraries, counters) in the dialect the
-//! recording was written in; remote frames that could not be resolved stay
-//! as they were. Pool keys mean one thing in every chunk of the copy
-//! (see `jfr_writer::pools`).
+//! recording was written in. Every native frame is written as async-profiler
+//! writes one — class = the library's file name, descriptor `()L;`, type
+//! Native (C++ for the JVM's) — and a remote frame that could not be
+//! resolved as `[libjvm.so+0x5d7203]` of that class: no build-id package,
+//! no `<remote>`, nothing `jfr print` cannot print. Pool keys mean one
+//! thing in every chunk of the copy (see `jfr_writer::pools`).
 
+use crate::events::EventKind;
+use crate::profile::{library_name, library_names};
 use crate::recording::{Chunk, Frame, Recording, Sample, Thread};
-use crate::resolve::{Resolution, Resolver};
+use crate::resolve::{Resolution, Resolver, Tier};
 use frames::{FrameType, NON_JAVA_DESCRIPTOR};
 use jfr_writer::{
     schema, ActiveSetting, ChunkClock, ChunkEnd, ChunkWriter, ConstantPools, Dialect, Endpoint, FrameDef, MethodDef,
     NativeLibrary, ProfilerCounter, Sample as SampleEvent, SampleKind, ThreadDef, ThreadState,
 };
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 const ACC_NATIVE: i32 = 0x100;
 
@@ -24,9 +29,6 @@ fn thread_state(name: &str) -> ThreadState {
 
 /// A stack trace's identity: truncation, then (method, line, bci, type) per frame.
 type TraceKey = (bool, Vec<(jfr_writer::MethodId, i32, i32, u8)>);
-
-/// The wall-clock sample events of both dialects.
-const WALL_EVENTS: [&str; 2] = ["profiler.WallClockSample", "datadog.MethodSample"];
 
 /// The copy's pools and the keys it gave threads, stack traces, strings
 /// and attribute values: one set for the whole file.
@@ -41,6 +43,12 @@ struct Rewriter<'r> {
     values: HashMap<String, u64>,
     labels: HashMap<String, u64>,
     resolver: Option<&'r mut Resolver>,
+    /// Library file names by build-id, from the recording.
+    libraries: HashMap<String, String>,
+    /// Remote frames written, per tier.
+    tiers: HashMap<Tier, u64>,
+    /// Sample events not copied, per kind.
+    skipped: BTreeMap<EventKind, u64>,
 }
 
 impl Rewriter<'_> {
@@ -62,29 +70,31 @@ impl Rewriter<'_> {
     }
 
     fn frames(&mut self, frame: &Frame, out: &mut Vec<FrameDef>) {
-        let resolution = match (frame.remote(), self.resolver.as_deref_mut()) {
-            (Some((build_id, offset)), Some(resolver)) => Some(resolver.resolve(build_id, offset)),
-            _ => None,
+        let Some((build_id, offset)) = frame.remote() else {
+            let method = self.method(&frame.class, &frame.method, &frame.descriptor, frame.modifiers);
+            // A type we never write is carried over as JIT compiled.
+            let frame_type = frame.kind.unwrap_or(FrameType::JitCompiled);
+            out.push(FrameDef { method, line: frame.line, bci: frame.bci, frame_type });
+            return;
+        };
+        let resolution = match self.resolver.as_deref_mut() {
+            Some(resolver) => resolver.resolve(build_id, offset),
+            None => Resolution::Unresolved(crate::resolve::Unresolved::DebugFileMissing),
+        };
+        *self.tiers.entry(resolution.tier()).or_default() += 1;
+        let library = library_name(frame, build_id, &self.libraries);
+        // The JVM's own code is C++, as the recording said.
+        let frame_type = if frame.kind == Some(FrameType::Cpp) { FrameType::Cpp } else { FrameType::Native };
+        let native = |rewriter: &mut Self, name: &str, line: Option<u32>| {
+            let method = rewriter.method(&library, name, NON_JAVA_DESCRIPTOR, ACC_NATIVE);
+            FrameDef { method, line: line.map_or(-1, |l| l as i32), bci: -1, frame_type }
         };
         match resolution {
-            Some(Resolution::Frames(chain)) => {
-                let last = chain.len() - 1;
-                for (i, f) in chain.iter().enumerate() {
-                    let method = self.method("", &f.function, NON_JAVA_DESCRIPTOR, ACC_NATIVE);
-                    let frame_type = if i < last { FrameType::Inlined } else { FrameType::Native };
-                    out.push(FrameDef { method, line: f.line.map_or(-1, |l| l as i32), bci: -1, frame_type });
-                }
-            }
-            Some(Resolution::NameOnly(name)) => {
-                let method = self.method("", &name, NON_JAVA_DESCRIPTOR, ACC_NATIVE);
-                out.push(FrameDef { method, line: -1, bci: -1, frame_type: FrameType::Native });
-            }
-            Some(Resolution::Unresolved(_)) | None => {
-                let method = self.method(&frame.class, &frame.method, &frame.descriptor, frame.modifiers);
-                // A type we never write is carried over as JIT compiled.
-                let frame_type = frame.kind.unwrap_or(FrameType::JitCompiled);
-                out.push(FrameDef { method, line: frame.line, bci: frame.bci, frame_type });
-            }
+            // Inlined native functions are native frames too (the JFR type
+            // `Inlined` means inlined Java, and converters print it so).
+            Resolution::Frames(chain) => out.extend(chain.iter().map(|f| native(self, &f.function, f.line))),
+            Resolution::NameOnly(name) => out.push(native(self, &name, None)),
+            Resolution::Unresolved(_) => out.push(native(self, &format!("[{library}+{offset:#x}]"), None)),
         }
     }
 
@@ -128,8 +138,13 @@ impl Rewriter<'_> {
         for (name, value) in &chunk.settings {
             writer.write(&ActiveSetting { start_ticks: start, event_type: schema::id::EXECUTION_SAMPLE, name, value });
         }
-        // The profiler's own sample events (a JDK recording's are not copied).
-        let samples = chunk.samples.iter().filter(|_| dialect.is_some());
+        // The profiler's own sample events (another writer's are not
+        // copied); it writes CPU and wall-clock samples only.
+        let (samples, skipped): (Vec<&Sample>, Vec<&Sample>) =
+            chunk.samples.iter().partition(|s| dialect.is_some() && matches!(s.kind, EventKind::Cpu | EventKind::Wall));
+        for sample in skipped {
+            *self.skipped.entry(sample.kind).or_default() += 1;
+        }
         let mut threads: HashMap<u64, &Thread> = HashMap::new();
         let mut values: HashMap<u64, &str> = HashMap::new();
         for sample in samples {
@@ -148,7 +163,7 @@ impl Rewriter<'_> {
             let thread = self.thread(&sample.thread);
             threads.insert(thread, &sample.thread);
             writer.sample(&SampleEvent {
-                kind: if WALL_EVENTS.contains(&sample.event.as_str()) { SampleKind::Wall } else { SampleKind::Cpu },
+                kind: if sample.kind == EventKind::Wall { SampleKind::Wall } else { SampleKind::Cpu },
                 start_ticks: sample.start_ticks,
                 thread,
                 stack_trace: self.trace(sample),
@@ -234,8 +249,28 @@ fn dialect(chunk: &Chunk) -> Option<Dialect> {
     }
 }
 
+/// A rewritten recording and what the rewrite did.
+pub struct Rewritten {
+    /// All chunks, concatenated.
+    pub bytes: Vec<u8>,
+    /// Remote frames written, per tier that resolved them.
+    pub tiers: HashMap<Tier, u64>,
+    /// Sample events not copied, per kind: allocations and locks, and any
+    /// event of a recording another profiler wrote.
+    pub skipped: BTreeMap<EventKind, u64>,
+}
+
 /// The rewritten recording, all chunks concatenated.
 pub fn rewrite(recording: &Recording, resolver: Option<&mut Resolver>) -> Vec<u8> {
+    rewrite_counting(recording, resolver).bytes
+}
+
+/// [`rewrite`], and what it did.
+pub fn rewrite_counting(recording: &Recording, mut resolver: Option<&mut Resolver>) -> Rewritten {
+    if let Some(r) = resolver.as_deref_mut() {
+        r.prepare(recording);
+    }
+    let libraries = library_names(recording);
     let mut rewriter = Rewriter {
         pools: ConstantPools::new(),
         methods: HashMap::new(),
@@ -245,19 +280,23 @@ pub fn rewrite(recording: &Recording, resolver: Option<&mut Resolver>) -> Vec<u8
         values: HashMap::new(),
         labels: HashMap::new(),
         resolver,
+        libraries,
+        tiers: HashMap::new(),
+        skipped: BTreeMap::new(),
     };
     let mut out = Vec::new();
     let last = recording.chunks.len().saturating_sub(1);
     for (i, chunk) in recording.chunks.iter().enumerate() {
         out.extend(rewriter.write_chunk(chunk, i == last));
     }
-    out
+    Rewritten { bytes: out, tiers: rewriter.tiers, skipped: rewriter.skipped }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::debuginfo::Locator;
+    use crate::events::EventKind;
     use crate::recording::{Endpoint as EndpointEvent, NativeLibrary as Library};
     use crate::testing::*;
 
@@ -275,7 +314,7 @@ mod tests {
     /// context attributes, a wall-clock sample and a remote frame.
     fn original() -> Recording {
         let mut wall = sample("sleeper", 3, vec![native("epoll_wait"), java("app/Main", "idle", 40)]);
-        wall.event = "datadog.MethodSample".to_owned();
+        (wall.event, wall.kind) = ("datadog.MethodSample".to_owned(), EventKind::Wall);
         wall.state = "STATE_SLEEPING".to_owned();
         wall.attributes = vec![Some("GET /".to_owned()), None];
         let mut cpu = sample("worker", 1, vec![remote(ID, 0x1a2b), java("app/Main", "work", 12)]);
@@ -301,17 +340,41 @@ mod tests {
         Recording { chunks: vec![first, second] }
     }
 
+    /// An unresolved remote frame as the copy writes it: an ordinary
+    /// native frame of the library.
+    fn unresolved(library: &str, offset: u64, kind: Option<FrameType>) -> Frame {
+        Frame {
+            class: library.to_owned(),
+            method: format!("[{library}+{offset:#x}]"),
+            descriptor: "()L;".to_owned(),
+            modifiers: 0x100,
+            line: -1,
+            bci: -1,
+            kind,
+            build_id: None,
+        }
+    }
+
     fn assert_same_samples(copy: &Sample, original: &Sample) {
         let fields = |s: &Sample| {
             (s.event.clone(), s.start_ticks, s.thread.clone(), s.state.clone(), s.weight, s.span_id, s.root_span_id)
         };
         assert_eq!(fields(copy), fields(original));
         assert_eq!((&copy.attributes, copy.truncated), (&original.attributes, original.truncated));
-        assert_eq!(copy.frames, original.frames);
+        // Remote frames come back as the native frames `[library+0xoffset]`.
+        let expected: Vec<Frame> = original
+            .frames
+            .iter()
+            .map(|f| match f.remote() {
+                Some((_, offset)) => unresolved("libfoo.so", offset, NATIVE),
+                None => f.clone(),
+            })
+            .collect();
+        assert_eq!(copy.frames, expected);
     }
 
     #[test]
-    fn without_a_resolver_the_copy_reads_back_as_the_original() {
+    fn without_a_resolver_the_copy_reads_back_as_the_original_but_for_remote_frames() {
         let original = original();
         let copy = read_back("jfr_out_identity", &rewrite(&original, None));
         assert_eq!(copy.chunks.len(), 2);
@@ -335,15 +398,97 @@ mod tests {
         link_in_build_id_tree(&tree, ID, &std::env::current_exe().unwrap());
         let mut resolver = Resolver::new(Locator::new(&[tree], &[], None).0);
         let address = known_function_address();
-        let original = recording(vec![sample("t", 1, vec![remote(ID, address), java("app/Main", "main", 3)])], vec![]);
-        let copy = read_back("jfr_out_resolved", &rewrite(&original, Some(&mut resolver)));
+        let frames = vec![remote(ID, address), java("app/Main", "main", 3)];
+        let original = recording(vec![sample("t", 1, frames)], vec![library("/opt/lib/libfoo.so", ID)]);
+        let rewritten = rewrite_counting(&original, Some(&mut resolver));
+        assert_eq!(rewritten.tiers, HashMap::from([(Tier::Dwarf, 1)]));
+        assert!(rewritten.skipped.is_empty());
+        let copy = read_back("jfr_out_resolved", &rewritten.bytes);
         let frames = &copy.chunks[0].samples[0].frames;
         let named = &frames[frames.len() - 2];
         assert!(named.method.ends_with("known_function"), "{named:?}");
-        assert_eq!((named.class.as_str(), named.kind, named.bci), ("", NATIVE, -1));
+        // Named as async-profiler names native frames: the library as class.
+        assert_eq!(
+            (named.class.as_str(), named.descriptor.as_str(), named.kind, named.bci),
+            ("libfoo.so", "()L;", NATIVE, -1)
+        );
         assert!(named.line > 0, "{named:?}");
-        assert!(named.remote().is_none());
+        assert!(named.remote().is_none() && named.is_native_code());
+        // Inlined functions, if any, are native frames too.
+        assert!(frames[..frames.len() - 1].iter().all(|f| f.kind == NATIVE && f.class == "libfoo.so"), "{frames:?}");
         assert_eq!(frames.last(), original.chunks[0].samples[0].frames.last());
+    }
+
+    /// A JDK-dialect recording: remote frames `[libjvm.so+0x..]` of class
+    /// libjvm.so in the build-id's package, typed C++.
+    fn jdk_dialect(chunks: usize) -> Recording {
+        let mut recording = Recording::default();
+        for i in 0..chunks {
+            let frames = vec![remote_jdk("libjvm.so", ID, 0x5d7203 + i as u64), java("app/Main", "main", 3)];
+            let mut cpu = sample("t", 1, frames.clone());
+            cpu.event = "jdk.ExecutionSample".to_owned();
+            cpu.frames[0].kind = Some(FrameType::Cpp);
+            let mut wall = sample("t", 4, frames);
+            (wall.event, wall.kind, wall.state) =
+                ("profiler.WallClockSample".to_owned(), EventKind::Wall, "STATE_SLEEPING".to_owned());
+            // Events the copy does not carry (another writer's).
+            let mut alloc = sample("t", 4096, vec![java("app/Main", "main", 3)]);
+            (alloc.event, alloc.kind) = ("jdk.ObjectAllocationSample".to_owned(), EventKind::Alloc);
+            let mut chunk = chunk(vec![cpu, wall, alloc], vec![]);
+            chunk.settings = vec![("jfrdialect".to_owned(), "jdk".to_owned())];
+            chunk.clock.start_ticks = 100 * i as i64;
+            chunk.clock.start_nanos += 100 * i as i64;
+            recording.chunks.push(chunk);
+        }
+        recording
+    }
+
+    #[test]
+    fn unresolved_remote_frames_become_plain_native_frames_of_their_library() {
+        let original = jdk_dialect(1);
+        let rewritten = rewrite_counting(&original, None);
+        assert_eq!(rewritten.skipped, BTreeMap::from([(EventKind::Alloc, 1)]));
+        assert_eq!(rewritten.tiers, HashMap::from([(Tier::Unresolved, 2)]));
+        let copy = read_back("jfr_out_unresolved_jdk", &rewritten.bytes);
+        let samples = &copy.chunks[0].samples;
+        assert_eq!(
+            samples.iter().map(|s| (s.event.as_str(), s.kind)).collect::<Vec<_>>(),
+            [("jdk.ExecutionSample", EventKind::Cpu), ("profiler.WallClockSample", EventKind::Wall)]
+        );
+        // No build-id package: nothing left to resolve, nothing `<remote>`.
+        assert_eq!(samples[0].frames[0], unresolved("libjvm.so", 0x5d7203, Some(FrameType::Cpp)));
+        assert_eq!(samples[1].frames[0], unresolved("libjvm.so", 0x5d7203, NATIVE));
+        assert!(samples.iter().flat_map(|s| &s.frames).all(|f| f.remote().is_none() && f.method != "<remote>"));
+    }
+
+    /// Splits a file into its chunks (the size is at offset 8 of each header).
+    fn chunks_of(bytes: &[u8]) -> Vec<&[u8]> {
+        let mut chunks = Vec::new();
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            assert_eq!(&rest[..4], b"FLR\0");
+            let size = u64::from_be_bytes(rest[8..16].try_into().unwrap()) as usize;
+            let (chunk, tail) = rest.split_at(size);
+            chunks.push(chunk);
+            rest = tail;
+        }
+        chunks
+    }
+
+    #[test]
+    fn the_copy_reads_the_same_whole_and_chunk_by_chunk() {
+        let bytes = rewrite(&jdk_dialect(3), None);
+        let whole = read_back("jfr_out_whole", &bytes);
+        let parts = chunks_of(&bytes);
+        assert_eq!(parts.len(), 3);
+        let summary = |s: &Sample| (s.event.clone(), s.start_ticks, s.thread.clone(), s.weight, s.frames.clone());
+        let mut split = Vec::new();
+        for (i, part) in parts.iter().enumerate() {
+            split.extend(read_back(&format!("jfr_out_part{i}"), part).samples().map(summary));
+        }
+        assert_eq!(split, whole.samples().map(summary).collect::<Vec<_>>());
+        assert_eq!(split.len(), 6);
+        assert_eq!(split[4].4[0].method, "[libjvm.so+0x5d7205]");
     }
 
     #[test]

@@ -5,6 +5,7 @@
 pub mod collapsed;
 pub mod debuginfo;
 pub mod debuginfod;
+pub mod events;
 pub mod flamegraph;
 pub mod jfr_out;
 pub mod pprof;
@@ -12,5 +13,6 @@ pub mod profile;
 pub mod recording;
 pub mod report;
 pub mod resolve;
+pub mod symbols;
 #[cfg(test)]
 mod testing;

@@ -5,8 +5,10 @@
 //!
 //! commands:  collapsed | flamegraph | pprof | jfr | report
 //! options:   -o, --output PATH        where to write (default: stdout; required for pprof and jfr)
+//!            --event KIND             cpu (default), wall, alloc or lock: the events a profile shows
 //!            --debug-dir DIR          a tree with .build-id/ab/cdef….debug files (repeatable)
-//!            --binary PATH            a binary whose debug file (itself or via .gnu_debuglink) to use (repeatable)
+//!            --binary PATH            a library or executable, found by its build-id: its DWARF (itself
+//!                                     or via .gnu_debuglink), else its symbol table (repeatable)
 //!            --debuginfod URL         a debuginfod server (repeatable; DEBUGINFOD_URLS is used too)
 //!            --debuginfod-cache DIR   the client cache (default: the debuginfod client's)
 //!            --no-debuginfod          do not contact servers
@@ -18,18 +20,22 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use symbolizer::debuginfo::Locator;
 use symbolizer::debuginfod::{default_cache, urls_from_env, Debuginfod};
-use symbolizer::resolve::Resolver;
+use symbolizer::events::EventKind;
+use symbolizer::recording::Recording;
+use symbolizer::resolve::{Resolver, Tier};
 use symbolizer::{collapsed, flamegraph, jfr_out, pprof, profile, recording};
 
 const USAGE: &str = "usage: symbolize <collapsed|flamegraph|pprof|jfr|report> <recording.jfr> [-o OUTPUT] \
-[--debug-dir DIR]... [--binary PATH]... [--debuginfod URL]... [--debuginfod-cache DIR] [--no-debuginfod] \
-[--threads] [--title TITLE]";
+[--event cpu|wall|alloc|lock] [--debug-dir DIR]... [--binary PATH]... [--debuginfod URL]... \
+[--debuginfod-cache DIR] [--no-debuginfod] [--threads] [--title TITLE]";
 
 #[derive(Default)]
 struct Args {
     command: String,
     input: PathBuf,
     output: Option<PathBuf>,
+    /// `None`: not given (the default, CPU).
+    event: Option<EventKind>,
     debug_dirs: Vec<PathBuf>,
     binaries: Vec<PathBuf>,
     servers: Vec<String>,
@@ -47,6 +53,13 @@ fn parse_args() -> Result<Args, String> {
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "-o" | "--output" => parsed.output = Some(value(&mut args, &arg)?.into()),
+            "--event" => {
+                let kind = value(&mut args, &arg)?;
+                let accepted = EventKind::accepted();
+                let kind = EventKind::from_name(&kind)
+                    .ok_or(format!("--event {kind}: unknown event kind; accepted: {accepted}"))?;
+                parsed.event = Some(kind);
+            }
             "--debug-dir" => parsed.debug_dirs.push(value(&mut args, &arg)?.into()),
             "--binary" => parsed.binaries.push(value(&mut args, &arg)?.into()),
             "--debuginfod" => parsed.servers.push(value(&mut args, &arg)?),
@@ -86,6 +99,36 @@ fn write(args: &Args, bytes: &[u8]) -> Result<(), String> {
     }
 }
 
+/// A setting of the recording's first chunk, in nanoseconds (`"1000000
+/// ns"` as we write it, `"1000000"` as async-profiler does).
+fn setting_nanos(recording: &Recording, name: &str) -> Option<i64> {
+    let chunk = recording.chunks.first()?;
+    let (_, value) = chunk.settings.iter().find(|(k, _)| k == name)?;
+    value.trim_end_matches(" ns").parse().ok()
+}
+
+/// The sampling interval of a CPU or wall-clock profile: ours records
+/// the wall-clock interval as `wall`, async-profiler the interval of its
+/// one `event` as `interval`.
+fn period(recording: &Recording, kind: EventKind) -> i64 {
+    let wall = (kind == EventKind::Wall).then(|| setting_nanos(recording, "wall")).flatten();
+    wall.or_else(|| setting_nanos(recording, "interval")).unwrap_or(0)
+}
+
+/// The error for a recording without events of the chosen kind, naming
+/// the kinds it has.
+fn no_events(args: &Args, recording: &Recording, kind: EventKind) -> String {
+    let kinds = recording.kinds();
+    let has = if kinds.is_empty() {
+        format!("it has no sample events of any kind ({})", EventKind::accepted())
+    } else {
+        let listed: Vec<String> = kinds.iter().map(|(k, (events, _))| format!("{k} ({events} events)")).collect();
+        format!("it has {}; choose one with --event", listed.join(", "))
+    };
+    let types: Vec<&str> = kind.event_types().collect();
+    format!("{} has no {kind} events ({}): {has}", args.input.display(), types.join(", "))
+}
+
 fn run() -> Result<(), String> {
     let args = parse_args()?;
     if !["collapsed", "flamegraph", "pprof", "jfr", "report"].contains(&args.command.as_str()) {
@@ -94,29 +137,51 @@ fn run() -> Result<(), String> {
     if ["pprof", "jfr"].contains(&args.command.as_str()) && args.output.is_none() {
         return Err(format!("{} writes a binary file: give -o PATH", args.command));
     }
+    if args.command == "jfr" && args.event.is_some() {
+        return Err("--event does not apply to jfr: the copy keeps every event".to_owned());
+    }
     let outcome = recording::read(&args.input).map_err(|e| e.to_string())?;
     if let Some(error) = &outcome.error {
         eprintln!("warning: {error}; continuing with the {} chunks read before it", outcome.recording.chunks.len());
     }
     let recording = outcome.recording;
     let mut resolver = resolver(&args);
-    let (profile, report) = profile::build(&recording, Some(&mut resolver));
+    if args.command == "jfr" {
+        let jfr_out::Rewritten { bytes, tiers, skipped } = jfr_out::rewrite_counting(&recording, Some(&mut resolver));
+        write(&args, &bytes)?;
+        if !skipped.is_empty() {
+            let kinds: Vec<String> = skipped.iter().map(|(kind, n)| format!("{n} {kind}")).collect();
+            eprintln!(
+                "warning: not copied: {} sample events (the copy carries this profiler's CPU and wall-clock samples)",
+                kinds.join(", ")
+            );
+        }
+        let total: u64 = tiers.values().sum();
+        if total > 0 {
+            let counts: Vec<String> =
+                Tier::ALL.iter().map(|t| format!("{} {}", tiers.get(t).copied().unwrap_or(0), t.describe())).collect();
+            eprintln!("{total} remote frames: {}", counts.join(", "));
+            for problem in resolver.problems() {
+                eprintln!("  {problem}");
+            }
+        }
+        return Ok(());
+    }
+    let kind = args.event.unwrap_or_default();
+    if !recording.kinds().contains_key(&kind) {
+        return Err(no_events(&args, &recording, kind));
+    }
+    let (profile, report) = profile::build(&recording, kind, Some(&mut resolver));
     let bytes = match args.command.as_str() {
         "collapsed" => collapsed::collapse(&profile, args.by_thread).into_bytes(),
         "flamegraph" => {
-            let title = args.title.clone().unwrap_or_else(|| format!("Flame graph of {}", args.input.display()));
+            let title = args
+                .title
+                .clone()
+                .unwrap_or_else(|| format!("Flame graph of {}: {}", args.input.display(), kind.describe()));
             flamegraph::render(&profile, &title, args.by_thread).into_bytes()
         }
-        "pprof" => {
-            let period = recording
-                .chunks
-                .first()
-                .and_then(|c| c.settings.iter().find(|(k, _)| k == "interval"))
-                .and_then(|(_, v)| v.trim_end_matches(" ns").parse().ok())
-                .unwrap_or(0);
-            pprof::encode(&pprof::to_pprof(&profile, period))
-        }
-        "jfr" => jfr_out::rewrite(&recording, Some(&mut resolver)),
+        "pprof" => pprof::encode(&pprof::to_pprof(&profile, period(&recording, kind))),
         _ => report.to_string().into_bytes(),
     };
     write(&args, &bytes)?;

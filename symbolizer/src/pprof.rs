@@ -3,6 +3,7 @@
 //! hand with prost's derive (no build step); field numbers follow
 //! profile.proto.
 
+use crate::events::EventKind;
 use crate::profile::Profile;
 use flate2::write::GzEncoder;
 use std::collections::HashMap;
@@ -129,15 +130,29 @@ impl Strings {
     }
 }
 
+/// The sample type of a profile of `kind` (the names Go's profiles use),
+/// and for sampled time the period's type.
+fn value_types(kind: EventKind) -> ((&'static str, &'static str), Option<(&'static str, &'static str)>) {
+    match kind {
+        EventKind::Cpu => (("samples", "count"), Some(("cpu", "nanoseconds"))),
+        EventKind::Wall => (("samples", "count"), Some(("wall", "nanoseconds"))),
+        EventKind::Alloc => (("alloc_space", "bytes"), None),
+        EventKind::Lock => (("delay", "nanoseconds"), None),
+    }
+}
+
 /// Builds the pprof message: one location per distinct frame (remote
 /// frames of one address share a location, their inline chain as lines),
-/// one mapping per build-id, samples labelled with their thread.
+/// one mapping per build-id, samples labelled with their thread. The
+/// period (the sampling interval, for CPU and wall-clock profiles) is
+/// `period_nanos`.
 pub fn to_pprof(profile: &Profile, period_nanos: i64) -> PprofProfile {
     let mut strings = Strings::new();
+    let ((sample_type, sample_unit), period) = value_types(profile.kind);
     let mut out = PprofProfile {
-        sample_type: vec![ValueType { r#type: strings.id("samples"), unit: strings.id("count") }],
-        period_type: Some(ValueType { r#type: strings.id("cpu"), unit: strings.id("nanoseconds") }),
-        period: period_nanos,
+        sample_type: vec![ValueType { r#type: strings.id(sample_type), unit: strings.id(sample_unit) }],
+        period_type: period.map(|(kind, unit)| ValueType { r#type: strings.id(kind), unit: strings.id(unit) }),
+        period: if period.is_some() { period_nanos } else { 0 },
         ..Default::default()
     };
     let mut functions: HashMap<(String, Option<String>), u64> = HashMap::new();
@@ -255,6 +270,26 @@ mod tests {
         let mut raw = Vec::new();
         flate2::read::GzDecoder::new(bytes).read_to_end(&mut raw).expect("gzip");
         <PprofProfile as prost::Message>::decode(raw.as_slice()).expect("a profile message")
+    }
+
+    #[test]
+    fn allocation_and_lock_profiles_have_their_own_sample_types_and_no_period() {
+        for (kind, expected) in
+            [(EventKind::Alloc, ("alloc_space", "bytes")), (EventKind::Lock, ("delay", "nanoseconds"))]
+        {
+            let mut profile = profile();
+            profile.kind = kind;
+            let p = to_pprof(&profile, 10_000_000);
+            let s = |i: i64| p.string_table[i as usize].as_str();
+            assert_eq!((s(p.sample_type[0].r#type), s(p.sample_type[0].unit)), expected);
+            assert_eq!((p.period_type.clone(), p.period), (None, 0));
+            assert_eq!(p.sample.iter().map(|x| x.value[0]).sum::<i64>(), 8);
+        }
+        let mut wall = profile();
+        wall.kind = EventKind::Wall;
+        let p = to_pprof(&wall, 5_000_000);
+        let period = p.period_type.as_ref().unwrap();
+        assert_eq!((p.string_table[period.r#type as usize].as_str(), p.period), ("wall", 5_000_000));
     }
 
     #[test]

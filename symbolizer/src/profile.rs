@@ -1,9 +1,12 @@
-//! A recording reduced to stacks of display frames, with remote frames
-//! resolved (and expanded into their inline chains) where possible.
+//! A recording reduced to the stacks of one event kind, as display
+//! frames, with remote frames resolved (and expanded into their inline
+//! chains) where possible, and the class an allocation or lock wait was
+//! about as the innermost frame.
 
+use crate::events::EventKind;
 use crate::recording::{Frame, Recording};
 use crate::report::Report;
-use crate::resolve::{Resolution, Resolver, Unresolved};
+use crate::resolve::{Resolution, Resolver, Tier, Unresolved};
 use frames::{FrameType, UnknownNative};
 use std::collections::HashMap;
 
@@ -23,6 +26,7 @@ pub struct StackFrame {
 #[derive(Clone, Debug)]
 pub struct ProfileSample {
     pub thread: String,
+    /// In the kind's unit ([`EventKind::unit`]).
     pub weight: u64,
     /// Indexes into [`Profile::frames`], innermost first.
     pub stack: Vec<u32>,
@@ -30,12 +34,17 @@ pub struct ProfileSample {
 
 #[derive(Default, Debug)]
 pub struct Profile {
+    pub kind: EventKind,
     pub frames: Vec<StackFrame>,
     index: HashMap<StackFrame, u32>,
     pub samples: Vec<ProfileSample>,
 }
 
 impl Profile {
+    pub fn new(kind: EventKind) -> Self {
+        Self { kind, ..Self::default() }
+    }
+
     pub fn intern(&mut self, frame: StackFrame) -> u32 {
         if let Some(&i) = self.index.get(&frame) {
             return i;
@@ -52,7 +61,7 @@ impl Profile {
 }
 
 /// Library file names by build-id, from the recording's `jdk.NativeLibrary` events.
-fn library_names(recording: &Recording) -> HashMap<String, String> {
+pub fn library_names(recording: &Recording) -> HashMap<String, String> {
     recording
         .libraries()
         .filter_map(|l| {
@@ -62,14 +71,26 @@ fn library_names(recording: &Recording) -> HashMap<String, String> {
         .collect()
 }
 
+/// The file name of the library a remote frame belongs to: from the
+/// recording's `jdk.NativeLibrary` events, else the frame's class (in the
+/// JDK dialect), else the start of the build-id.
+pub fn library_name(frame: &Frame, build_id: &str, libraries: &HashMap<String, String>) -> String {
+    match libraries.get(build_id) {
+        Some(name) => name.clone(),
+        None if frame.build_id.is_some() && !frame.class.is_empty() => frame.class.clone(),
+        None => build_id.chars().take(12).collect(),
+    }
+}
+
 /// Turns one recorded frame into display frames (several for a remote
-/// frame whose address lies in inlined code), innermost first.
+/// frame whose address lies in inlined code), innermost first, and says
+/// how a remote frame was resolved.
 fn expand(
     frame: &Frame,
     resolver: &mut Option<&mut Resolver>,
     libraries: &HashMap<String, String>,
     problems: &mut Vec<Unresolved>,
-) -> Vec<StackFrame> {
+) -> (Vec<StackFrame>, Option<Tier>) {
     let plain = |name: String, kind, file: Option<String>, line| StackFrame {
         name,
         kind,
@@ -83,7 +104,7 @@ fn expand(
             problems.push(Unresolved::NoFileMapping);
         }
         let line = u32::try_from(frame.line).ok().filter(|&l| l > 0);
-        return vec![plain(frame.display_name(), frame.kind, None, line)];
+        return (vec![plain(frame.display_name(), frame.kind, None, line)], None);
     };
     let remote = Some((build_id.to_owned(), offset));
     let resolution = match resolver {
@@ -93,7 +114,10 @@ fn expand(
     if let Some(problem) = resolution.problem() {
         problems.push(problem);
     }
-    match resolution {
+    let tier = Some(resolution.tier());
+    // The JVM's own code is C++, as the recording said.
+    let native = if frame.kind == Some(FrameType::Cpp) { FrameType::Cpp } else { FrameType::Native };
+    let frames = match resolution {
         Resolution::Frames(frames) => {
             let last = frames.len() - 1;
             frames
@@ -101,7 +125,7 @@ fn expand(
                 .enumerate()
                 .map(|(i, f)| StackFrame {
                     name: f.function,
-                    kind: Some(FrameType::Native),
+                    kind: Some(native),
                     file: f.file,
                     line: f.line,
                     remote: remote.clone(),
@@ -110,11 +134,10 @@ fn expand(
                 .collect()
         }
         Resolution::NameOnly(name) => {
-            vec![StackFrame { name, kind: Some(FrameType::Native), file: None, line: None, remote, inlined: false }]
+            vec![StackFrame { name, kind: Some(native), file: None, line: None, remote, inlined: false }]
         }
         Resolution::Unresolved(_) => {
-            let library = libraries.get(build_id).cloned().unwrap_or_else(|| build_id.chars().take(12).collect());
-            let name = format!("[{library}+{offset:#x}]");
+            let name = format!("[{}+{offset:#x}]", library_name(frame, build_id, libraries));
             vec![StackFrame {
                 name,
                 kind: Some(FrameType::RemoteNative),
@@ -124,40 +147,54 @@ fn expand(
                 inlined: false,
             }]
         }
-    }
+    };
+    (frames, tier)
 }
 
-/// Builds the profile, resolving remote frames with `resolver` (when
-/// given), and reports what stayed unresolved.
-pub fn build(recording: &Recording, mut resolver: Option<&mut Resolver>) -> (Profile, Report) {
+/// Builds the profile of the samples of `kind`, resolving remote frames
+/// with `resolver` (when given), and reports how they resolved.
+pub fn build(recording: &Recording, kind: EventKind, mut resolver: Option<&mut Resolver>) -> (Profile, Report) {
     let libraries = library_names(recording);
-    let remote_ids: Vec<String> = {
-        let mut ids: Vec<String> = recording
-            .samples()
-            .flat_map(|s| s.frames.iter().filter_map(|f| f.remote().map(|(id, _)| id.to_owned())))
-            .collect();
-        ids.sort();
-        ids.dedup();
-        ids
-    };
     if let Some(r) = resolver.as_deref_mut() {
-        r.prefetch(&remote_ids);
+        r.prepare(recording);
     }
-    let mut profile = Profile::default();
-    let mut report = Report::default();
-    for sample in recording.samples() {
+    let mut profile = Profile::new(kind);
+    let mut report = Report::new(kind, recording.kinds());
+    let mut names: HashMap<String, String> = HashMap::new();
+    for sample in recording.samples().filter(|s| s.kind == kind) {
+        let count = report.frame_count(sample.weight);
         let mut problems = Vec::new();
-        let mut stack = Vec::with_capacity(sample.frames.len());
+        let mut stack = Vec::with_capacity(sample.frames.len() + 1);
+        if let Some(leaf) = &sample.leaf {
+            let frame = StackFrame {
+                name: leaf.class.clone(),
+                kind: Some(leaf.kind),
+                file: None,
+                line: None,
+                remote: None,
+                inlined: false,
+            };
+            stack.push(profile.intern(frame));
+        }
         for frame in &sample.frames {
-            if frame.remote().is_some() {
-                report.remote_frames += sample.weight;
+            let (expanded, tier) = expand(frame, &mut resolver, &libraries, &mut problems);
+            if let (Some(tier), Some((build_id, _))) = (tier, frame.remote()) {
+                report.add_remote(build_id, tier, count);
+                names.entry(build_id.to_owned()).or_insert_with(|| library_name(frame, build_id, &libraries));
             }
-            for expanded in expand(frame, &mut resolver, &libraries, &mut problems) {
+            for expanded in expanded {
                 stack.push(profile.intern(expanded));
             }
         }
         report.add_sample(sample.weight, &problems);
         profile.samples.push(ProfileSample { thread: sample.thread.name().to_owned(), weight: sample.weight, stack });
+    }
+    for (build_id, library) in &mut report.libraries {
+        library.name = names.remove(build_id).unwrap_or_default();
+        library.source = match resolver.as_deref() {
+            Some(r) => r.describe(build_id).unwrap_or_default(),
+            None => "not resolved (no resolver)".to_owned(),
+        };
     }
     if let Some(r) = resolver {
         report.problems = r.problems().to_vec();
@@ -171,6 +208,10 @@ mod tests {
     use crate::debuginfo::Locator;
     use crate::testing::*;
 
+    fn build_cpu(recording: &Recording, resolver: Option<&mut Resolver>) -> (Profile, Report) {
+        build(recording, EventKind::Cpu, resolver)
+    }
+
     fn names(profile: &Profile, sample: usize) -> Vec<&str> {
         profile.samples[sample].stack.iter().map(|&f| profile.frames[f as usize].name.as_str()).collect()
     }
@@ -182,7 +223,7 @@ mod tests {
     #[test]
     fn java_frames_are_named_by_dotted_class_native_frames_by_symbol() {
         let frames = vec![native("memcpy"), java("com/example/Foo", "bar", 12), java("com/example/Main", "main", 0)];
-        let (profile, report) = build(&recording(vec![sample("worker", 3, frames)], vec![]), None);
+        let (profile, report) = build_cpu(&recording(vec![sample("worker", 3, frames)], vec![]), None);
         assert_eq!(names(&profile, 0), ["memcpy", "com.example.Foo.bar", "com.example.Main.main"]);
         assert_eq!(profile.samples[0].thread, "worker");
         assert_eq!(profile.samples[0].weight, 3);
@@ -195,13 +236,38 @@ mod tests {
     }
 
     #[test]
+    fn a_profile_shows_one_kind_and_its_class_ends_the_stack() {
+        let mut alloc = sample("a", 4096, vec![java("app/Main", "allocate", 5), java("app/Main", "main", 1)]);
+        alloc.kind = EventKind::Alloc;
+        alloc.leaf = Some(crate::recording::ClassLeaf { class: "byte[]".to_owned(), kind: FrameType::Kernel });
+        let mut wall = sample("a", 7, vec![java("app/Main", "main", 1)]);
+        wall.kind = EventKind::Wall;
+        let samples = vec![sample("a", 2, vec![java("app/Main", "main", 1)]), alloc, wall];
+        let recording = recording(samples, vec![]);
+        let weights = |kind| {
+            let (profile, report) = build(&recording, kind, None);
+            assert_eq!(profile.kind, kind);
+            assert_eq!(report.total_weight, profile.total_weight());
+            (profile.samples.len(), profile.total_weight())
+        };
+        assert_eq!(weights(EventKind::Cpu), (1, 2));
+        assert_eq!(weights(EventKind::Wall), (1, 7));
+        assert_eq!(weights(EventKind::Alloc), (1, 4096));
+        assert_eq!(weights(EventKind::Lock), (0, 0));
+        let (profile, report) = build(&recording, EventKind::Alloc, None);
+        assert_eq!(names(&profile, 0), ["byte[]", "app.Main.allocate", "app.Main.main"]);
+        assert_eq!(frame(&profile, 0, 0).kind, Some(FrameType::Kernel));
+        assert_eq!(report.kinds[&EventKind::Cpu], (1, 2));
+    }
+
+    #[test]
     fn equal_frames_are_interned_once_and_weights_add_up() {
         let samples = vec![
             sample("a", 1, vec![java("app/Main", "work", 5), java("app/Main", "main", 1)]),
             sample("b", 2, vec![java("app/Main", "work", 5), java("app/Main", "main", 1)]),
             sample("a", 4, vec![java("app/Main", "work", 6), java("app/Main", "main", 1)]),
         ];
-        let (profile, _) = build(&recording(samples, vec![]), None);
+        let (profile, _) = build_cpu(&recording(samples, vec![]), None);
         // `work` at line 6 is another frame than at line 5.
         assert_eq!(profile.frames.len(), 3);
         assert_eq!(profile.samples[0].stack, profile.samples[1].stack);
@@ -215,7 +281,7 @@ mod tests {
             sample("t", 2, vec![native(&UnknownNative(0x7f00_1234_5678).to_string()), java("app/Main", "main", 1)]),
             sample("t", 1, vec![native("memcpy")]),
         ];
-        let (_, report) = build(&recording(samples, vec![]), None);
+        let (_, report) = build_cpu(&recording(samples, vec![]), None);
         assert_eq!(report.stats(Unresolved::NoFileMapping), crate::report::CategoryStats { frames: 2, samples: 2 });
         assert_eq!(report.categories.len(), 1);
     }
@@ -226,7 +292,7 @@ mod tests {
         let unknown = "fedcba9876543210fedcba9876543210fedcba98";
         let frames = vec![remote(known, 0x1a2b), remote(unknown, 0x10), java("app/Main", "main", 1)];
         let samples = vec![sample("t", 5, frames)];
-        let (profile, report) = build(&recording(samples, vec![library("/opt/app/lib/libfoo.so", known)]), None);
+        let (profile, report) = build_cpu(&recording(samples, vec![library("/opt/app/lib/libfoo.so", known)]), None);
         // A library the recording lists by its file name; another by the
         // start of its build-id.
         assert_eq!(names(&profile, 0), ["[libfoo.so+0x1a2b]", "[fedcba987654+0x10]", "app.Main.main"]);
@@ -234,6 +300,9 @@ mod tests {
         assert_eq!(first.kind, REMOTE_NATIVE);
         assert_eq!(first.remote, Some((known.to_owned(), 0x1a2b)));
         assert_eq!(report.remote_frames, 10);
+        assert_eq!(report.tier(Tier::Unresolved), 10);
+        assert_eq!(report.libraries[known].name, "libfoo.so");
+        assert_eq!(report.libraries[unknown].name, "fedcba987654");
         assert_eq!(report.stats(Unresolved::DebugFileMissing), crate::report::CategoryStats { frames: 10, samples: 5 });
     }
 
@@ -245,7 +314,7 @@ mod tests {
         let mut resolver = Resolver::new(Locator::new(&[tree], &[], None).0);
         let address = known_function_address();
         let samples = vec![sample("t", 2, vec![remote(build_id, address), java("app/Main", "main", 1)])];
-        let (profile, report) = build(&recording(samples, vec![]), Some(&mut resolver));
+        let (profile, report) = build_cpu(&recording(samples, vec![]), Some(&mut resolver));
         // The inline chain at the address (what the optimizer inlined into
         // `known_function`, if anything), then the function, then Java.
         let stack = &profile.samples[0].stack;
@@ -259,6 +328,8 @@ mod tests {
         assert!(chain.iter().all(|f| f.kind == NATIVE && f.remote == remote), "{chain:?}");
         assert_eq!(names(&profile, 0).last(), Some(&"app.Main.main"));
         assert_eq!(report.remote_frames, 2);
+        assert_eq!(report.tier(Tier::Dwarf), 2);
+        assert!(report.libraries[build_id].source.starts_with("DWARF of "), "{report}");
         assert!(report.categories.is_empty(), "{report}");
     }
 }

@@ -1,19 +1,17 @@
-//! Reading our recordings with the `jfrs` parser into plain data: per
-//! chunk, its clock, its sample events with full stacks, its endpoints,
-//! settings and counters, and the native libraries it lists. A chunk that cannot be
-//! parsed ends the read with what came before it and an error describing
-//! the rest.
+//! Reading recordings (ours in either dialect, async-profiler's, the
+//! JDK's) with the `jfrs` parser into plain data: per chunk, its clock,
+//! its sample events of every kind ([`EventKind`]) with full stacks and
+//! weights, its endpoints, settings and counters, and the native libraries
+//! it lists. A chunk that cannot be parsed ends the read with what came
+//! before it and an error describing the rest.
 
+use crate::events::{event_type, java_class_name, EventKind, EventType, Weight};
 use frames::{FrameType, NON_JAVA_DESCRIPTOR, REMOTE_METHOD_NAME};
 use jfrs::reader::event::Accessor;
 use jfrs::reader::value_descriptor::{Primitive, ValueDescriptor};
 use jfrs::reader::JfrReader;
 use std::fs::File;
 use std::path::Path;
-
-/// Event types that carry a stack and a weight.
-pub const SAMPLE_EVENTS: &[&str] =
-    &["jdk.ExecutionSample", "profiler.WallClockSample", "datadog.ExecutionSample", "datadog.MethodSample"];
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
@@ -55,10 +53,22 @@ impl Frame {
         Some((build_id, hex(offset.strip_prefix('+')?)?))
     }
 
-    /// `com.example.Foo.bar` for Java frames (`native` methods included),
-    /// the symbol for native ones, whose class, if any, is their library.
+    /// Whether the frame is native code (C, C++, the kernel) rather than a
+    /// Java method: its class, if any, is the library's file name. A Java
+    /// `native` method is a Native frame too, but it has a Java class and
+    /// descriptor; native code has [`NON_JAVA_DESCRIPTOR`] (`(Lk;)L;` for
+    /// async-profiler's kernel frames), which no Java method has.
+    pub fn is_native_code(&self) -> bool {
+        let non_java = self.descriptor.strip_suffix(&NON_JAVA_DESCRIPTOR[1..]).is_some_and(|d| d.starts_with('('));
+        matches!(self.kind, Some(FrameType::Cpp | FrameType::Kernel | FrameType::RemoteNative))
+            || self.class.is_empty()
+            || non_java
+    }
+
+    /// `com.example.Foo.bar` for Java frames, the symbol for native ones
+    /// (as async-profiler's converter names them).
     pub fn display_name(&self) -> String {
-        if self.class.is_empty() || self.descriptor == NON_JAVA_DESCRIPTOR {
+        if self.is_native_code() {
             self.method.clone()
         } else {
             format!("{}.{}", self.class.replace('/', "."), self.method)
@@ -80,13 +90,26 @@ impl Thread {
     }
 }
 
+/// The class that ends an allocation's or a lock wait's stack.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClassLeaf {
+    /// As Java source names it (`byte[]`, `java.lang.Object`).
+    pub class: String,
+    /// How async-profiler colours it: inlined for a TLAB allocation and a
+    /// lock's class, kernel for an allocation outside a TLAB.
+    pub kind: FrameType,
+}
+
 #[derive(Clone, Debug)]
 pub struct Sample {
     pub event: String,
+    pub kind: EventKind,
     pub start_ticks: i64,
     pub thread: Thread,
     pub state: String,
+    /// In the kind's unit: intervals, bytes or nanoseconds.
     pub weight: u64,
+    pub leaf: Option<ClassLeaf>,
     pub span_id: u64,
     pub root_span_id: u64,
     /// Values of the chunk's context attributes, in order.
@@ -141,8 +164,21 @@ pub struct Recording {
 }
 
 impl Recording {
+    /// Samples of every kind.
     pub fn samples(&self) -> impl Iterator<Item = &Sample> {
         self.chunks.iter().flat_map(|c| c.samples.iter())
+    }
+
+    /// The kinds of samples the recording has: for each, the number of
+    /// events and their total weight.
+    pub fn kinds(&self) -> std::collections::BTreeMap<EventKind, (u64, u64)> {
+        let mut kinds = std::collections::BTreeMap::new();
+        for sample in self.samples() {
+            let (events, weight): &mut (u64, u64) = kinds.entry(sample.kind).or_default();
+            *events += 1;
+            *weight += sample.weight;
+        }
+        kinds
     }
 
     pub fn libraries(&self) -> impl Iterator<Item = &NativeLibrary> {
@@ -225,14 +261,40 @@ fn thread(event: &Accessor<'_>) -> Thread {
     }
 }
 
-fn sample(name: &str, event: Accessor<'_>, attributes: &[String]) -> Sample {
+/// An event's weight in its kind's unit.
+fn weight(event_type: &EventType, event: &Accessor<'_>, clock: &Clock) -> u64 {
+    match event_type.weight {
+        Weight::Intervals(fields) => fields.iter().find_map(|f| long(event.get_field(f))).unwrap_or(1).max(1) as u64,
+        Weight::Bytes(field) => long(event.get_field(field)).unwrap_or(0).max(0) as u64,
+        Weight::Duration => ticks_to_nanos(long(event.get_field("duration")).unwrap_or(0), clock.ticks_per_second),
+    }
+}
+
+/// A duration in a chunk's ticks, in nanoseconds (0 for a negative one).
+pub fn ticks_to_nanos(ticks: i64, ticks_per_second: i64) -> u64 {
+    let ticks = ticks.max(0) as u128;
+    let per_second = ticks_per_second.max(1) as u128;
+    u64::try_from(ticks * 1_000_000_000 / per_second).unwrap_or(u64::MAX)
+}
+
+/// The class ending an allocation's or lock wait's stack.
+fn leaf(event_type: &EventType, event: &Accessor<'_>) -> Option<ClassLeaf> {
+    let (field, kind) = event_type.class_field?;
+    let class = event.get_field(field).and_then(Accessor::resolve);
+    let name = string(class.and_then(|c| c.get_field("name")))?;
+    Some(ClassLeaf { class: java_class_name(&name), kind })
+}
+
+fn sample(event_type: &EventType, event: Accessor<'_>, chunk: &Chunk) -> Sample {
     let stack = event.get_field("stackTrace").and_then(Accessor::resolve);
     let mut sample = Sample {
-        event: name.to_owned(),
+        event: event_type.name.to_owned(),
+        kind: event_type.kind,
         start_ticks: long(event.get_field("startTime")).unwrap_or(0),
         thread: thread(&event),
         state: string(event.get_field("state")).unwrap_or_default(),
-        weight: long(event.get_field("weight").or_else(|| event.get_field("samples"))).unwrap_or(1).max(1) as u64,
+        weight: weight(event_type, &event, &chunk.clock),
+        leaf: leaf(event_type, &event),
         span_id: 0,
         root_span_id: 0,
         attributes: Vec::new(),
@@ -243,7 +305,7 @@ fn sample(name: &str, event: Accessor<'_>, attributes: &[String]) -> Sample {
             .map(|frames| frames.map(frame).collect())
             .unwrap_or_default(),
     };
-    set_context(&mut sample, &event, attributes);
+    set_context(&mut sample, &event, &chunk.attributes);
     sample
 }
 
@@ -324,13 +386,17 @@ pub fn read(path: &Path) -> Result<ReadOutcome, ReadError> {
                     operation: string(value.get_field("operation")).unwrap_or_default(),
                     root_span_id: long(value.get_field("localRootSpanId")).unwrap_or(0) as u64,
                 }),
-                _ if SAMPLE_EVENTS.contains(&name) => data.samples.push(sample(name, value, &data.attributes)),
                 "jvmprofiler.SampleContext" => {
                     if let Some(last) = data.samples.last_mut() {
                         set_context(last, &value, &data.attributes);
                     }
                 }
-                _ => {}
+                other => {
+                    if let Some(event_type) = event_type(other) {
+                        let sample = sample(event_type, value, &data);
+                        data.samples.push(sample);
+                    }
+                }
             }
         }
         recording.chunks.push(data);
@@ -340,7 +406,38 @@ pub fn read(path: &Path) -> Result<ReadOutcome, ReadError> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
     use crate::testing::*;
+
+    #[test]
+    fn durations_are_converted_from_the_chunk_ticks() {
+        assert_eq!(ticks_to_nanos(1_500, 1_000_000_000), 1_500);
+        // A TSC clock of 2.5 GHz.
+        assert_eq!(ticks_to_nanos(2_500_000_000, 2_500_000_000), 1_000_000_000);
+        assert_eq!(ticks_to_nanos(i64::MAX, 1), u64::MAX);
+        assert_eq!(ticks_to_nanos(-5, 1_000_000_000), 0);
+        assert_eq!(ticks_to_nanos(5, 0), 5_000_000_000);
+    }
+
+    #[test]
+    fn native_code_is_named_by_its_symbol_alone() {
+        // async-profiler's and ours: the library as class, `()L;`.
+        let mut cpp = remote_jdk("libjvm.so", "ab", 0x10);
+        (cpp.method, cpp.build_id, cpp.kind) = ("JVM_Sleep".to_owned(), None, Some(FrameType::Cpp));
+        assert_eq!(cpp.display_name(), "JVM_Sleep");
+        let mut native = cpp.clone();
+        native.kind = Some(FrameType::Native);
+        assert_eq!(native.display_name(), "JVM_Sleep");
+        let mut kernel = native.clone();
+        (kernel.class, kernel.descriptor, kernel.kind) = (String::new(), "(Lk;)L;".to_owned(), Some(FrameType::Kernel));
+        assert_eq!(kernel.display_name(), "JVM_Sleep");
+        assert_eq!(crate::testing::native("memcpy").display_name(), "memcpy");
+        // A Java `native` method keeps its class.
+        let mut java_native = java("java/lang/Thread", "sleep0", -1);
+        (java_native.kind, java_native.descriptor) = (Some(FrameType::Native), "(J)V".to_owned());
+        assert!(!java_native.is_native_code());
+        assert_eq!(java_native.display_name(), "java.lang.Thread.sleep0");
+    }
 
     const ID: &str = "abcdef0123456789";
 

@@ -1,11 +1,17 @@
-//! Resolving remote frames (build-id, pc offset) to functions, source
-//! lines and inline chains from debug files, with a cache keyed by
-//! (build-id, address). The offset is already the attribution address
-//! (the agent subtracted one from return addresses): it is looked up as is.
+//! Resolving remote frames (build-id, pc offset) in tiers: (a) DWARF from
+//! a debug file — function, file, line and the inline chain; (b) the
+//! symbol table (`.symtab`, else `.dynsym`) of the library's debug file
+//! or binary — the function's name; (c) nothing — the frame stays
+//! `[library+0xoffset]`. Results are cached by (build-id, address). The
+//! offset is already the attribution address (the agent subtracted one
+//! from return addresses): it is looked up as is.
 
-use crate::debuginfo::{Locator, Missing};
+use crate::debuginfo::{has_dwarf, mmap, Locator, Missing};
+use crate::recording::Recording;
+use crate::symbols::SymbolTable;
 use addr2line::Loader;
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ResolvedFrame {
@@ -21,21 +27,30 @@ pub enum Unresolved {
     NoFileMapping,
     /// No source knows the build-id.
     UnknownBuildId,
-    /// The build-id is known but its debug file cannot be had.
+    /// The build-id is known but neither a debug file nor a binary with
+    /// symbols can be had.
     DebugFileMissing,
-    /// The debug file has no line information for the address.
+    /// The library is known but no function of it holds the address.
+    NoSymbol,
+    /// Named from a symbol table, or by DWARF without a line: no line.
     NoLineInfo,
 }
 
 impl Unresolved {
-    pub const ALL: [Unresolved; 4] =
-        [Unresolved::NoFileMapping, Unresolved::UnknownBuildId, Unresolved::DebugFileMissing, Unresolved::NoLineInfo];
+    pub const ALL: [Unresolved; 5] = [
+        Unresolved::NoFileMapping,
+        Unresolved::UnknownBuildId,
+        Unresolved::DebugFileMissing,
+        Unresolved::NoSymbol,
+        Unresolved::NoLineInfo,
+    ];
 
     pub fn describe(self) -> &'static str {
         match self {
             Unresolved::NoFileMapping => "no file mapping (JIT or anonymous code)",
             Unresolved::UnknownBuildId => "unknown build-id",
-            Unresolved::DebugFileMissing => "debug file missing",
+            Unresolved::DebugFileMissing => "debug file and binary missing",
+            Unresolved::NoSymbol => "no function at the address",
             Unresolved::NoLineInfo => "no line information",
         }
     }
@@ -43,12 +58,33 @@ impl Unresolved {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Resolution {
-    /// The inline chain, innermost first; the last frame is the function
-    /// whose code contains the address.
+    /// Tier (a), DWARF: the inline chain, innermost first; the last frame
+    /// is the function whose code contains the address.
     Frames(Vec<ResolvedFrame>),
-    /// A name from the symbol table, but no source lines.
+    /// Tier (b): a name from a symbol table, no source lines.
     NameOnly(String),
+    /// Tier (c).
     Unresolved(Unresolved),
+}
+
+/// How a frame was resolved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Tier {
+    Dwarf,
+    Symbols,
+    Unresolved,
+}
+
+impl Tier {
+    pub const ALL: [Tier; 3] = [Tier::Dwarf, Tier::Symbols, Tier::Unresolved];
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Tier::Dwarf => "DWARF (function, file:line, inlined calls)",
+            Tier::Symbols => "symbol table (function name)",
+            Tier::Unresolved => "unresolved ([library+0xoffset])",
+        }
+    }
 }
 
 impl Resolution {
@@ -60,6 +96,14 @@ impl Resolution {
             Resolution::Unresolved(why) => Some(*why),
         }
     }
+
+    pub fn tier(&self) -> Tier {
+        match self {
+            Resolution::Frames(_) => Tier::Dwarf,
+            Resolution::NameOnly(_) => Tier::Symbols,
+            Resolution::Unresolved(_) => Tier::Unresolved,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -68,9 +112,49 @@ pub struct Stats {
     pub cache_hits: u64,
 }
 
+/// What a library's frames are resolved from.
+enum Source {
+    /// A debug file with DWARF, and its symbol table for addresses its
+    /// DWARF does not cover.
+    Dwarf {
+        loader: Box<Loader>,
+        symbols: Option<SymbolTable>,
+        path: PathBuf,
+    },
+    Symbols {
+        table: SymbolTable,
+        path: PathBuf,
+    },
+}
+
+impl Source {
+    fn describe(&self) -> String {
+        match self {
+            Source::Dwarf { path, .. } => format!("DWARF of {}", path.display()),
+            Source::Symbols { table, path } => format!("{} of {} (no debug file)", table.table, path.display()),
+        }
+    }
+}
+
+/// Why a library's frames cannot be resolved.
+struct Failure {
+    why: Unresolved,
+    detail: String,
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.why.describe(), self.detail)
+    }
+}
+
+fn symbol_table(path: &Path) -> Option<SymbolTable> {
+    SymbolTable::parse(&mmap(path).ok()?)
+}
+
 pub struct Resolver {
     locator: Locator,
-    loaders: HashMap<String, Result<Loader, Unresolved>>,
+    sources: HashMap<String, Result<Source, Failure>>,
     cache: HashMap<(String, u64), Resolution>,
     problems: Vec<String>,
     stats: Stats,
@@ -78,7 +162,25 @@ pub struct Resolver {
 
 impl Resolver {
     pub fn new(locator: Locator) -> Self {
-        Self { locator, loaders: HashMap::new(), cache: HashMap::new(), problems: Vec::new(), stats: Stats::default() }
+        Self { locator, sources: HashMap::new(), cache: HashMap::new(), problems: Vec::new(), stats: Stats::default() }
+    }
+
+    /// Learns the library files the recording names (`jdk.NativeLibrary`)
+    /// and fetches the debug files of its remote frames' build-ids from
+    /// debuginfod servers, concurrently, before resolving.
+    pub fn prepare(&mut self, recording: &Recording) {
+        for library in recording.libraries() {
+            if let Some(build_id) = &library.build_id {
+                self.locator.add_recorded_library(build_id, Path::new(&library.name));
+            }
+        }
+        let mut ids: Vec<String> = recording
+            .samples()
+            .flat_map(|s| s.frames.iter().filter_map(|f| f.remote().map(|(id, _)| id.to_owned())))
+            .collect();
+        ids.sort();
+        ids.dedup();
+        self.prefetch(&ids);
     }
 
     /// Fetches the debug files of these build-ids from debuginfod servers,
@@ -96,25 +198,70 @@ impl Resolver {
         self.stats
     }
 
-    fn loader(&mut self, build_id: &str) -> Result<&Loader, Unresolved> {
-        if !self.loaders.contains_key(build_id) {
-            let loaded = match self.locator.locate(build_id) {
-                Ok(path) => Loader::new(&path).map_err(|e| {
-                    self.problems.push(format!("{build_id}: {} is not a usable debug file: {e}", path.display()));
-                    Unresolved::DebugFileMissing
-                }),
-                Err(Missing::UnknownBuildId) => {
-                    self.problems.push(format!("{build_id}: unknown build-id (no debug file anywhere)"));
-                    Err(Unresolved::UnknownBuildId)
-                }
-                Err(Missing::DebugFileMissing(why)) => {
-                    self.problems.push(format!("{build_id}: debug file missing: {why}"));
-                    Err(Unresolved::DebugFileMissing)
-                }
-            };
-            self.loaders.insert(build_id.to_owned(), loaded);
+    /// What the frames of `build_id` were resolved from (after resolving
+    /// one), or why they were not.
+    pub fn describe(&self, build_id: &str) -> Option<String> {
+        Some(match self.sources.get(build_id)? {
+            Ok(source) => source.describe(),
+            Err(failure) => failure.to_string(),
+        })
+    }
+
+    /// The source of `build_id`'s frames: a debug file with DWARF, else the
+    /// first binary or symbol-only debug file with a `.symtab`, else the
+    /// first with a `.dynsym`.
+    fn source(&mut self, build_id: &str) -> Result<&Source, Unresolved> {
+        if !self.sources.contains_key(build_id) {
+            let source = self.find_source(build_id);
+            self.sources.insert(build_id.to_owned(), source);
         }
-        self.loaders[build_id].as_ref().map_err(|e| *e)
+        self.sources[build_id].as_ref().map_err(|f| f.why)
+    }
+
+    fn find_source(&mut self, build_id: &str) -> Result<Source, Failure> {
+        let mut candidates = Vec::new();
+        let mut missing = match self.locator.locate(build_id) {
+            Ok(path) if has_dwarf(&path) => match Loader::new(&path) {
+                Ok(loader) => {
+                    return Ok(Source::Dwarf { symbols: symbol_table(&path), loader: Box::new(loader), path })
+                }
+                Err(e) => Some(format!("{} is not a usable debug file: {e}", path.display())),
+            },
+            Ok(path) => {
+                let problem = format!("{} is not a usable debug file: it has no DWARF", path.display());
+                candidates.push(path);
+                Some(problem)
+            }
+            Err(Missing::UnknownBuildId) => None,
+            Err(Missing::DebugFileMissing(why)) => Some(why),
+        };
+        candidates.extend(self.locator.binaries(build_id));
+        let tables: Vec<(SymbolTable, PathBuf)> =
+            candidates.iter().filter_map(|path| Some((symbol_table(path)?, path.clone()))).collect();
+        let best = tables.iter().position(|(t, _)| t.table == crate::symbols::Table::Symtab).or(
+            // Only `.dynsym`s: the first.
+            (!tables.is_empty()).then_some(0),
+        );
+        if let Some(index) = best {
+            let (table, path) = tables.into_iter().nth(index).expect("index of a table");
+            return Ok(Source::Symbols { table, path });
+        }
+        if let Some(binary) = candidates.first() {
+            missing.get_or_insert_with(|| format!("{} has no symbols", binary.display()));
+        }
+        let recorded = self.locator.recorded_problem(build_id);
+        let failure = match missing {
+            Some(why) => Failure {
+                why: Unresolved::DebugFileMissing,
+                detail: [Some(why.as_str()), recorded].into_iter().flatten().collect::<Vec<_>>().join("; "),
+            },
+            None => Failure {
+                why: Unresolved::UnknownBuildId,
+                detail: recorded.unwrap_or("no debug file or binary anywhere").to_owned(),
+            },
+        };
+        self.problems.push(format!("{build_id}: {failure}"));
+        Err(failure)
     }
 
     /// Resolves `offset` (a link-time address) in the library `build_id`.
@@ -125,8 +272,12 @@ impl Resolver {
             self.stats.cache_hits += 1;
             return hit.clone();
         }
-        let resolution = match self.loader(build_id) {
-            Ok(loader) => lookup(loader, offset),
+        let resolution = match self.source(build_id) {
+            Ok(Source::Dwarf { loader, symbols, .. }) => lookup(loader, symbols.as_ref(), offset),
+            Ok(Source::Symbols { table, .. }) => match table.lookup(offset) {
+                Some(name) => Resolution::NameOnly(name),
+                None => Resolution::Unresolved(Unresolved::NoSymbol),
+            },
             Err(why) => Resolution::Unresolved(why),
         };
         self.cache.insert(key, resolution.clone());
@@ -134,7 +285,7 @@ impl Resolver {
     }
 }
 
-fn lookup(loader: &Loader, address: u64) -> Resolution {
+fn lookup(loader: &Loader, symbols: Option<&SymbolTable>, address: u64) -> Resolution {
     let mut frames = Vec::new();
     if let Ok(mut iter) = loader.find_frames(address) {
         while let Ok(Some(frame)) = iter.next() {
@@ -150,9 +301,9 @@ fn lookup(loader: &Loader, address: u64) -> Resolution {
     if !frames.is_empty() {
         return Resolution::Frames(frames);
     }
-    match loader.find_symbol(address) {
-        Some(name) => Resolution::NameOnly(addr2line::demangle_auto(name.into(), None).into_owned()),
-        None => Resolution::Unresolved(Unresolved::NoLineInfo),
+    match symbols.and_then(|s| s.lookup(address)) {
+        Some(name) => Resolution::NameOnly(name),
+        None => Resolution::Unresolved(Unresolved::NoSymbol),
     }
 }
 
@@ -213,11 +364,11 @@ mod tests {
     }
 
     #[test]
-    fn an_address_outside_every_function_has_no_line_information() {
+    fn an_address_outside_every_function_has_no_name() {
         let tree = scratch_dir("resolve_no_line");
         link_in_build_id_tree(&tree, ID, &std::env::current_exe().unwrap());
         let resolution = resolver(tree).resolve(ID, u64::MAX - 1);
-        assert_eq!(resolution, Resolution::Unresolved(Unresolved::NoLineInfo));
+        assert_eq!(resolution, Resolution::Unresolved(Unresolved::NoSymbol));
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! directories, and a debug file with known contents (the test binary).
 //! The only test code that names frame kinds.
 
+use crate::events::EventKind;
 use crate::recording::{Chunk, Clock, Frame, NativeLibrary, Recording, Sample, Thread};
 use frames::{FrameType, NON_JAVA_DESCRIPTOR, REMOTE_METHOD_NAME};
 use std::path::{Path, PathBuf};
@@ -77,10 +78,12 @@ pub fn thread(name: &str) -> Thread {
 pub fn sample(thread_name: &str, weight: u64, frames: Vec<Frame>) -> Sample {
     Sample {
         event: "datadog.ExecutionSample".to_owned(),
+        kind: EventKind::Cpu,
         start_ticks: 10,
         thread: thread(thread_name),
         state: "STATE_RUNNABLE".to_owned(),
         weight,
+        leaf: None,
         span_id: 0,
         root_span_id: 0,
         attributes: Vec::new(),

@@ -2,6 +2,7 @@
 
 use frames::FrameType;
 use jfr_writer::*;
+use symbolizer::events::EventKind;
 use symbolizer::{collapsed, flamegraph, profile, recording};
 
 fn sample_recording() -> Vec<u8> {
@@ -62,7 +63,7 @@ fn collapsed_stacks_sum_weights_per_stack() {
     let path = write_temp("c.jfr", &sample_recording());
     let outcome = recording::read(&path).unwrap();
     assert!(outcome.error.is_none());
-    let (profile, report) = profile::build(&outcome.recording, None);
+    let (profile, report) = profile::build(&outcome.recording, EventKind::Cpu, None);
     assert_eq!(profile.total_weight(), 4);
     assert!(report.categories.is_empty());
     assert_eq!(
@@ -79,11 +80,12 @@ fn collapsed_stacks_sum_weights_per_stack() {
 fn flamegraph_embeds_frames_and_weights() {
     let path = write_temp("f.jfr", &sample_recording());
     let outcome = recording::read(&path).unwrap();
-    let (profile, _) = profile::build(&outcome.recording, None);
+    let (profile, _) = profile::build(&outcome.recording, EventKind::Cpu, None);
     let html = flamegraph::render(&profile, "t<1>", false);
     assert!(html.contains("\"app.Main.work\"") && html.contains("\"memcpy\""));
     assert!(html.contains("<title>t&lt;1&gt;</title>"));
     assert!(html.contains("const NODE_TOTAL = [4,4,4,1];"), "root, main, work, memcpy");
+    assert!(html.contains("const UNITS = \"samples\";"));
     assert!(!html.contains("%NAMES%") && !html.contains("%NODE_"), "every placeholder filled");
 }
 

@@ -1,0 +1,518 @@
+//! `symbolize` end to end, as a user runs it (the release binary), on
+//! real recordings: async-profiler's own (CPU, wall-clock, allocation and
+//! lock profiles must read as its converter reads them), ours with remote
+//! frames resolved in tiers (DWARF, a symbol table, `[library+0xoffset]`),
+//! the system JDK's `libjvm.so` named from its `.symtab`, and the resolved
+//! JFR copy read by the JDK whole and chunk by chunk.
+
+use integration_tests::readers::{
+    converter_jar, expected_print, jfr_print, parse_collapsed, split_chunks, Collapsed, Jdk,
+};
+use integration_tests::*;
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+use symbolizer::debuginfo::file_build_id;
+
+/// The `symbolize` under test: `$SYMBOLIZE`, or the workspace's release build.
+fn symbolize_binary() -> PathBuf {
+    let path = std::env::var_os("SYMBOLIZE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join("target/release/symbolize"));
+    assert!(path.exists(), "{} is missing: run `cargo build --release` first", path.display());
+    path
+}
+
+/// `symbolize <args> --no-debuginfod` (no test asks a server).
+fn symbolize(args: &[&str]) -> Output {
+    Command::new(symbolize_binary()).args(args).arg("--no-debuginfod").output().expect("run symbolize")
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().expect("a UTF-8 path")
+}
+
+/// `symbolize collapsed <file> --threads --event <kind>`, parsed.
+fn collapsed(file: &Path, kind: &str, more: &[&str]) -> Collapsed {
+    let mut args = vec!["collapsed", path(file), "--threads", "--event", kind];
+    args.extend_from_slice(more);
+    let output = symbolize(&args);
+    assert_success(&output);
+    parse_collapsed(&stdout(&output))
+}
+
+/// `symbolize report <file> [more]`: must succeed; its text.
+fn report(file: &Path, more: &[&str]) -> String {
+    let mut args = vec!["report", path(file)];
+    args.extend_from_slice(more);
+    let output = symbolize(&args);
+    assert_success(&output);
+    stdout(&output)
+}
+
+/// The report's line for a library (`  libjvm.so (97da31b24994…): ...`).
+fn library_line<'a>(report: &'a str, library: &str) -> &'a str {
+    let prefix = format!("  {library} (");
+    report.lines().find(|l| l.starts_with(&prefix)).unwrap_or_else(|| panic!("no line for {library} in:\n{report}"))
+}
+
+/// async-profiler's agent beside its converter (`lib/libasyncProfiler.so`).
+fn async_profiler_agent(converter: &Path) -> PathBuf {
+    let agent = converter.parent().and_then(Path::parent).unwrap().join("lib/libasyncProfiler.so");
+    assert!(agent.exists(), "{} is missing beside {}", agent.display(), converter.display());
+    agent
+}
+
+/// `EventKinds <seconds>` under async-profiler with `options`.
+fn record_with_async_profiler(test: &str, agent: &Path, options: &str, seconds: &str) -> PathBuf {
+    let file = scratch_dir(test).join("async-profiler.jfr");
+    let agent = format!("-agentpath:{}=start,{options},file={}", agent.display(), file.display());
+    let output =
+        ChildGuard::spawn(&mut java_command(None, &[&agent], "EventKinds", &[seconds])).wait(Duration::from_secs(60));
+    assert_success(&output);
+    file
+}
+
+/// `java -jar jfr-converter.jar -o collapsed --<kind> --total --threads --dot`, parsed.
+fn converter(jar: &Path, file: &Path, kind: &str) -> Collapsed {
+    let out = file.with_extension(format!("{kind}.collapsed"));
+    let output = Command::new(jdk_tool("java"))
+        .arg("-jar")
+        .arg(jar)
+        .args(["-o", "collapsed", &format!("--{kind}"), "--total", "--threads", "--dot"])
+        .arg(file)
+        .arg(&out)
+        .output()
+        .expect("run the converter");
+    assert_success(&output);
+    parse_collapsed(&std::fs::read_to_string(&out).unwrap())
+}
+
+fn total(collapsed: &Collapsed) -> i64 {
+    collapsed.values().sum()
+}
+
+/// Weight per innermost frame, heaviest first.
+fn top_frames(collapsed: &Collapsed) -> Vec<(String, i64)> {
+    let mut by_top: BTreeMap<String, i64> = BTreeMap::new();
+    for ((_, frames), weight) in collapsed {
+        *by_top.entry(frames.first().cloned().unwrap_or_default()).or_default() += weight;
+    }
+    let mut top: Vec<(String, i64)> = by_top.into_iter().collect();
+    top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    top
+}
+
+/// Our stacks are the converter's: the same stacks (thread, frames) with
+/// the same weights, up to `slack` of rounding per stack (the converter
+/// turns a stack's summed lock ticks into nanoseconds at once, we each
+/// event's); so the same total and the same top frames.
+fn assert_same_profile(what: &str, ours: &Collapsed, theirs: &Collapsed, slack: i64) {
+    let keys = |c: &Collapsed| c.keys().cloned().collect::<HashSet<_>>();
+    let (only_ours, only_theirs): (Vec<_>, Vec<_>) = (
+        keys(ours).difference(&keys(theirs)).cloned().collect(),
+        keys(theirs).difference(&keys(ours)).cloned().collect(),
+    );
+    assert!(
+        only_ours.is_empty() && only_theirs.is_empty(),
+        "{what}: stacks only we have: {:?}\nstacks only the converter has: {:?}",
+        &only_ours[..only_ours.len().min(3)],
+        &only_theirs[..only_theirs.len().min(3)]
+    );
+    for (key, weight) in ours {
+        assert!(
+            (weight - theirs[key]).abs() <= slack,
+            "{what}: {key:?}: ours {weight}, the converter's {}",
+            theirs[key]
+        );
+    }
+    assert!((total(ours) - total(theirs)).abs() <= slack * ours.len() as i64, "{what}: totals");
+    let (top, their_top) = (top_frames(ours), top_frames(theirs));
+    let names = |t: &[(String, i64)]| t.iter().take(5).map(|(n, _)| n.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&top), names(&their_top), "{what}: top frames");
+    println!("{what}: {} stacks, total {}, top {:?}", ours.len(), total(ours), &top[..top.len().min(3)]);
+}
+
+/// One async-profiler recording of CPU (1 ms), allocation (every 256 KiB)
+/// and lock (over 100 µs) events: `symbolize --event cpu|alloc|lock` reads
+/// each as async-profiler's converter does (`--total`: bytes, nanoseconds),
+/// with the allocated or locked class as the innermost frame, never one
+/// kind added to another; the flame graph has the same total.
+#[test]
+fn async_profiler_cpu_alloc_and_lock_profiles_read_like_its_converter_reads_them() {
+    let Some(jar) = converter_jar() else { return };
+    let agent = async_profiler_agent(&jar);
+    let file =
+        record_with_async_profiler("symbolize_ap_kinds", &agent, "event=cpu,interval=1ms,alloc=256k,lock=100us", "1.5");
+    let mut totals = Vec::new();
+    for (kind, slack) in [("cpu", 0), ("alloc", 0), ("lock", 2)] {
+        let ours = collapsed(&file, kind, &[]);
+        assert_same_profile(kind, &ours, &converter(&jar, &file, kind), slack);
+        totals.push(total(&ours));
+    }
+    let cpu = collapsed(&file, "cpu", &[]);
+    assert!(top_frames(&cpu)[0].0 == "EventKinds.burn", "{:?}", top_frames(&cpu));
+    let alloc = collapsed(&file, "alloc", &[]);
+    let allocated: HashSet<&str> = alloc
+        .keys()
+        .filter(|(thread, _)| thread == "allocator")
+        .filter(|(_, frames)| frames.get(1).is_some_and(|f| f == "EventKinds.allocate"))
+        .map(|(_, frames)| frames[0].as_str())
+        .collect();
+    assert_eq!(allocated, HashSet::from(["byte[]", "long[]"]));
+    let lock = collapsed(&file, "lock", &[]);
+    let monitor = lock
+        .keys()
+        .any(|(_, f)| f.first().is_some_and(|c| c == "java.lang.Object") && f[1] == "EventKinds.holdMonitor");
+    let parked = lock.keys().any(|(_, f)| f.first().is_some_and(|c| c.starts_with("java.util.concurrent.locks.")));
+    assert!(monitor && parked, "{:?}", top_frames(&lock));
+    // Three different quantities, none the sum of others.
+    assert!(totals.iter().all(|&t| t > 0) && totals[0] < totals[1], "{totals:?}");
+
+    let html = scratch_dir("symbolize_ap_flame").join("alloc.html");
+    assert_success(&symbolize(&["flamegraph", path(&file), "--event", "alloc", "-o", path(&html)]));
+    let html = std::fs::read_to_string(&html).unwrap();
+    assert!(html.contains(&format!("const NODE_TOTAL = [{},", totals[1])), "the root is the total of allocated bytes");
+    assert!(html.contains("const UNITS = \"bytes\";"));
+}
+
+/// An async-profiler wall-clock recording reads as the converter's
+/// `--wall`; asked for a kind it lacks (the default, CPU, included),
+/// `symbolize` fails naming the kinds it has, and an unknown kind fails
+/// naming `--event` and what it accepts.
+#[test]
+fn async_profiler_wall_profile_and_the_kinds_a_recording_lacks() {
+    let Some(jar) = converter_jar() else { return };
+    let agent = async_profiler_agent(&jar);
+    let file = record_with_async_profiler("symbolize_ap_wall", &agent, "event=wall,interval=5ms", "1");
+    let ours = collapsed(&file, "wall", &[]);
+    assert_same_profile("wall", &ours, &converter(&jar, &file, "wall"), 0);
+    let sleeping = ours.iter().filter(|((thread, _), _)| thread == "sleeper").map(|(_, w)| w).sum::<i64>();
+    assert!(sleeping >= 100, "{sleeping} wall samples of the sleeper");
+
+    for args in [vec!["collapsed", path(&file)], vec!["flamegraph", path(&file), "--event", "alloc"]] {
+        let output = symbolize(&args);
+        assert!(!output.status.success(), "{args:?} succeeded");
+        let error = stderr(&output);
+        assert!(error.contains(" events (") && error.contains("it has wall (") && error.contains("--event"), "{error}");
+    }
+    let output = symbolize(&["collapsed", path(&file), "--event", "heap"]);
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains("--event heap: unknown event kind; accepted: cpu, wall, alloc, lock"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+// ---------------------------------------------------------------- tiers
+
+/// Resolves `library`'s remote frames by each tier in turn. One
+/// `remotesym=true` recording of RemoteChain (a stripped copy of the
+/// fixture library, loaded from a scratch directory), then `symbolize`
+/// with (a) the library as linked (`--binary`, DWARF): the whole chain
+/// with inlined calls; (b) a `strip --strip-debug` copy: every function by
+/// its `.symtab` name, the inlined one gone; (b') nothing but the loaded
+/// file the recording names (`strip --strip-all`, `.dynsym` only): only
+/// the exported JNI function, the hidden helpers `[libremote.so+0x..]`
+/// rather than misnamed after it; (c) that file replaced by another
+/// library, then gone: every frame `[libremote.so+0x..]`, and the JFR copy
+/// prints them as plain native frames.
+#[test]
+fn each_resolution_tier_names_what_it_can() {
+    let dir = scratch_dir("symbolize_tiers");
+    let unstripped = native_fixture("unstripped/libremote.so");
+    let build_id = file_build_id(&unstripped).expect("the fixture has a build-id");
+    let variant = |name: &str, flag: Option<&str>| {
+        let out = dir.join(name).join("libremote.so");
+        std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+        match flag {
+            Some(flag) => {
+                assert_success(&Command::new("strip").arg(flag).arg("-o").arg(&out).arg(&unstripped).output().unwrap())
+            }
+            None => drop(std::fs::copy(&unstripped, &out).unwrap()),
+        }
+        assert_eq!(file_build_id(&out).as_deref(), Some(build_id.as_str()));
+        out
+    };
+    let (dwarf, symtab, loaded) =
+        (variant("dwarf", None), variant("symtab", Some("--strip-debug")), variant("loaded", Some("--strip-all")));
+    let sections = |file: &Path| stdout(&Command::new("readelf").arg("-S").arg(file).output().unwrap());
+    assert!(sections(&symtab).contains(".symtab") && !sections(&symtab).contains(".debug_info"));
+    assert!(!sections(&loaded).contains(".symtab") && sections(&loaded).contains(".dynsym"));
+
+    let file = dir.join("remote.jfr");
+    let options = format!("start,interval=1ms,cstack=fp,remotesym=true,file={}", file.display());
+    assert_success(&run_java(Some(&options), "RemoteChain", &[path(&loaded), "2", "chain"], Duration::from_secs(60)));
+
+    // The stacks of the thread in the library (below RemoteChain.run), and
+    // the share of those `within` that `matches` (at least 500 samples).
+    let stacks = |more: &[&str]| -> Vec<(Vec<String>, i64)> {
+        collapsed(&file, "cpu", more)
+            .into_iter()
+            .filter(|((thread, frames), _)| {
+                thread == "native-caller"
+                    && frames.iter().any(|f| f == "RemoteChain.run")
+                    && frames.first().is_some_and(|f| f != "RemoteChain.run")
+            })
+            .map(|((_, frames), n)| (frames, n))
+            .collect()
+    };
+    type Test<'a> = &'a dyn Fn(&[String]) -> bool;
+    let share = |stacks: &[(Vec<String>, i64)], within: Test, matches: Test| {
+        let within: Vec<&(Vec<String>, i64)> = stacks.iter().filter(|(f, _)| within(f)).collect();
+        let all: i64 = within.iter().map(|(_, n)| n).sum();
+        assert!(all >= 500, "{all} samples: {:?}", &stacks[..stacks.len().min(3)]);
+        within.iter().filter(|(f, _)| matches(f)).map(|(_, n)| n).sum::<i64>() as f64 / all as f64
+    };
+    let starts = |f: &[String], chain: &[&str]| f.len() >= chain.len() && f[..chain.len()] == *chain;
+    let in_leaf = |f: &[String]| f[0] == "hot_leaf";
+    let anywhere = |_: &[String]| true;
+
+    // (a) DWARF.
+    let a = stacks(&["--binary", path(&dwarf)]);
+    let chain = ["hot_leaf", "inlined_step", "hot_middle", "hot_outer", "Java_RemoteChain_run", "RemoteChain.run"];
+    assert!(share(&a, &in_leaf, &|f| starts(f, &chain)) >= 0.9, "DWARF: {:?}", &a[..a.len().min(3)]);
+    let text = report(&file, &["--binary", path(&dwarf)]);
+    let line = library_line(&text, "libremote.so");
+    assert!(
+        line.contains(" by DWARF")
+            && !line.contains("by symbol")
+            && line.contains(&format!("DWARF of {}", dwarf.display())),
+        "{line}"
+    );
+
+    // (b) .symtab: names, no inlined frames (no DWARF says where they are).
+    let b = stacks(&["--binary", path(&symtab)]);
+    let chain = ["hot_leaf", "hot_middle", "hot_outer", "Java_RemoteChain_run", "RemoteChain.run"];
+    assert!(share(&b, &in_leaf, &|f| starts(f, &chain)) >= 0.9, ".symtab: {:?}", &b[..b.len().min(3)]);
+    assert!(b.iter().all(|(f, _)| !f.iter().any(|f| f == "inlined_step" || f.starts_with("[libremote.so+"))));
+    let text = report(&file, &["--binary", path(&symtab)]);
+    let line = library_line(&text, "libremote.so");
+    assert!(
+        line.contains(" by symbol")
+            && !line.contains("unresolved")
+            && line.contains(&format!(".symtab of {}", symtab.display())),
+        "{line}"
+    );
+    assert!(text.contains("no line information"), "{text}");
+
+    // (b') the recorded file, `.dynsym` only: the exported function alone.
+    let dynsym = stacks(&[]);
+    let exported = |f: &[String]| {
+        let library: Vec<&String> = f.iter().take_while(|f| *f != "RemoteChain.run").collect();
+        library.last().is_some_and(|f| *f == "Java_RemoteChain_run")
+            && library[..library.len() - 1].iter().all(|f| f.starts_with("[libremote.so+0x"))
+    };
+    assert!(share(&dynsym, &anywhere, &exported) >= 0.9, ".dynsym: {:?}", &dynsym[..dynsym.len().min(3)]);
+    assert!(dynsym.iter().all(|(f, _)| !f.iter().any(|f| f.starts_with("hot_"))), "hidden helpers misnamed");
+    let text = report(&file, &[]);
+    let line = library_line(&text, "libremote.so");
+    assert!(
+        line.contains(" by symbol")
+            && line.contains(" unresolved")
+            && line.contains(&format!(".dynsym of {}", loaded.display())),
+        "{line}"
+    );
+
+    // (c) the recorded file is another library, then gone.
+    std::fs::copy(native_fixture("libremote_offset.so"), &loaded).unwrap();
+    let text = report(&file, &[]);
+    assert!(
+        library_line(&text, "libremote.so").contains("unresolved") && text.contains("has another build-id"),
+        "{text}"
+    );
+    std::fs::remove_file(&loaded).unwrap();
+    let c = stacks(&[]);
+    let unnamed =
+        |f: &[String]| f.iter().take_while(|f| *f != "RemoteChain.run").all(|f| f.starts_with("[libremote.so+0x"));
+    assert_eq!(share(&c, &anywhere, &unnamed), 1.0, "{:?}", &c[..c.len().min(3)]);
+    let text = report(&file, &[]);
+    let line = library_line(&text, "libremote.so");
+    assert!(line.contains(" unresolved — unknown build-id") && !line.contains("by "), "{line}");
+    assert!(text.contains("is not on this host"), "{text}");
+
+    // The JFR copy: the unresolved frames are plain native frames of the
+    // library, which `jfr print` prints.
+    let copy = dir.join("copy.jfr");
+    assert_success(&symbolize(&["jfr", path(&file), "-o", path(&copy)]));
+    let printed = Command::new(jdk_tool("jfr")).arg("print").arg(&copy).output().unwrap();
+    assert_success(&printed);
+    let printed = stdout(&printed);
+    assert!(
+        printed.contains("libremote.so.[libremote.so+0x") && !printed.contains("<remote>"),
+        "jfr print of the copy"
+    );
+    let resolved = read_recording(&copy);
+    let frames = resolved.samples().flat_map(|e| &e.frames);
+    assert!(frames
+        .filter(|f| f.method.starts_with("[libremote.so+"))
+        .all(|f| f.class == "libremote.so" && f.descriptor == "()L;"));
+}
+
+// ---------------------------------------------------------------- libjvm
+
+/// `(start, size, name)` of the functions (`FUNC`) defined in a binary's
+/// symbol tables, as `readelf -sW` lists them, by start.
+fn elf_functions(binary: &Path) -> Vec<(u64, u64, String)> {
+    let output = Command::new("readelf").arg("-sW").arg(binary).output().unwrap();
+    assert_success(&output);
+    let mut functions: Vec<(u64, u64, String)> = stdout(&output)
+        .lines()
+        .filter_map(|line| {
+            // Num: Value Size Type Bind Vis Ndx Name
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (&[_, value, size, kind, _, _, ndx, name], _) = fields.split_first_chunk::<8>()?;
+            let size = size.parse().ok().or_else(|| u64::from_str_radix(size.strip_prefix("0x")?, 16).ok())?;
+            (kind == "FUNC" && ndx != "UND").then(|| {
+                let name = name.split('@').next().unwrap_or(name).to_owned();
+                Some((u64::from_str_radix(value, 16).ok()?, size, name))
+            })?
+        })
+        .collect();
+    functions.sort();
+    functions.dedup();
+    functions
+}
+
+/// The PLT stubs `objdump -d` names (`memcpy@plt`) in `.plt` and
+/// `.plt.sec`: `(start, 16, name)`.
+fn plt_stubs(binary: &Path) -> Vec<(u64, u64, String)> {
+    let mut stubs = Vec::new();
+    for section in [".plt", ".plt.sec"] {
+        let output = Command::new("objdump").args(["-d", "-j", section]).arg(binary).output().unwrap();
+        // objdump fails for a section the file lacks.
+        for line in stdout(&output).lines() {
+            let Some((address, name)) = line.strip_suffix(">:").and_then(|l| l.split_once(" <")) else { continue };
+            if name.ends_with("@plt") {
+                stubs.push((u64::from_str_radix(address, 16).unwrap(), 16, name.to_owned()));
+            }
+        }
+    }
+    stubs
+}
+
+/// The names the symbol tables give `offset` (demangled as `symbolize`
+/// demangles): of the functions whose extent holds it, or, if none does,
+/// of the sizeless functions (aliases) before it (hand-written assembly).
+fn elf_names(functions: &[(u64, u64, String)], offset: u64) -> Vec<String> {
+    let demangle = |f: &(u64, u64, String)| symbolizer::symbols::demangle(&f.2);
+    let holders: Vec<String> =
+        functions.iter().filter(|(start, size, _)| (*start..start + size).contains(&offset)).map(demangle).collect();
+    if !holders.is_empty() {
+        return holders;
+    }
+    let before = functions.partition_point(|f| f.0 <= offset);
+    let Some(last) = functions[..before].last().map(|f| f.0) else { return Vec::new() };
+    // Aliases: every sizeless function at that address.
+    functions[..before].iter().rev().take_while(|f| f.0 == last).filter(|f| f.1 == 0).map(demangle).collect()
+}
+
+/// The system JDK 17's `libjvm.so` has a `.symtab` but no DWARF (Debian
+/// and Ubuntu ship the DWARF apart). A `remotesym=true` recording of CPU
+/// and wall-clock samples on that JDK: `symbolize` names every libjvm
+/// frame by symbol — the function `readelf` lists around the address —
+/// from the library file the recording names; CPU and wall-clock samples
+/// are two profiles, as the converter counts them; the JFR copy prints
+/// with `jfr print` and reads the same whole and chunk by chunk.
+#[test]
+fn libjvm_is_named_from_its_symbol_table() {
+    let home = Path::new("/usr/lib/jvm/java-17-openjdk-amd64");
+    let libjvm = home.join("lib/server/libjvm.so");
+    if !libjvm.exists() {
+        return skip(&format!("{} is not installed (openjdk-17-jdk-headless)", libjvm.display()), InCi::Optional);
+    }
+    let build_id = file_build_id(&libjvm).expect("libjvm has a build-id");
+    let sections = stdout(&Command::new("readelf").arg("-S").arg(&libjvm).output().unwrap());
+    if !sections.contains(".symtab") {
+        return skip(&format!("{} has no .symtab: nothing to name its frames with", libjvm.display()), InCi::Optional);
+    }
+    let debug_file =
+        Path::new("/usr/lib/debug/.build-id").join(&build_id[..2]).join(format!("{}.debug", &build_id[2..]));
+    let tier = if sections.contains(".debug_info") || debug_file.exists() { "DWARF" } else { "symbol" };
+
+    let dir = scratch_dir("symbolize_libjvm");
+    let file = dir.join("jvm.jfr");
+    let options = format!("start,event=cpu,interval=1ms,wall=5ms,remotesym=true,file={}", file.display());
+    let mut command = java_command_on(&home.join("bin/java"), Some(&options), &[], &[], "EventKinds", &["1.5"]);
+    assert_success(&ChildGuard::spawn(&mut command).wait(Duration::from_secs(60)));
+
+    // Every libjvm frame of either kind named by the function holding its address.
+    let stubs = plt_stubs(&libjvm);
+    let mut functions = elf_functions(&libjvm);
+    functions.extend(stubs.iter().cloned());
+    functions.sort();
+    let recording = symbolizer::recording::read(&file).unwrap().recording;
+    let mut checked = 0;
+    for kind in [symbolizer::events::EventKind::Cpu, symbolizer::events::EventKind::Wall] {
+        let (locator, _) = symbolizer::debuginfo::Locator::new(&[], &[], None);
+        let mut resolver = symbolizer::resolve::Resolver::new(locator);
+        let (profile, report) = symbolizer::profile::build(&recording, kind, Some(&mut resolver));
+        let library = &report.libraries[&build_id];
+        assert_eq!(library.tiers.keys().count(), 1, "{kind:?}: {report}");
+        for frame in profile.frames.iter().filter(|f| f.remote.as_ref().is_some_and(|(id, _)| *id == build_id)) {
+            let offset = frame.remote.as_ref().unwrap().1;
+            assert!(!frame.name.starts_with("[libjvm.so+"), "{offset:#x} unresolved: {report}");
+            if tier == "symbol" {
+                let names = elf_names(&functions, offset);
+                assert!(names.contains(&frame.name), "{offset:#x}: ours {:?}, readelf {names:?}", frame.name);
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 50, "only {checked} distinct libjvm frames");
+    if tier == "symbol" {
+        // Every PLT stub (rarely sampled: `__tls_get_addr@plt` now and then) by
+        // objdump's name.
+        assert!(stubs.len() >= 10, "{} PLT stubs", stubs.len());
+        let (locator, _) = symbolizer::debuginfo::Locator::new(&[], std::slice::from_ref(&libjvm), None);
+        let mut resolver = symbolizer::resolve::Resolver::new(locator);
+        for (start, _, name) in &stubs {
+            let resolved = resolver.resolve(&build_id, start + 4);
+            assert_eq!(resolved, symbolizer::resolve::Resolution::NameOnly(name.clone()), "{start:#x}");
+        }
+    }
+    let text = report(&file, &[]);
+    let line = library_line(&text, "libjvm.so");
+    assert!(line.contains(&format!(" by {tier}")) && !line.contains("unresolved"), "{line}");
+    if tier == "symbol" {
+        assert!(line.contains(&format!(".symtab of {}", libjvm.display())), "{line}");
+    }
+
+    // CPU and wall-clock samples are two profiles, as the converter has them.
+    let weight = |kind: &str| total(&collapsed(&file, kind, &[]));
+    let jfr = read_recording(&file);
+    let (cpu, wall) = (weight("cpu"), weight("wall"));
+    assert_eq!(cpu, jfr.samples().count() as i64);
+    assert_eq!(wall, jfr.wall_samples().map(|e| e.weight).sum::<i64>());
+    if let Some(jar) = converter_jar() {
+        assert_eq!((cpu, wall), (total(&converter(&jar, &file, "cpu")), total(&converter(&jar, &file, "wall"))));
+    }
+
+    // The copy of a two-chunk file: `jfr print` prints it, and the JDK reads
+    // the same whole as chunk by chunk.
+    let twice = dir.join("twice.jfr");
+    let bytes = std::fs::read(&file).unwrap();
+    std::fs::write(&twice, [bytes.as_slice(), bytes.as_slice()].concat()).unwrap();
+    let copy = dir.join("copy.jfr");
+    assert_success(&symbolize(&["jfr", path(&twice), "-o", path(&copy)]));
+    let whole = read_recording(&copy);
+    let (mut printed, mut expected) =
+        (jfr_print(&Jdk { major: 17, home: home.to_path_buf() }, &copy), expected_print(&whole));
+    printed.sort();
+    expected.sort();
+    assert!(printed == expected, "jfr print and JfrDump read the copy differently");
+    let chunks_dir = dir.join("chunks");
+    std::fs::create_dir_all(&chunks_dir).unwrap();
+    let chunks = split_chunks(&copy, &chunks_dir);
+    assert_eq!(chunks.len(), 2);
+    let parts = read_recordings_on(&jdk_tool("java"), &chunks.iter().map(PathBuf::as_path).collect::<Vec<_>>());
+    let events = |r: &Recording| {
+        r.events.iter().map(|e| (e.kind.clone(), e.thread.clone(), e.weight, e.frames.clone())).collect::<Vec<_>>()
+    };
+    assert_eq!(parts.iter().flat_map(events).collect::<Vec<_>>(), events(&whole));
+    let named = whole.samples().flat_map(|e| &e.frames).filter(|f| f.class == "libjvm.so").count();
+    let unnamed = whole.samples().flat_map(|e| &e.frames).filter(|f| f.method.starts_with("[libjvm.so+")).count();
+    assert!(named > 0 && unnamed == 0, "{named} libjvm frames in the copy, {unnamed} unnamed");
+}
