@@ -250,11 +250,8 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
         let period = cpu_interval.or(if wall_event { None } else { interval }).unwrap_or(DEFAULT_CPU_INTERVAL);
         options.cpu = Some((cpu_event.unwrap_or(CpuEngineKind::PerfCpuClock), period));
     }
-    if options.action == Some(Action::Start)
-        && options.cpu.is_none()
-        && options.wall.is_none()
-        && options.alloc.is_none()
-    {
+    let other_event = options.wall.is_some() || options.alloc.is_some() || options.lock.is_some();
+    if options.action == Some(Action::Start) && options.cpu.is_none() && !other_event {
         options.cpu = Some((CpuEngineKind::PerfCpuClock, interval.unwrap_or(DEFAULT_CPU_INTERVAL)));
     }
     Ok(options)

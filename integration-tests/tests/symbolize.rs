@@ -325,9 +325,13 @@ fn each_resolution_tier_names_what_it_can() {
     );
     std::fs::remove_file(&loaded).unwrap();
     let c = stacks(&[]);
+    // No libremote.so function is named; the few samples that also hold a
+    // frame of another library (libc, under load) may have it named.
+    let named = |f: &String| f.starts_with("hot_") || f.starts_with("Java_RemoteChain");
+    assert!(c.iter().all(|(frames, _)| !frames.iter().any(named)), "{:?}", &c[..c.len().min(3)]);
     let unnamed =
         |f: &[String]| f.iter().take_while(|f| *f != "RemoteChain.run").all(|f| f.starts_with("[libremote.so+0x"));
-    assert_eq!(share(&c, &anywhere, &unnamed), 1.0, "{:?}", &c[..c.len().min(3)]);
+    assert!(share(&c, &anywhere, &unnamed) >= 0.98, "{:?}", &c[..c.len().min(3)]);
     let text = report(&file, &[]);
     let line = library_line(&text, "libremote.so");
     assert!(line.contains(" unresolved — unknown build-id") && !line.contains("by "), "{line}");
