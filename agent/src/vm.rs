@@ -5,6 +5,8 @@
 use crate::jvmti::capabilities::{self, Capabilities};
 use crate::jvmti::events::{Event, EventCallbacks};
 use crate::jvmti::{Jvmti, JVMTI_VERSION_1_2};
+use crate::libraries::file_map::FileMap;
+use crate::libraries::{scan, symbols};
 use crate::log;
 use crate::sampling::asgct::AsgctFn;
 use crate::sampling::safe_read::ProcessMemory;
@@ -82,21 +84,41 @@ fn libjvm_symbol(java_vm: *mut JavaVM, name: &CStr) -> *mut c_void {
     if !symbol.is_null() {
         return symbol;
     }
+    let Some(path) = libjvm_path(java_vm).and_then(|p| CString::new(p).ok()) else {
+        return ptr::null_mut();
+    };
+    // SAFETY: RTLD_NOLOAD only returns an already loaded library.
+    let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
+    if handle.is_null() {
+        return ptr::null_mut();
+    }
+    // SAFETY: as above.
+    unsafe { libc::dlsym(handle, name.as_ptr()) }
+}
+
+/// The runtime address of a symbol libjvm does not export, from its
+/// file's symbol table (which Temurin builds keep); `None` if it has none.
+fn libjvm_local_symbol(java_vm: *mut JavaVM, name: &str) -> Option<u64> {
+    let path = libjvm_path(java_vm)?;
+    let map = FileMap::open(&path).ok()?;
+    let link_address = symbols::link_address_of(map.bytes(), name)?;
+    let (objects, _) = scan::loaded_objects();
+    let libjvm = objects.iter().find(|o| o.path == path)?;
+    libjvm.bias.checked_add(link_address)
+}
+
+/// The file of the library that implements the JavaVM function table.
+fn libjvm_path(java_vm: *mut JavaVM) -> Option<String> {
     // SAFETY: Dl_info is plain C data (pointers); all zeroes is a valid value.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
     // SAFETY: GetEnv's address lies in libjvm; dladdr only reads it.
     let get_env = unsafe { (**java_vm).v1_2.GetEnv } as *const c_void;
     // SAFETY: valid address and out struct.
     if unsafe { libc::dladdr(get_env, &mut info) } == 0 || info.dli_fname.is_null() {
-        return ptr::null_mut();
+        return None;
     }
-    // SAFETY: RTLD_NOLOAD only returns an already loaded library.
-    let handle = unsafe { libc::dlopen(info.dli_fname, libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
-    if handle.is_null() {
-        return ptr::null_mut();
-    }
-    // SAFETY: as above.
-    unsafe { libc::dlsym(handle, name.as_ptr()) }
+    // SAFETY: dladdr gave a NUL-terminated name that lives with the library.
+    Some(unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned())
 }
 
 impl Vm {
@@ -112,9 +134,13 @@ impl Vm {
     /// Needs the fault handlers installed (the first call reads them).
     pub fn vm_tables(&self) -> Result<&VmTables, String> {
         let lookup = |name: &str| {
-            let name = CString::new(name).ok()?;
-            let symbol = libjvm_symbol(self.java_vm, &name);
-            (!symbol.is_null()).then_some(symbol as u64)
+            let c_name = CString::new(name).ok()?;
+            let symbol = libjvm_symbol(self.java_vm, &c_name);
+            if symbol.is_null() {
+                libjvm_local_symbol(self.java_vm, name)
+            } else {
+                Some(symbol as u64)
+            }
         };
         self.tables.get_or_init(|| VmTables::read(&lookup, &ProcessMemory)).as_ref().map_err(Clone::clone)
     }
