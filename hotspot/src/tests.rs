@@ -337,3 +337,37 @@ fn without_exported_entries_a_virtual_thread_continues_above_its_return_barrier_
     m.put_u64(CONT_RETURN_PC, 0);
     assert_eq!(walk(&m, start).1, SegmentEnd::Failed(WalkFailure::BadCompiledFrame), "no enterSpecial");
 }
+
+/// A compiled bottom frame without stack arguments returns to the barrier
+/// from right below the entry: the entry frame's sp is that frame's caller
+/// sp (the barrier has no frame), and the walk goes on into the carrier,
+/// however the entry is found.
+#[test]
+fn a_compiled_bottom_frame_continues_at_the_entry_right_above_it() {
+    let exported = crate::testing::layout().frames.continuations;
+    let at_barrier = Some(crate::layout::Continuations::AtReturnBarrier {
+        return_barrier: CONT_RETURN_BARRIER,
+        return_pc: CONT_RETURN_PC,
+    });
+    for continuations in [exported, at_barrier] {
+        let mut layout = crate::testing::layout();
+        layout.frames.continuations = continuations;
+        let w = walker_with(layout);
+        let (mut m, methods) = vm();
+        let (carrier_fp, _) = add_stack(&mut m, &methods);
+        let entry = SP + 0xC0;
+        // A's frame (4 words) right below the entry, returning to the barrier.
+        m.put_u64(entry - 16, 0);
+        m.put_u64(entry - 8, STUB_CODE + 0x10);
+        m.put_u64(THREAD + 0x200, entry);
+        m.put_u64(CONT_RETURN_BARRIER, STUB_CODE + 0x10);
+        m.put_u64(CONT_RETURN_PC, CODE + 0x40);
+        m.put_u64(entry + 16, carrier_fp);
+        m.put_u64(entry + 24, INTERPRETER.0 + 0x100);
+        let start = VmFrame::new(CODE + 0x40, entry - 32, 0);
+        let (frames, end, frame) = walk_on(&w, &m, start, &mut MethodIds::default(), |f| f.len() >= 64);
+        let ids = frames.iter().map(|f| f.method).collect::<Vec<_>>();
+        assert_eq!(ids, [jmethod_id(0), jmethod_id(0), jmethod_id(2)], "{continuations:?}");
+        assert_eq!((end, frame.pc), (SegmentEnd::Entry(None), NATIVE_CALLER), "{continuations:?}");
+    }
+}

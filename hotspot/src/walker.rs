@@ -169,6 +169,9 @@ impl<F: Fn(u64) -> bool> CodeCheck for F {
 /// One step's result.
 enum Step {
     Continue,
+    /// Continues at a continuation entry frame, whose sp may equal the
+    /// frame returning to the return barrier (the barrier stub has no frame).
+    ContinueAtEntry,
     End(SegmentEnd),
 }
 
@@ -258,13 +261,15 @@ impl JavaSegmentWalker {
                     None => Step::End(SegmentEnd::Failed(WalkFailure::NoCodeBlob)),
                 }
             };
-            if let Step::End(end) = step {
-                return end;
-            }
+            let lowest_caller_sp = match step {
+                Step::End(end) => return end,
+                Step::Continue => before.sp.saturating_add(1),
+                Step::ContinueAtEntry => before.sp,
+            };
             if stubs_in_a_row == stubs_before {
                 stubs_in_a_row = 0;
             }
-            if frame.sp <= before.sp || frame.sp - start_sp > MAX_STACK_SPAN || !frame.sp.is_multiple_of(8) {
+            if frame.sp < lowest_caller_sp || frame.sp - start_sp > MAX_STACK_SPAN || !frame.sp.is_multiple_of(8) {
                 return SegmentEnd::Failed(WalkFailure::NoProgress);
             }
         }
@@ -510,16 +515,17 @@ impl JavaSegmentWalker {
             java: false,
             state: FrameState::Unknown,
         };
-        let caller = self.compiled_caller(memory, code, frame, shape).or_else(|| {
-            // A frameless stub a Java frame returns to: a mounted virtual
-            // thread's bottom frame returns to the continuation return
-            // barrier, whose caller is the continuation entry.
-            (!frame.interrupted).then(|| self.continuation_entry(memory, thread, frame)).flatten()
-        });
-        match caller {
-            Some(caller) => {
-                *frame = caller;
-                Step::Continue
+        if let Some(caller) = self.compiled_caller(memory, code, frame, shape) {
+            *frame = caller;
+            return Step::Continue;
+        }
+        // A frameless stub a Java frame returns to: a mounted virtual
+        // thread's bottom frame returns to the continuation return barrier,
+        // whose caller is the continuation entry.
+        match (!frame.interrupted).then(|| self.continuation_entry(memory, thread, frame)).flatten() {
+            Some(entry) => {
+                *frame = entry;
+                Step::ContinueAtEntry
             }
             None => Step::End(SegmentEnd::Failed(WalkFailure::BadCompiledFrame)),
         }
@@ -527,13 +533,14 @@ impl JavaSegmentWalker {
 
     /// The frame of `Continuation.enterSpecial` holding the thread's
     /// innermost continuation entry, the caller of `frame` (whose pc is the
-    /// stub it returns to) if that entry lies above it: the entry's address
-    /// is the frame's sp, its fp is just above the entry.
+    /// stub it returns to) if that entry lies at or above its sp (at it when
+    /// the bottom frame is compiled and has no stack arguments): the
+    /// entry's address is the frame's sp, its fp is just above the entry.
     fn continuation_entry<M: VmMemory + ?Sized>(&self, memory: &M, thread: u64, frame: &VmFrame) -> Option<VmFrame> {
         match self.frames.continuations? {
             Continuations::Exported { thread_entry, return_pc, entry_size } => {
                 let entry = thread_entry.read(memory, Some(thread).filter(|&t| t != 0)?)?;
-                if entry <= frame.sp || entry - frame.sp > MAX_STACK_SPAN || !entry.is_multiple_of(8) {
+                if entry < frame.sp || entry - frame.sp > MAX_STACK_SPAN || !entry.is_multiple_of(8) {
                     return None;
                 }
                 let pc = memory.u64(return_pc).filter(|&pc| self.in_code_cache(pc))?;
