@@ -2,6 +2,7 @@
 //! AsyncGetCallTrace. Set up once, on the first of `Agent_OnLoad`,
 //! `Agent_OnAttach` or `JNI_OnLoad`, and never torn down.
 
+use crate::jdk_support;
 use crate::jvmti::capabilities::{self, Capabilities};
 use crate::jvmti::events::{Event, EventCallbacks};
 use crate::jvmti::{Jvmti, JVMTI_VERSION_1_2};
@@ -39,12 +40,22 @@ pub fn get() -> Option<&'static Vm> {
     VM.get()
 }
 
-/// Sets up our JVMTI environment: capabilities, event callbacks, events.
-/// Idempotent; later calls return the first result.
+/// Why [`init`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum InitError {
+    /// A JDK the agent does not support ([`jdk_support`]): nothing was set up.
+    #[error("{0}")]
+    UnsupportedJdk(String),
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// Sets up our JVMTI environment, on a supported JDK only: capabilities,
+/// event callbacks, events. Idempotent; later calls return the first result.
 ///
 /// # Safety
 /// `java_vm` must be the `JavaVM*` the JVM passed to an entry point.
-pub unsafe fn init(java_vm: *mut JavaVM, callbacks: fn() -> EventCallbacks) -> Result<&'static Vm, String> {
+pub unsafe fn init(java_vm: *mut JavaVM, callbacks: fn() -> EventCallbacks) -> Result<&'static Vm, InitError> {
     if let Some(vm) = VM.get() {
         return Ok(vm);
     }
@@ -52,16 +63,22 @@ pub unsafe fn init(java_vm: *mut JavaVM, callbacks: fn() -> EventCallbacks) -> R
     // SAFETY: per the contract, a valid JavaVM*.
     let rc = unsafe { ((**java_vm).v1_2.GetEnv)(java_vm, &mut env, JVMTI_VERSION_1_2) };
     if rc != JNI_OK || env.is_null() {
-        return Err(format!("JVMTI 1.2 is not available (GetEnv returned {rc})"));
+        return Err(InitError::UnsupportedJdk(format!(
+            "JVMTI 1.2 is not available (GetEnv returned {rc}): the profiler needs JDK {} or newer and does \
+             nothing in this JVM",
+            jdk_support::OLDEST_SUPPORTED
+        )));
     }
     // SAFETY: GetEnv returned a jvmtiEnv*.
     let jvmti = unsafe { Jvmti::from_raw(env) };
+    let version = jvmti.version_number().map_err(|e| InitError::Failed(format!("GetVersionNumber: {e}")))?;
+    jdk_support::check(version).map_err(InitError::UnsupportedJdk)?;
     for &capability in capabilities::REQUESTED {
         if let Err(e) = jvmti.add_capabilities(&Capabilities::default().with(capability)) {
             log::warn!("capability {} unavailable: {e}", capability.name);
         }
     }
-    jvmti.set_event_callbacks(&callbacks()).map_err(|e| format!("SetEventCallbacks: {e}"))?;
+    jvmti.set_event_callbacks(&callbacks()).map_err(|e| InitError::Failed(format!("SetEventCallbacks: {e}")))?;
     for (event, _) in Event::ALL {
         if let Err(e) = jvmti.set_event_enabled(event, true) {
             log::warn!("cannot enable JVMTI event {event:?}: {e}");

@@ -84,6 +84,7 @@ slots! {
     GET_METHOD_MODIFIERS = 66 "GetMethodModifiers";
     GET_LINE_NUMBER_TABLE = 70 "GetLineNumberTable";
     GET_LOADED_CLASSES = 78 "GetLoadedClasses";
+    GET_VERSION_NUMBER = 88 "GetVersionNumber";
     SET_EVENT_CALLBACKS = 122 "SetEventCallbacks";
     GET_ERROR_NAME = 128 "GetErrorName";
     GET_PHASE = 133 "GetPhase";
@@ -218,6 +219,17 @@ impl Jvmti {
         let v = unsafe { std::slice::from_raw_parts(data, count.max(0) as usize) }.to_vec();
         self.deallocate(data.cast());
         v
+    }
+
+    /// The JVMTI version (`0x300B0000` for JDK 11, `0x30010200` for 1.2).
+    pub fn version_number(&self) -> JvmtiResult<jint> {
+        type F = unsafe extern "C" fn(*mut c_void, *mut jint) -> jint;
+        let mut version = 0;
+        // SAFETY: slot 88 has this signature.
+        let f: F = unsafe { std::mem::transmute(self.function(GET_VERSION_NUMBER)) };
+        // SAFETY: valid env and out pointer.
+        self.check(unsafe { f(self.as_raw(), &mut version) })?;
+        Ok(version)
     }
 
     pub fn phase(&self) -> JvmtiResult<jint> {
