@@ -254,6 +254,17 @@ pub fn add_stack(m: &mut FakeMemory, methods: &Methods) -> (u64, u64) {
     (interpreted_fp, entry_fp)
 }
 
+/// C's interpreted frame at `fp`, at bci 2, with its saved sender sp,
+/// caller fp and return address.
+pub fn add_interpreted_c(m: &mut FakeMemory, methods: &Methods, fp: u64, sender_sp: u64, caller_fp: u64, pc: u64) {
+    let const_method_c = 0x60_8000 + 2 * 0x100;
+    m.put_u64(fp - 64, const_method_c + 48 + 2);
+    m.put_u64(fp - 24, methods.c);
+    m.put_u64(fp - 8, sender_sp);
+    m.put_u64(fp, caller_fp);
+    m.put_u64(fp + 8, pc);
+}
+
 /// Walks Java frames from `frame` (up to 64), with the code cache and
 /// [`NATIVE_CALLER`] counted as code.
 pub fn walk(m: &FakeMemory, frame: VmFrame) -> (Vec<JavaFrame>, SegmentEnd, VmFrame) {

@@ -131,12 +131,7 @@ fn compiled_caller_of_an_interpreted_frame_starts_at_its_saved_sender_sp() {
     let fp = SP + 0x40;
     let caller_sp = fp + 16 + 32;
     let entry_fp = SP + 0x200;
-    let const_method_c = 0x60_8000 + 2 * 0x100;
-    m.put_u64(fp - 64, const_method_c + 48 + 2);
-    m.put_u64(fp - 24, methods.c);
-    m.put_u64(fp - 8, caller_sp);
-    m.put_u64(fp, 0x1234);
-    m.put_u64(fp + 8, CODE + 0x40);
+    add_interpreted_c(&mut m, &methods, fp, caller_sp, 0x1234, CODE + 0x40);
     // A's 4-word frame from the saved sender sp: saved fp and return
     // address (into the call stub) in its top two words.
     m.put_u64(caller_sp + 16, entry_fp);
@@ -250,12 +245,7 @@ fn a_prologue_is_unwound_from_its_instructions() {
 fn a_virtual_thread_continues_at_its_continuation_entry() {
     let (mut m, methods) = vm();
     let fp = SP + 0x40;
-    let const_method_c = 0x60_8000 + 2 * 0x100;
-    m.put_u64(fp - 64, const_method_c + 48 + 2);
-    m.put_u64(fp - 24, methods.c);
-    m.put_u64(fp - 8, fp + 16);
-    m.put_u64(fp, 0);
-    m.put_u64(fp + 8, STUB_CODE + 0x10);
+    add_interpreted_c(&mut m, &methods, fp, fp + 16, 0, STUB_CODE + 0x10);
     let without = walk(&m, VmFrame::interrupted(INTERPRETER.0 + 0x10, SP, fp));
     assert_eq!(without.1, SegmentEnd::Failed(WalkFailure::BadCompiledFrame), "no continuation entry");
 
@@ -297,12 +287,7 @@ fn without_exported_entries_a_virtual_thread_continues_above_its_return_barrier_
     let (mut m, methods) = vm();
     let fp = SP + 0x40;
     let entry = SP + 0xC0;
-    let const_method_c = 0x60_8000 + 2 * 0x100;
-    m.put_u64(fp - 64, const_method_c + 48 + 2);
-    m.put_u64(fp - 24, methods.c);
-    m.put_u64(fp - 8, entry);
-    m.put_u64(fp, 0);
-    m.put_u64(fp + 8, STUB_CODE + 0x10);
+    add_interpreted_c(&mut m, &methods, fp, entry, 0, STUB_CODE + 0x10);
     let start = VmFrame::interrupted(INTERPRETER.0 + 0x10, SP, fp);
     assert_eq!(walk(&m, start).1, SegmentEnd::Failed(WalkFailure::BadCompiledFrame), "no barrier address yet");
 
