@@ -143,7 +143,10 @@ mod tests {
     /// A local data symbol is found at its link-time address.
     #[test]
     fn finds_local_data_symbols() {
-        static PROBE: u64 = 0;
+        // Mutable through an atomic, so not merged with other constants;
+        // `#[used]` keeps it in an optimized build.
+        #[used]
+        static PROBE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(7);
         let data = std::fs::read(std::env::current_exe().unwrap()).unwrap();
         let file = object::File::parse(&*data).unwrap();
         let probe = file
