@@ -70,7 +70,8 @@ fn report(result: Result<String, profiler::CommandError>) -> jint {
 }
 
 /// `-agentpath:libprofiler.so=<options>`. Invalid options make the JVM
-/// refuse to start, with the reason on stderr.
+/// refuse to start, with the reason on stderr; on a JDK the agent does not
+/// support (before 11) it says so once and the JVM starts without it.
 ///
 /// # Safety
 /// Called by the JVM with its `JavaVM*` and a NUL-terminated option string.
@@ -83,7 +84,7 @@ pub unsafe extern "C" fn Agent_OnLoad(vm: *mut JavaVM, options: *const c_char, _
         // SAFETY: the JavaVM* given to this entry point.
         if let Err(e) = unsafe { vm::init(vm, callbacks) } {
             eprintln!("[profiler] ERROR: {e}");
-            return JNI_ERR;
+            return if matches!(e, vm::InitError::UnsupportedJdk(_)) { JNI_OK } else { JNI_ERR };
         }
         match options.action {
             Some(Action::Start) => {

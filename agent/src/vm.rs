@@ -2,9 +2,12 @@
 //! AsyncGetCallTrace. Set up once, on the first of `Agent_OnLoad`,
 //! `Agent_OnAttach` or `JNI_OnLoad`, and never torn down.
 
+use crate::jdk_support;
 use crate::jvmti::capabilities::{self, Capabilities};
 use crate::jvmti::events::{Event, EventCallbacks};
 use crate::jvmti::{Jvmti, JVMTI_VERSION_1_2};
+use crate::libraries::file_map::FileMap;
+use crate::libraries::{scan, symbols};
 use crate::log;
 use crate::sampling::asgct::AsgctFn;
 use crate::sampling::safe_read::ProcessMemory;
@@ -37,12 +40,22 @@ pub fn get() -> Option<&'static Vm> {
     VM.get()
 }
 
-/// Sets up our JVMTI environment: capabilities, event callbacks, events.
-/// Idempotent; later calls return the first result.
+/// Why [`init`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum InitError {
+    /// A JDK the agent does not support ([`jdk_support`]): nothing was set up.
+    #[error("{0}")]
+    UnsupportedJdk(String),
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// Sets up our JVMTI environment, on a supported JDK only: capabilities,
+/// event callbacks, events. Idempotent; later calls return the first result.
 ///
 /// # Safety
 /// `java_vm` must be the `JavaVM*` the JVM passed to an entry point.
-pub unsafe fn init(java_vm: *mut JavaVM, callbacks: fn() -> EventCallbacks) -> Result<&'static Vm, String> {
+pub unsafe fn init(java_vm: *mut JavaVM, callbacks: fn() -> EventCallbacks) -> Result<&'static Vm, InitError> {
     if let Some(vm) = VM.get() {
         return Ok(vm);
     }
@@ -50,16 +63,22 @@ pub unsafe fn init(java_vm: *mut JavaVM, callbacks: fn() -> EventCallbacks) -> R
     // SAFETY: per the contract, a valid JavaVM*.
     let rc = unsafe { ((**java_vm).v1_2.GetEnv)(java_vm, &mut env, JVMTI_VERSION_1_2) };
     if rc != JNI_OK || env.is_null() {
-        return Err(format!("JVMTI 1.2 is not available (GetEnv returned {rc})"));
+        return Err(InitError::UnsupportedJdk(format!(
+            "JVMTI 1.2 is not available (GetEnv returned {rc}): the profiler needs JDK {} or newer and does \
+             nothing in this JVM",
+            jdk_support::OLDEST_SUPPORTED
+        )));
     }
     // SAFETY: GetEnv returned a jvmtiEnv*.
     let jvmti = unsafe { Jvmti::from_raw(env) };
+    let version = jvmti.version_number().map_err(|e| InitError::Failed(format!("GetVersionNumber: {e}")))?;
+    jdk_support::check(version).map_err(InitError::UnsupportedJdk)?;
     for &capability in capabilities::REQUESTED {
         if let Err(e) = jvmti.add_capabilities(&Capabilities::default().with(capability)) {
             log::warn!("capability {} unavailable: {e}", capability.name);
         }
     }
-    jvmti.set_event_callbacks(&callbacks()).map_err(|e| format!("SetEventCallbacks: {e}"))?;
+    jvmti.set_event_callbacks(&callbacks()).map_err(|e| InitError::Failed(format!("SetEventCallbacks: {e}")))?;
     for event in Event::ALWAYS {
         if let Err(e) = jvmti.set_event_enabled(event, true) {
             log::warn!("cannot enable JVMTI event {event:?}: {e}");
@@ -82,21 +101,41 @@ fn libjvm_symbol(java_vm: *mut JavaVM, name: &CStr) -> *mut c_void {
     if !symbol.is_null() {
         return symbol;
     }
+    let Some(path) = libjvm_path(java_vm).and_then(|p| CString::new(p).ok()) else {
+        return ptr::null_mut();
+    };
+    // SAFETY: RTLD_NOLOAD only returns an already loaded library.
+    let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
+    if handle.is_null() {
+        return ptr::null_mut();
+    }
+    // SAFETY: as above.
+    unsafe { libc::dlsym(handle, name.as_ptr()) }
+}
+
+/// The runtime address of a symbol libjvm does not export, from its
+/// file's symbol table (which Temurin builds keep); `None` if it has none.
+fn libjvm_local_symbol(java_vm: *mut JavaVM, name: &str) -> Option<u64> {
+    let path = libjvm_path(java_vm)?;
+    let map = FileMap::open(&path).ok()?;
+    let link_address = symbols::link_address_of(map.bytes(), name)?;
+    let (objects, _) = scan::loaded_objects();
+    let libjvm = objects.iter().find(|o| o.path == path)?;
+    libjvm.bias.checked_add(link_address)
+}
+
+/// The file of the library that implements the JavaVM function table.
+fn libjvm_path(java_vm: *mut JavaVM) -> Option<String> {
     // SAFETY: Dl_info is plain C data (pointers); all zeroes is a valid value.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
     // SAFETY: GetEnv's address lies in libjvm; dladdr only reads it.
     let get_env = unsafe { (**java_vm).v1_2.GetEnv } as *const c_void;
     // SAFETY: valid address and out struct.
     if unsafe { libc::dladdr(get_env, &mut info) } == 0 || info.dli_fname.is_null() {
-        return ptr::null_mut();
+        return None;
     }
-    // SAFETY: RTLD_NOLOAD only returns an already loaded library.
-    let handle = unsafe { libc::dlopen(info.dli_fname, libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
-    if handle.is_null() {
-        return ptr::null_mut();
-    }
-    // SAFETY: as above.
-    unsafe { libc::dlsym(handle, name.as_ptr()) }
+    // SAFETY: dladdr gave a NUL-terminated name that lives with the library.
+    Some(unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned())
 }
 
 impl Vm {
@@ -112,9 +151,13 @@ impl Vm {
     /// Needs the fault handlers installed (the first call reads them).
     pub fn vm_tables(&self) -> Result<&VmTables, String> {
         let lookup = |name: &str| {
-            let name = CString::new(name).ok()?;
-            let symbol = libjvm_symbol(self.java_vm, &name);
-            (!symbol.is_null()).then_some(symbol as u64)
+            let c_name = CString::new(name).ok()?;
+            let symbol = libjvm_symbol(self.java_vm, &c_name);
+            if symbol.is_null() {
+                libjvm_local_symbol(self.java_vm, name)
+            } else {
+                Some(symbol as u64)
+            }
         };
         self.tables.get_or_init(|| VmTables::read(&lookup, &ProcessMemory)).as_ref().map_err(Clone::clone)
     }

@@ -78,19 +78,36 @@ pub struct Deopt {
     pub orig_pc_offset: Field,
 }
 
-/// Where a mounted virtual thread's frames end (JDK 21+): the innermost
-/// `ContinuationEntry` of the thread lives on its stack, inside the frame
-/// of `Continuation.enterSpecial`.
+/// Where a mounted virtual thread's frames end (JDK 21+): its innermost
+/// `ContinuationEntry` lives on the carrier's stack, at the sp of the frame
+/// of `Continuation.enterSpecial`. Once the thread's frames were frozen
+/// and thawed, its bottom frame returns to the continuation return
+/// barrier (a frameless stub) and that frame is its caller.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Continuations {
-    /// `JavaThread::_cont_entry`.
-    pub thread_entry: Field,
-    /// The address of the static `ContinuationEntry::_return_pc`: the
-    /// return address into `enterSpecial` (set once it is generated).
-    pub return_pc: u64,
-    /// `ContinuationEntry::size()`, its size rounded up to 16 bytes: the
-    /// entry frame's fp is just above it.
-    pub entry_size: u64,
+pub enum Continuations {
+    /// VMStructs lists the thread's entry (JDK 25.0.3).
+    Exported {
+        /// `JavaThread::_cont_entry`.
+        thread_entry: Field,
+        /// The address of the static `ContinuationEntry::_return_pc`: the
+        /// return address into `enterSpecial` (set once it is generated).
+        return_pc: u64,
+        /// `ContinuationEntry::size()`, its size rounded up to 16 bytes:
+        /// the entry frame's fp is just above it.
+        entry_size: u64,
+    },
+    /// VMStructs lists none of it (JDK 21 to 25.0.2); libjvm's symbol
+    /// table has the two statics. Thawing lays the bottom frame out right
+    /// below the entry, moved down by its stack arguments
+    /// (`ContinuationEntry::bottom_sender_sp`), so the entry is found from
+    /// the frame returning to the barrier; `enterSpecial`'s nmethod gives
+    /// the entry frame's size.
+    AtReturnBarrier {
+        /// The address of the static `StubRoutines::_cont_returnBarrier`.
+        return_barrier: u64,
+        /// The address of the static `ContinuationEntry::_return_pc`.
+        return_pc: u64,
+    },
 }
 
 /// How a jmethodID names its method, chosen once from the JDK version.
@@ -294,9 +311,13 @@ impl VmLayout {
             l.field("JavaThread", "_cont_entry"),
             l.static_address("ContinuationEntry", "_return_pc"),
             l.size("ContinuationEntry"),
+            l.static_address("StubRoutines", "_cont_returnBarrier"),
         ) {
-            (Ok(thread_entry), Ok(return_pc), Ok(entry_size)) => {
-                Some(Continuations { thread_entry, return_pc, entry_size: entry_size.next_multiple_of(16) })
+            (Ok(thread_entry), Ok(return_pc), Ok(entry_size), _) => {
+                Some(Continuations::Exported { thread_entry, return_pc, entry_size: entry_size.next_multiple_of(16) })
+            }
+            (_, Ok(return_pc), _, Ok(return_barrier)) => {
+                Some(Continuations::AtReturnBarrier { return_barrier, return_pc })
             }
             _ => None,
         };

@@ -60,6 +60,8 @@ pub const NATIVE_CALLER: u64 = 0x5000_0000;
 pub const SP: u64 = 0x7000_0000;
 /// Where the static `ContinuationEntry::_return_pc` is.
 pub const CONT_RETURN_PC: u64 = 0x51_0000;
+/// Where the static `StubRoutines::_cont_returnBarrier` is.
+pub const CONT_RETURN_BARRIER: u64 = 0x51_0008;
 /// The walked thread's `JavaThread*`.
 pub const THREAD: u64 = 0x52_0000;
 
@@ -77,7 +79,7 @@ pub fn layout() -> VmLayout {
             anchor_pc: field(8, 8),
             anchor_fp: field(16, 8),
             call_wrapper_anchor: 32,
-            continuations: Some(Continuations {
+            continuations: Some(Continuations::Exported {
                 thread_entry: field(0x200, 8),
                 return_pc: CONT_RETURN_PC,
                 entry_size: 64,
@@ -137,6 +139,11 @@ pub fn method_reader() -> MethodReader {
 
 /// The walker over the synthetic VM's code cache.
 pub fn walker() -> JavaSegmentWalker {
+    walker_with(layout())
+}
+
+/// [`walker`] with another layout.
+pub fn walker_with(layout: VmLayout) -> JavaSegmentWalker {
     let code = CodeAddresses {
         heaps: vec![CodeHeap { low: HEAP, high: HEAP + 0x10_0000, segmap: SEGMAP, log2_segment: 7 }],
         low: HEAP,
@@ -144,7 +151,7 @@ pub fn walker() -> JavaSegmentWalker {
         interpreter: INTERPRETER,
         call_stub_return: CALL_STUB_RETURN,
     };
-    JavaSegmentWalker::new(layout(), code)
+    JavaSegmentWalker::new(layout, code)
 }
 
 /// Methods A (compiled, at 0x60_0000), B (inlined into A) and C
@@ -247,6 +254,17 @@ pub fn add_stack(m: &mut FakeMemory, methods: &Methods) -> (u64, u64) {
     (interpreted_fp, entry_fp)
 }
 
+/// C's interpreted frame at `fp`, at bci 2, with its saved sender sp,
+/// caller fp and return address.
+pub fn add_interpreted_c(m: &mut FakeMemory, methods: &Methods, fp: u64, sender_sp: u64, caller_fp: u64, pc: u64) {
+    let const_method_c = 0x60_8000 + 2 * 0x100;
+    m.put_u64(fp - 64, const_method_c + 48 + 2);
+    m.put_u64(fp - 24, methods.c);
+    m.put_u64(fp - 8, sender_sp);
+    m.put_u64(fp, caller_fp);
+    m.put_u64(fp + 8, pc);
+}
+
 /// Walks Java frames from `frame` (up to 64), with the code cache and
 /// [`NATIVE_CALLER`] counted as code.
 pub fn walk(m: &FakeMemory, frame: VmFrame) -> (Vec<JavaFrame>, SegmentEnd, VmFrame) {
@@ -262,11 +280,21 @@ pub fn walk_with(m: &FakeMemory, frame: VmFrame, ids: &mut MethodIds) -> (Vec<Ja
 /// ends `Full`, at the frame of the last one).
 pub fn walk_until(
     m: &FakeMemory,
+    frame: VmFrame,
+    ids: &mut MethodIds,
+    full: impl Fn(&[JavaFrame]) -> bool,
+) -> (Vec<JavaFrame>, SegmentEnd, VmFrame) {
+    walk_on(&walker(), m, frame, ids, full)
+}
+
+/// [`walk_until`] with a given walker.
+pub fn walk_on(
+    w: &JavaSegmentWalker,
+    m: &FakeMemory,
     mut frame: VmFrame,
     ids: &mut MethodIds,
     full: impl Fn(&[JavaFrame]) -> bool,
 ) -> (Vec<JavaFrame>, SegmentEnd, VmFrame) {
-    let w = walker();
     let code = |pc: u64| w.in_code_cache(pc) || pc == NATIVE_CALLER;
     let mut frames = Vec::new();
     let mut memo = WalkMemo::new(THREAD, ids);

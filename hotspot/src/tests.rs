@@ -131,12 +131,7 @@ fn compiled_caller_of_an_interpreted_frame_starts_at_its_saved_sender_sp() {
     let fp = SP + 0x40;
     let caller_sp = fp + 16 + 32;
     let entry_fp = SP + 0x200;
-    let const_method_c = 0x60_8000 + 2 * 0x100;
-    m.put_u64(fp - 64, const_method_c + 48 + 2);
-    m.put_u64(fp - 24, methods.c);
-    m.put_u64(fp - 8, caller_sp);
-    m.put_u64(fp, 0x1234);
-    m.put_u64(fp + 8, CODE + 0x40);
+    add_interpreted_c(&mut m, &methods, fp, caller_sp, 0x1234, CODE + 0x40);
     // A's 4-word frame from the saved sender sp: saved fp and return
     // address (into the call stub) in its top two words.
     m.put_u64(caller_sp + 16, entry_fp);
@@ -250,12 +245,7 @@ fn a_prologue_is_unwound_from_its_instructions() {
 fn a_virtual_thread_continues_at_its_continuation_entry() {
     let (mut m, methods) = vm();
     let fp = SP + 0x40;
-    let const_method_c = 0x60_8000 + 2 * 0x100;
-    m.put_u64(fp - 64, const_method_c + 48 + 2);
-    m.put_u64(fp - 24, methods.c);
-    m.put_u64(fp - 8, fp + 16);
-    m.put_u64(fp, 0);
-    m.put_u64(fp + 8, STUB_CODE + 0x10);
+    add_interpreted_c(&mut m, &methods, fp, fp + 16, 0, STUB_CODE + 0x10);
     let without = walk(&m, VmFrame::interrupted(INTERPRETER.0 + 0x10, SP, fp));
     assert_eq!(without.1, SegmentEnd::Failed(WalkFailure::BadCompiledFrame), "no continuation entry");
 
@@ -275,4 +265,94 @@ fn a_virtual_thread_continues_at_its_continuation_entry() {
     // An entry below the frame being left is not this frame's caller.
     m.put_u64(THREAD + 0x200, SP - 0x100);
     assert_eq!(walk(&m, VmFrame::interrupted(INTERPRETER.0 + 0x10, SP, fp)).1, without.1);
+}
+
+/// JDK 21 to 25.0.2 list no continuation entry in VMStructs: the entry is
+/// found from the frame returning to the return barrier (whose address
+/// libjvm's symbol table gives), at that frame's unextended sp, or above
+/// it past the bottom frame's stack arguments; `enterSpecial`'s frame size
+/// comes from its nmethod.
+#[test]
+fn without_exported_entries_a_virtual_thread_continues_above_its_return_barrier_frame() {
+    let mut layout = crate::testing::layout();
+    layout.frames.continuations = Some(crate::layout::Continuations::AtReturnBarrier {
+        return_barrier: CONT_RETURN_BARRIER,
+        return_pc: CONT_RETURN_PC,
+    });
+    let w = walker_with(layout);
+    let walk = |m: &FakeMemory, frame| walk_on(&w, m, frame, &mut MethodIds::default(), |f| f.len() >= 64);
+
+    // C, interpreted, the virtual thread's bottom frame: it returns to the
+    // barrier, its locals reach up to the entry at E (its sender sp).
+    let (mut m, methods) = vm();
+    let fp = SP + 0x40;
+    let entry = SP + 0xC0;
+    add_interpreted_c(&mut m, &methods, fp, entry, 0, STUB_CODE + 0x10);
+    let start = VmFrame::interrupted(INTERPRETER.0 + 0x10, SP, fp);
+    assert_eq!(walk(&m, start).1, SegmentEnd::Failed(WalkFailure::BadCompiledFrame), "no barrier address yet");
+
+    // The entry frame of enterSpecial (here A's nmethod, 4 words: the
+    // saved fp and return address at E + 16 and E + 24) returns to the
+    // carrier's frames: C interpreted, then the entry frame.
+    let (carrier_fp, _) = add_stack(&mut m, &methods);
+    m.put_u64(CONT_RETURN_BARRIER, STUB_CODE + 0x10);
+    m.put_u64(CONT_RETURN_PC, CODE + 0x40);
+    m.put_u64(entry, 0x7777);
+    m.put_u64(entry + 8, 0x7777);
+    m.put_u64(entry + 16, carrier_fp);
+    m.put_u64(entry + 24, INTERPRETER.0 + 0x100);
+    let (frames, end, frame) = walk(&m, start);
+    let ids = frames.iter().map(|f| f.method).collect::<Vec<_>>();
+    assert_eq!(ids, [jmethod_id(2), jmethod_id(0), jmethod_id(2)]);
+    assert_eq!((end, frame.pc), (SegmentEnd::Entry(None), NATIVE_CALLER));
+
+    // Three words of stack arguments below the entry: the bottom frame's
+    // caller sp is E - 24, aligned down to E - 32; E - 16 is not an entry
+    // (what it would hold as a return address is not code).
+    m.put_u64(fp - 8, entry - 32);
+    assert_eq!(walk(&m, start).0.len(), 3, "past stack arguments");
+
+    // A frameless stub other than the barrier is no way into the carrier.
+    m.put_u64(fp - 8, entry);
+    m.put_u64(CONT_RETURN_BARRIER, STUB_CODE + 0x20);
+    assert_eq!(walk(&m, start).1, SegmentEnd::Failed(WalkFailure::BadCompiledFrame), "not the barrier");
+
+    // enterSpecial not generated yet: no entry frame to decode.
+    m.put_u64(CONT_RETURN_BARRIER, STUB_CODE + 0x10);
+    m.put_u64(CONT_RETURN_PC, 0);
+    assert_eq!(walk(&m, start).1, SegmentEnd::Failed(WalkFailure::BadCompiledFrame), "no enterSpecial");
+}
+
+/// A compiled bottom frame without stack arguments returns to the barrier
+/// from right below the entry: the entry frame's sp is that frame's caller
+/// sp (the barrier has no frame), and the walk goes on into the carrier,
+/// however the entry is found.
+#[test]
+fn a_compiled_bottom_frame_continues_at_the_entry_right_above_it() {
+    let exported = crate::testing::layout().frames.continuations;
+    let at_barrier = Some(crate::layout::Continuations::AtReturnBarrier {
+        return_barrier: CONT_RETURN_BARRIER,
+        return_pc: CONT_RETURN_PC,
+    });
+    for continuations in [exported, at_barrier] {
+        let mut layout = crate::testing::layout();
+        layout.frames.continuations = continuations;
+        let w = walker_with(layout);
+        let (mut m, methods) = vm();
+        let (carrier_fp, _) = add_stack(&mut m, &methods);
+        let entry = SP + 0xC0;
+        // A's frame (4 words) right below the entry, returning to the barrier.
+        m.put_u64(entry - 16, 0);
+        m.put_u64(entry - 8, STUB_CODE + 0x10);
+        m.put_u64(THREAD + 0x200, entry);
+        m.put_u64(CONT_RETURN_BARRIER, STUB_CODE + 0x10);
+        m.put_u64(CONT_RETURN_PC, CODE + 0x40);
+        m.put_u64(entry + 16, carrier_fp);
+        m.put_u64(entry + 24, INTERPRETER.0 + 0x100);
+        let start = VmFrame::new(CODE + 0x40, entry - 32, 0);
+        let (frames, end, frame) = walk_on(&w, &m, start, &mut MethodIds::default(), |f| f.len() >= 64);
+        let ids = frames.iter().map(|f| f.method).collect::<Vec<_>>();
+        assert_eq!(ids, [jmethod_id(0), jmethod_id(0), jmethod_id(2)], "{continuations:?}");
+        assert_eq!((end, frame.pc), (SegmentEnd::Entry(None), NATIVE_CALLER), "{continuations:?}");
+    }
 }

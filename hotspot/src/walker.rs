@@ -12,7 +12,7 @@
 use crate::code_cache::CodeCache;
 use crate::debug_info::{CodeSite, DebugInfoReader};
 use crate::frame_state::{frame_state, FrameState};
-use crate::layout::{CodeAddresses, FrameLayout, VmLayout};
+use crate::layout::{CodeAddresses, Continuations, FrameLayout, VmLayout};
 use crate::memory::VmMemory;
 use crate::methods::{MethodIds, MethodReader, NO_JMETHOD_ID};
 use crate::tables::VmTables;
@@ -36,6 +36,9 @@ const MEMO_FRAMES: usize = 8;
 /// More stub frames in a row than real stacks have (adapters, runtime
 /// stubs and the frames they call are a handful at most).
 const MAX_STUBS_IN_A_ROW: usize = 16;
+/// More words of stack arguments than a Java method has (at most 255
+/// argument slots), plus an alignment word.
+const MAX_STACK_ARGUMENT_WORDS: u64 = 256;
 /// What one sample's walk has decoded already. Deep recursion returns to
 /// the same pc again and again, and within one walk a pc decodes the same
 /// way each time (code on the walked stack cannot be freed under it), so
@@ -166,6 +169,9 @@ impl<F: Fn(u64) -> bool> CodeCheck for F {
 /// One step's result.
 enum Step {
     Continue,
+    /// Continues at a continuation entry frame, whose sp may equal the
+    /// frame returning to the return barrier (the barrier stub has no frame).
+    ContinueAtEntry,
     End(SegmentEnd),
 }
 
@@ -255,13 +261,15 @@ impl JavaSegmentWalker {
                     None => Step::End(SegmentEnd::Failed(WalkFailure::NoCodeBlob)),
                 }
             };
-            if let Step::End(end) = step {
-                return end;
-            }
+            let lowest_caller_sp = match step {
+                Step::End(end) => return end,
+                Step::Continue => before.sp.saturating_add(1),
+                Step::ContinueAtEntry => before.sp,
+            };
             if stubs_in_a_row == stubs_before {
                 stubs_in_a_row = 0;
             }
-            if frame.sp <= before.sp || frame.sp - start_sp > MAX_STACK_SPAN || !frame.sp.is_multiple_of(8) {
+            if frame.sp < lowest_caller_sp || frame.sp - start_sp > MAX_STACK_SPAN || !frame.sp.is_multiple_of(8) {
                 return SegmentEnd::Failed(WalkFailure::NoProgress);
             }
         }
@@ -507,31 +515,57 @@ impl JavaSegmentWalker {
             java: false,
             state: FrameState::Unknown,
         };
-        let caller = self.compiled_caller(memory, code, frame, shape).or_else(|| {
-            // A frameless stub a Java frame returns to: a mounted virtual
-            // thread's bottom frame returns to the continuation return
-            // barrier, whose caller is the continuation entry.
-            (!frame.interrupted).then(|| self.continuation_entry(memory, thread, frame)).flatten()
-        });
-        match caller {
-            Some(caller) => {
-                *frame = caller;
-                Step::Continue
+        if let Some(caller) = self.compiled_caller(memory, code, frame, shape) {
+            *frame = caller;
+            return Step::Continue;
+        }
+        // A frameless stub a Java frame returns to: a mounted virtual
+        // thread's bottom frame returns to the continuation return barrier,
+        // whose caller is the continuation entry.
+        match (!frame.interrupted).then(|| self.continuation_entry(memory, thread, frame)).flatten() {
+            Some(entry) => {
+                *frame = entry;
+                Step::ContinueAtEntry
             }
             None => Step::End(SegmentEnd::Failed(WalkFailure::BadCompiledFrame)),
         }
     }
 
     /// The frame of `Continuation.enterSpecial` holding the thread's
-    /// innermost continuation entry, if that entry lies above `frame`: the
-    /// entry's address is the frame's sp, the fp is just above the entry.
+    /// innermost continuation entry, the caller of `frame` (whose pc is the
+    /// stub it returns to) if that entry lies at or above its sp (at it when
+    /// the bottom frame is compiled and has no stack arguments): the
+    /// entry's address is the frame's sp, its fp is just above the entry.
     fn continuation_entry<M: VmMemory + ?Sized>(&self, memory: &M, thread: u64, frame: &VmFrame) -> Option<VmFrame> {
-        let c = self.frames.continuations?;
-        let entry = c.thread_entry.read(memory, Some(thread).filter(|&t| t != 0)?)?;
-        if entry <= frame.sp || entry - frame.sp > MAX_STACK_SPAN || !entry.is_multiple_of(8) {
-            return None;
+        match self.frames.continuations? {
+            Continuations::Exported { thread_entry, return_pc, entry_size } => {
+                let entry = thread_entry.read(memory, Some(thread).filter(|&t| t != 0)?)?;
+                if entry < frame.sp || entry - frame.sp > MAX_STACK_SPAN || !entry.is_multiple_of(8) {
+                    return None;
+                }
+                let pc = memory.u64(return_pc).filter(|&pc| self.in_code_cache(pc))?;
+                Some(VmFrame::new(pc, entry, entry.checked_add(entry_size)?))
+            }
+            Continuations::AtReturnBarrier { return_barrier, return_pc } => {
+                if memory.u64(return_barrier)? != frame.pc {
+                    return None;
+                }
+                let pc = memory.u64(return_pc).filter(|&pc| self.in_code_cache(pc))?;
+                let blob = self.code.find_blob(memory, pc)?;
+                let words = u64::try_from(self.code.frame_size(memory, blob)?).ok().filter(|&w| w >= 2)?;
+                let size = words.checked_mul(8)?;
+                // The entry is where the bottom frame's caller sp was at
+                // its call (its unextended sp), above its stack arguments
+                // if it has some (then the sp is also aligned down to 16
+                // bytes): the first 16-byte aligned address from there
+                // whose frame returns into the code cache.
+                let lowest = frame.unextended_sp.checked_add(15)? & !15;
+                (0..=MAX_STACK_ARGUMENT_WORDS / 2).find_map(|i| {
+                    let entry = lowest.checked_add(i * 16)?;
+                    let caller_pc = memory.u64(entry.checked_add(size - 8)?)?;
+                    self.in_code_cache(caller_pc).then(|| VmFrame::new(pc, entry, entry + size - 16))
+                })
+            }
         }
-        let pc = memory.u64(c.return_pc).filter(|&pc| self.in_code_cache(pc))?;
-        Some(VmFrame::new(pc, entry, entry.checked_add(c.entry_size)?))
     }
 }

@@ -218,7 +218,10 @@ fn libjvm_resolves_by_build_id_when_its_debug_package_is_installed() {
     };
     let debug = Path::new("/usr/lib/debug/.build-id").join(&build_id[..2]).join(format!("{}.debug", &build_id[2..]));
     if !debug.exists() {
-        let reason = format!("no debug file for libjvm ({build_id}); install openjdk-17-dbg matching the JDK");
+        let reason = format!(
+            "no debug file for libjvm ({build_id}) under /usr/lib/debug/.build-id; install the JDK's debug symbols \
+             (openjdk-17-dbg for Debian's JDK 17)"
+        );
         return skip(&reason, InCi::Optional);
     }
     let dir = scratch_dir("libjvm_remote");

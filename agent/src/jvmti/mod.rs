@@ -84,6 +84,7 @@ slots! {
     GET_METHOD_MODIFIERS = 66 "GetMethodModifiers";
     GET_LINE_NUMBER_TABLE = 70 "GetLineNumberTable";
     GET_LOADED_CLASSES = 78 "GetLoadedClasses";
+    GET_VERSION_NUMBER = 88 "GetVersionNumber";
     GET_STACK_TRACE = 104 "GetStackTrace";
     SET_EVENT_CALLBACKS = 122 "SetEventCallbacks";
     GET_ERROR_NAME = 128 "GetErrorName";
@@ -231,14 +232,30 @@ impl Jvmti {
         v
     }
 
-    pub fn phase(&self) -> JvmtiResult<jint> {
+    /// Calls a function whose only parameter after the env is a `jint`
+    /// out pointer.
+    ///
+    /// # Safety
+    /// `slot` must be such a function.
+    unsafe fn jint_result(&self, slot: Slot) -> JvmtiResult<jint> {
         type F = unsafe extern "C" fn(*mut c_void, *mut jint) -> jint;
-        let mut phase = 0;
-        // SAFETY: slot 133 has this signature.
-        let f: F = unsafe { std::mem::transmute(self.function(GET_PHASE)) };
+        let mut value = 0;
+        // SAFETY: per the contract, the slot has this signature.
+        let f: F = unsafe { std::mem::transmute(self.function(slot)) };
         // SAFETY: valid env and out pointer.
-        self.check(unsafe { f(self.as_raw(), &mut phase) })?;
-        Ok(phase)
+        self.check(unsafe { f(self.as_raw(), &mut value) })?;
+        Ok(value)
+    }
+
+    /// The JVMTI version (`0x300B0000` for JDK 11, `0x30010200` for 1.2).
+    pub fn version_number(&self) -> JvmtiResult<jint> {
+        // SAFETY: slot 88 is `GetVersionNumber(env, jint*)`.
+        unsafe { self.jint_result(GET_VERSION_NUMBER) }
+    }
+
+    pub fn phase(&self) -> JvmtiResult<jint> {
+        // SAFETY: slot 133 is `GetPhase(env, jvmtiPhase*)`, a jint enum.
+        unsafe { self.jint_result(GET_PHASE) }
     }
 
     pub fn add_capabilities(&self, caps: &capabilities::Capabilities) -> JvmtiResult<()> {

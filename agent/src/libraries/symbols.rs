@@ -86,6 +86,15 @@ impl SymbolTable {
     }
 }
 
+/// The link-time address of the symbol `name` of the ELF file `data`, of
+/// any kind, local ones included (`.symtab`, then `.dynsym`): for a symbol
+/// the dynamic loader does not export.
+pub fn link_address_of(data: &[u8], name: &str) -> Option<u64> {
+    let file = object::File::parse(data).ok()?;
+    let symbol = file.symbols().chain(file.dynamic_symbols()).find(|s| s.name() == Ok(name) && s.address() != 0)?;
+    Some(symbol.address())
+}
+
 /// A readable name: Rust and C++ symbols demangled (C++ without parameter
 /// lists, as profilers show them), anything else as is.
 pub fn demangle(mangled: &str) -> String {
@@ -129,5 +138,25 @@ mod tests {
         assert!(table.find(probe.end.max(probe.start + 1) - 1).is_some());
         assert!(table.find(0).is_none());
         assert!(SymbolTable::from_elf(b"not elf").is_empty());
+    }
+
+    /// A local data symbol is found at its link-time address.
+    #[test]
+    fn finds_local_data_symbols() {
+        // Mutable through an atomic, so not merged with other constants;
+        // `#[used]` keeps it in an optimized build.
+        #[used]
+        static PROBE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(7);
+        let data = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+        let file = object::File::parse(&*data).unwrap();
+        let probe = file
+            .symbols()
+            .find(|s| s.kind() == SymbolKind::Data && s.name().is_ok_and(|n| n.contains("PROBE")))
+            .expect("the probe's symbol");
+        std::hint::black_box(&PROBE);
+        let name = probe.name().unwrap();
+        assert_eq!(link_address_of(&data, name), Some(probe.address()));
+        assert_eq!(link_address_of(&data, "no_such_symbol_anywhere"), None);
+        assert_eq!(link_address_of(b"not elf", name), None);
     }
 }
