@@ -1,7 +1,7 @@
 //! The few raw JNI calls control-plane code makes (not used by handlers).
 
 use crate::jvmti::{ClassRef, ThreadRef};
-use jni::sys::{jint, jlong, jstring, JNIEnv, JNINativeMethod, JNI_OK};
+use jni::sys::{jfieldID, jint, jlong, jmethodID, jobject, jstring, jvalue, JNIEnv, JNINativeMethod, JNI_OK};
 use std::ffi::{c_void, CStr};
 use std::ptr;
 
@@ -182,5 +182,85 @@ impl JniEnv {
             let id: jlong = unsafe { ((**self.0).v1_1.CallLongMethodA)(self.0, thread.as_raw(), method, ptr::null()) };
             (!self.clear_exception()).then_some(id)
         })
+    }
+
+    /// A class by its internal name (a local reference), or `None` with
+    /// the exception cleared.
+    pub fn find_class(&self, name: &CStr) -> Option<ClassRef> {
+        // SAFETY: valid env and NUL-terminated name.
+        let class = unsafe { ((**self.0).v1_1.FindClass)(self.0, name.as_ptr()) };
+        self.clear_exception();
+        // SAFETY: a class reference of this thread, or null.
+        (!class.is_null()).then(|| unsafe { ClassRef::from_raw(class) })
+    }
+
+    /// Defines class `name` from class-file `bytes` in the boot loader (a
+    /// local reference), or `None` with the exception cleared.
+    pub fn define_boot_class(&self, name: &CStr, bytes: &[u8]) -> Option<ClassRef> {
+        // SAFETY: valid env, name and buffer; a null loader is the boot loader.
+        let class = unsafe {
+            ((**self.0).v1_1.DefineClass)(
+                self.0,
+                name.as_ptr(),
+                ptr::null_mut(),
+                bytes.as_ptr().cast(),
+                bytes.len() as jint,
+            )
+        };
+        self.clear_exception();
+        // SAFETY: a class reference of this thread, or null.
+        (!class.is_null()).then(|| unsafe { ClassRef::from_raw(class) })
+    }
+
+    /// A global reference to `class`, valid on every thread until the JVM
+    /// ends (never deleted).
+    pub fn global_class(&self, class: ClassRef) -> Option<ClassRef> {
+        // SAFETY: valid env and reference.
+        let global = unsafe { ((**self.0).v1_1.NewGlobalRef)(self.0, class.as_raw()) };
+        // SAFETY: a global class reference, or null.
+        (!global.is_null()).then(|| unsafe { ClassRef::from_raw(global) })
+    }
+
+    pub fn static_method(&self, class: ClassRef, name: &CStr, signature: &CStr) -> Option<jmethodID> {
+        // SAFETY: valid env, class reference and names.
+        let method =
+            unsafe { ((**self.0).v1_1.GetStaticMethodID)(self.0, class.as_raw(), name.as_ptr(), signature.as_ptr()) };
+        self.clear_exception();
+        (!method.is_null()).then_some(method)
+    }
+
+    /// Calls a static `void` method; false if it threw (cleared).
+    ///
+    /// # Safety
+    /// `method` must be a static method of `class` taking `args`.
+    pub unsafe fn call_static_void(&self, class: ClassRef, method: jmethodID, args: &[jvalue]) -> bool {
+        // SAFETY: per the contract.
+        unsafe { ((**self.0).v1_1.CallStaticVoidMethodA)(self.0, class.as_raw(), method, args.as_ptr()) };
+        !self.clear_exception()
+    }
+
+    pub fn field(&self, class: ClassRef, name: &CStr, signature: &CStr) -> Option<jfieldID> {
+        // SAFETY: valid env, class reference and names.
+        let field = unsafe { ((**self.0).v1_1.GetFieldID)(self.0, class.as_raw(), name.as_ptr(), signature.as_ptr()) };
+        self.clear_exception();
+        (!field.is_null()).then_some(field)
+    }
+
+    /// An object field's value (a local reference, null for null).
+    ///
+    /// # Safety
+    /// `object` must be a live reference whose class has `field`, an object field.
+    pub unsafe fn object_field(&self, object: jobject, field: jfieldID) -> jobject {
+        // SAFETY: per the contract.
+        unsafe { ((**self.0).v1_1.GetObjectField)(self.0, object, field) }
+    }
+
+    /// Whether two references name one object.
+    ///
+    /// # Safety
+    /// Both must be null or live references.
+    pub unsafe fn is_same_object(&self, a: jobject, b: jobject) -> bool {
+        // SAFETY: per the contract.
+        unsafe { ((**self.0).v1_1.IsSameObject)(self.0, a, b) }
     }
 }

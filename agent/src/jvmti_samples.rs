@@ -1,8 +1,10 @@
-//! Samples JVMTI hands the agent on the Java thread itself: sampled heap
-//! allocations (`alloc=`, `SampledObjectAlloc`) and contended monitor
-//! waits (`lock=`, `MonitorContendedEnter`/`Entered`). Each records the
-//! object's class, an amount (bytes, or nanoseconds waited) and the
-//! thread's Java stack next to the CPU and wall-clock samples.
+//! Samples taken on the Java thread itself: sampled heap allocations
+//! (`alloc=`, JVMTI `SampledObjectAlloc`), contended monitor waits
+//! (`lock=`, `MonitorContendedEnter`/`Entered`) and waits parked on
+//! `java.util.concurrent` locks (`lock=`, the `Unsafe.park` hook of
+//! `engine::park`). Each records the object's class, an amount (bytes, or
+//! nanoseconds waited) and the thread's Java stack next to the CPU and
+//! wall-clock samples.
 //!
 //! Not a signal handler (so it lives outside `sampling`): the callbacks run
 //! in the Java thread where JVMTI may be called, so they ask JVMTI for the
@@ -100,35 +102,34 @@ const ALLOC_COUNTERS: Counters =
 const LOCK_COUNTERS: Counters =
     Counters(Counter::LockSamples, Counter::LockDroppedBusy, Counter::LockDroppedBufferFull);
 
-/// A sample of `kind` about an object of `class`, with `value` (bytes or
-/// nanoseconds), taken at `time_ns` by the calling thread `tid`.
-#[allow(clippy::too_many_arguments)]
-fn record(
-    sampler: &Sampler,
-    samples: &JvmtiSamples,
-    jvmti: &Jvmti,
+/// What one sample saw: an object of `class` (allocated, or waited for)
+/// and `value` (bytes, or nanoseconds waited since `time_ns`).
+struct Observed {
     kind: SampleKind,
     class: ClassRef,
     value: u64,
+    park_time: i64,
     time_ns: u64,
-    tid: u32,
-    counters: Counters,
-) {
-    let class = samples.class_id(jvmti, class, tid);
+}
+
+/// Records `observed` as a sample of the calling thread `tid`.
+fn record(sampler: &Sampler, samples: &JvmtiSamples, jvmti: &Jvmti, observed: Observed, tid: u32, counters: Counters) {
+    let class = samples.class_id(jvmti, observed.class, tid);
     let trace = java_trace(sampler, jvmti, tid);
     let Some(mut stripe) = sampler.stripes.try_acquire(tid) else {
         counters::increment(counters.1);
         return;
     };
     let record = SampleRecord {
-        time_ns,
+        time_ns: observed.time_ns,
         tid,
         trace: trace.0,
         weight: 1,
         state: 0,
-        kind,
+        kind: observed.kind,
         class,
-        value,
+        value: observed.value,
+        park_time: observed.park_time,
         context: sampler.context.sample_context(tid),
     };
     if stripe.push(record) {
@@ -143,7 +144,8 @@ fn record(
 pub fn record_allocation(sampler: &Sampler, jvmti: &Jvmti, class: ClassRef, size: u64, time_ns: u64, tid: u32) {
     let Some(samples) = sampler.jvmti_samples.as_ref().filter(|s| s.alloc_interval.is_some()) else { return };
     if sampler.sampled(tid) {
-        record(sampler, samples, jvmti, SampleKind::Alloc, class, size, time_ns, tid, ALLOC_COUNTERS);
+        let observed = Observed { kind: SampleKind::Alloc, class, value: size, park_time: 0, time_ns };
+        record(sampler, samples, jvmti, observed, tid, ALLOC_COUNTERS);
     }
 }
 
@@ -167,8 +169,77 @@ pub unsafe fn contended_entered(sampler: &Sampler, jvmti: &Jvmti, env: JniEnv, o
     }
     // SAFETY: per the contract, a valid reference on this thread.
     let Some(class) = (unsafe { env.object_class(object) }) else { return };
-    record(sampler, samples, jvmti, SampleKind::Lock, class, waited, start, tid, LOCK_COUNTERS);
+    let observed = Observed { kind: SampleKind::Lock, class, value: waited, park_time: 0, time_ns: start };
+    record(sampler, samples, jvmti, observed, tid, LOCK_COUNTERS);
     env.delete_local_ref(class);
+}
+
+/// `Unsafe.park`'s time argument as a sample keeps it (see
+/// `SampleRecord::park_time`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParkTimeout(pub i64);
+
+impl ParkTimeout {
+    /// From `Unsafe.park(isAbsolute, time)`: a deadline in epoch ms when
+    /// absolute, else a timeout in ns (0: none).
+    pub fn of(absolute: bool, time: i64) -> Self {
+        Self(if absolute { time.saturating_neg() } else { time.max(0) })
+    }
+}
+
+/// The synchronizers whose parks are lock waits, by class name prefix:
+/// `ReentrantLock` and `ReentrantReadWriteLock` (their `Sync`s), the
+/// `Semaphore`'s, and `StampedLock`. Parks with other blockers (a
+/// `Condition`, a queue, a future) are waits for work, not for a lock.
+const LOCK_CLASSES: [&str; 4] = [
+    "Ljava/util/concurrent/locks/ReentrantLock",
+    "Ljava/util/concurrent/locks/ReentrantReadWriteLock",
+    "Ljava/util/concurrent/Semaphore",
+    "Ljava/util/concurrent/locks/StampedLock",
+];
+
+/// Whether a park blocker of class `signature` is a lock.
+fn is_lock(signature: &str) -> bool {
+    LOCK_CLASSES.iter().any(|prefix| signature.starts_with(prefix))
+}
+
+/// The calling thread `tid` was parked from `start` for `waited` ns: if it
+/// was long enough and its park blocker (`Thread.parkBlocker`, field
+/// `blocker`) is a lock, the wait is recorded in the published `sampler`.
+///
+/// # Safety
+/// `env` must be the calling thread's and `blocker` the id of
+/// `Thread.parkBlocker`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn parked(
+    sampler: &Sampler,
+    jvmti: &Jvmti,
+    env: JniEnv,
+    blocker: jni::sys::jfieldID,
+    start: u64,
+    waited: u64,
+    timeout: ParkTimeout,
+    tid: u32,
+) {
+    let Some(samples) = sampler.jvmti_samples.as_ref() else { return };
+    let Some(threshold) = samples.lock_threshold_ns else { return };
+    if waited < threshold || blocker.is_null() || !sampler.sampled(tid) {
+        return;
+    }
+    env.with_local_frame(8, || {
+        let Ok(thread) = jvmti.current_thread() else { return };
+        // SAFETY: a live Thread reference and, per the contract, its
+        // parkBlocker field (still set: LockSupport clears it after park
+        // returns to Java).
+        let object = unsafe { env.object_field(thread.as_raw(), blocker) };
+        // SAFETY: a local reference of this thread, or null.
+        let Some(class) = (unsafe { env.object_class(object) }) else { return };
+        if !jvmti.class_signature(class).is_ok_and(|s| is_lock(&s)) {
+            return;
+        }
+        let observed = Observed { kind: SampleKind::Park, class, value: waited, park_time: timeout.0, time_ns: start };
+        record(sampler, samples, jvmti, observed, tid, LOCK_COUNTERS);
+    });
 }
 
 #[cfg(test)]
@@ -184,5 +255,21 @@ mod tests {
         // Objects far beyond the interval: themselves.
         assert_eq!(weight(64 << 20, interval), 64 << 20);
         assert_eq!(weight(0, interval), 0);
+    }
+
+    #[test]
+    fn lock_blockers_are_told_from_other_parks() {
+        assert!(is_lock("Ljava/util/concurrent/locks/ReentrantLock$NonfairSync;"));
+        assert!(is_lock("Ljava/util/concurrent/locks/ReentrantReadWriteLock$FairSync;"));
+        assert!(is_lock("Ljava/util/concurrent/Semaphore$NonfairSync;"));
+        assert!(!is_lock("Ljava/util/concurrent/locks/AbstractQueuedSynchronizer$ConditionObject;"));
+        assert!(!is_lock("Ljava/util/concurrent/CompletableFuture$Signaller;"));
+    }
+
+    #[test]
+    fn park_times_keep_their_kind() {
+        assert_eq!(ParkTimeout::of(false, 0), ParkTimeout(0));
+        assert_eq!(ParkTimeout::of(false, 5_000), ParkTimeout(5_000));
+        assert_eq!(ParkTimeout::of(true, 1_700_000_000_000), ParkTimeout(-1_700_000_000_000));
     }
 }

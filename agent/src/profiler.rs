@@ -228,7 +228,12 @@ fn disarm() {
 /// published `sampler`; returns their description and the CPU engine's
 /// name. Allocation or lock sampling that the JVM cannot do is reported
 /// and left out while the other engines run; alone, it is an error.
-fn arm_engines(vm: &Vm, options: &Options, sampler: &Arc<Sampler>) -> Result<(String, Option<&'static str>), String> {
+fn arm_engines(
+    vm: &Vm,
+    options: &Options,
+    sampler: &Arc<Sampler>,
+    env: Option<JniEnv>,
+) -> Result<(String, Option<&'static str>), String> {
     let mut engines = Vec::new();
     let cpu = match options.cpu {
         Some((kind, interval)) => {
@@ -244,7 +249,7 @@ fn arm_engines(vm: &Vm, options: &Options, sampler: &Arc<Sampler>) -> Result<(St
     }
     let jvmti_engines = [
         (options.alloc.map(|interval| engine::jvmti_events::arm_alloc(vm.jvmti(), interval)), "alloc"),
-        (options.lock.map(|_| engine::jvmti_events::arm_lock(vm.jvmti())), "lock"),
+        (options.lock.map(|_| engine::jvmti_events::arm_lock(vm.jvmti(), env)), "lock"),
     ];
     for (armed, name) in jvmti_engines {
         match armed {
@@ -317,7 +322,7 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
     }
     context::set_attribute_count(options.attributes.len());
     sampling::publish(&sampler);
-    let (engines, cpu_engine) = arm_engines(vm, options, &sampler).map_err(|e| {
+    let (engines, cpu_engine) = arm_engines(vm, options, &sampler, env).map_err(|e| {
         disarm();
         io(e)
     })?;

@@ -1,13 +1,36 @@
-//! Contended monitor profiling (`lock=`) on a real JVM: every wait past the
-//! threshold is recorded with its duration, the monitor's class and the
-//! waiting stack.
+//! Lock contention profiling (`lock=`) on a real JVM: Java monitors and
+//! `java.util.concurrent` locks; every wait past the threshold is recorded
+//! with its duration, the lock's class and the waiting stack.
 
 use integration_tests::readers::{converter_collapsed_as, converter_jar};
 use integration_tests::*;
 use std::time::Duration;
 
+/// Waits of the threads named `prefix-N` recorded as `kind`, checked
+/// against what they measured (`waited <what> <ns>` on stdout): at least
+/// 70% and at most 105% of it, each naming `class` and `method`.
+fn check_waits(recording: &Recording, out: &str, kind: &str, what: &str, class: (&str, &str), method: &str) -> usize {
+    let prefix = format!("waited {what} ");
+    let measured: f64 = out.lines().find_map(|l| l.strip_prefix(&prefix)).expect(&prefix).trim().parse().unwrap();
+    let thread = if what == "monitor" { "contender-" } else { "locker-" };
+    let waits: Vec<&Event> =
+        recording.events.iter().filter(|e| e.kind == kind && e.thread.starts_with(thread)).collect();
+    assert!(waits.len() >= 50, "only {} {kind} waits recorded", waits.len());
+    let recorded: f64 = waits.iter().map(|e| e.field("durationNanos").parse::<f64>().unwrap()).sum();
+    assert!(recorded >= 0.7 * measured, "{kind}: recorded {recorded:.0} ns of {measured:.0} ns measured");
+    assert!(recorded <= 1.05 * measured, "{kind}: recorded {recorded:.0} ns, more than the {measured:.0} ns measured");
+    for wait in &waits {
+        assert!(wait.field(class.0).contains(class.1), "{:?}", wait.fields);
+        assert!(wait.frames.iter().any(|f| f.method == method), "{:?}", wait.frames);
+    }
+    waits.len()
+}
+
+/// Java monitors (JVMTI) and a `ReentrantLock` (the `Unsafe.park` hook),
+/// contended by four threads each: every wait past `lock=100us` is
+/// recorded with its duration, the lock's class and the waiting stack.
 #[test]
-fn monitor_waits_add_up_to_what_the_threads_measured() {
+fn monitor_and_lock_waits_add_up_to_what_the_threads_measured() {
     let dir = scratch_dir("lock_shares");
     let file = dir.join("lock.jfr");
     let output = run_java(
@@ -17,35 +40,35 @@ fn monitor_waits_add_up_to_what_the_threads_measured() {
         Duration::from_secs(60),
     );
     assert_success(&output);
-    assert_jfr_tool_accepts(&file);
     let out = stdout(&output);
-    let measured: f64 = out.lines().find_map(|l| l.strip_prefix("waited ")).expect("waited").trim().parse().unwrap();
+    // No "Re-registering of platform native method" warning: the hook is
+    // bound from the boot loader.
+    assert!(!out.contains("Re-registering") && !stderr(&output).contains("Re-registering"), "{out}");
+    assert_jfr_tool_accepts(&file);
     let recording = read_recording(&file);
     assert_eq!(recording.settings.get("lock").map(String::as_str), Some("100000 ns"));
-    let waits: Vec<&Event> = recording
-        .events
-        .iter()
-        .filter(|e| e.kind == "jdk.JavaMonitorEnter" && e.thread.starts_with("contender-"))
-        .collect();
-    assert!(waits.len() >= 50, "only {} monitor waits recorded", waits.len());
-    let recorded: f64 = waits.iter().map(|e| e.field("durationNanos").parse::<f64>().unwrap()).sum();
-    assert!(recorded >= 0.7 * measured, "recorded {recorded:.0} ns of {measured:.0} ns measured");
-    assert!(recorded <= 1.05 * measured, "recorded {recorded:.0} ns, more than the {measured:.0} ns measured");
-    for wait in &waits {
-        assert!(wait.field("monitorClass").contains("LockShares$Monitor"), "{:?}", wait.fields);
-        assert!(wait.frames.iter().any(|f| f.method == "waitForMonitor"), "{:?}", wait.frames);
+    let monitor = ("monitorClass", "LockShares$Monitor");
+    let monitors = check_waits(&recording, &out, "jdk.JavaMonitorEnter", "monitor", monitor, "waitForMonitor");
+    let lock = ("parkedClass", "ReentrantLock$NonfairSync");
+    let parks = check_waits(&recording, &out, "jdk.ThreadPark", "lock", lock, "waitForLock");
+    assert!(recording.counter("lock_samples") >= (monitors + parks) as i64);
+    for park in recording.events.iter().filter(|e| e.kind == "jdk.ThreadPark") {
+        // ReentrantLock parks without a timeout: the JDK's "none".
+        assert_eq!(park.field("timeout"), i64::MIN.to_string(), "{:?}", park.fields);
+        assert!(park.thread.starts_with("locker-"), "only lock waits, not the 50 µs naps: {}", park.thread);
     }
-    assert!(recording.counter("lock_samples") >= waits.len() as i64);
 
-    // async-profiler's converter reads the waits too.
+    // async-profiler's converter reads both kinds of wait.
     let Some(jar) = converter_jar() else { return };
     let collapsed = converter_collapsed_as(&jar, &file, "--lock");
-    let in_wait: i64 = collapsed
-        .iter()
-        .filter(|((_, frames), _)| frames.iter().any(|f| f.ends_with("LockShares.waitForMonitor")))
-        .map(|(_, n)| n)
-        .sum();
-    assert!(in_wait as usize >= waits.len(), "converter: {in_wait} waits in waitForMonitor of {}", waits.len());
+    for (method, recorded) in [("LockShares.waitForMonitor", monitors), ("LockShares.waitForLock", parks)] {
+        let found: i64 = collapsed
+            .iter()
+            .filter(|((_, frames), _)| frames.iter().any(|f| f.ends_with(method)))
+            .map(|(_, n)| n)
+            .sum();
+        assert!(found as usize >= recorded, "converter: {found} waits in {method} of {recorded}");
+    }
 }
 
 #[test]

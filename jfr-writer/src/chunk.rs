@@ -95,7 +95,9 @@ impl ChunkWriter {
                 }
                 let times = match sample.kind {
                     SampleKind::Cpu => sample.weight.clamp(1, MAX_REPEAT),
-                    SampleKind::Wall | SampleKind::Alloc { .. } | SampleKind::Lock { .. } => 1,
+                    SampleKind::Wall | SampleKind::Alloc { .. } | SampleKind::Lock { .. } | SampleKind::Park { .. } => {
+                        1
+                    }
                 };
                 for _ in 0..times {
                     put_sized(&mut self.out, self.scratch.as_slice());
@@ -217,15 +219,20 @@ mod tests {
         let wall = Sample { kind: SampleKind::Wall, weight: 5, context: &[4], ..cpu };
         let alloc = Sample { kind: SampleKind::Alloc { class: 3, size: 1024 }, weight: 1 << 19, ..cpu };
         let lock = Sample { kind: SampleKind::Lock { class: 3, duration_ticks: 5_000_000 }, ..cpu };
+        let park_kind = SampleKind::Park { class: 3, duration_ticks: 5_000_000, timeout_ns: None, until_ms: Some(7) };
+        let park = Sample { kind: park_kind, ..cpu };
         let huge = Sample { weight: u64::MAX, ..cpu };
         let (e, c, w) = (id::EXECUTION_SAMPLE, id::SAMPLE_CONTEXT, id::METHOD_SAMPLE);
         let traced_twice = Sample { weight: 2, ..traced };
-        let (a, m) = (id::ALLOCATION_SAMPLE, id::MONITOR_ENTER);
+        let (a, m, p) = (id::ALLOCATION_SAMPLE, id::MONITOR_ENTER, id::THREAD_PARK);
         assert_eq!(
-            event_types(&chunk_of(Dialect::Jdk, &[cpu, traced_twice, wall, alloc, lock])),
-            [e, e, e, e, c, e, c, w, c, a, m]
+            event_types(&chunk_of(Dialect::Jdk, &[cpu, traced_twice, wall, alloc, lock, park])),
+            [e, e, e, e, c, e, c, w, c, a, m, p]
         );
-        assert_eq!(event_types(&chunk_of(Dialect::Datadog, &[cpu, traced_twice, wall, alloc, lock])), [e, e, w, a, m]);
+        assert_eq!(
+            event_types(&chunk_of(Dialect::Datadog, &[cpu, traced_twice, wall, alloc, lock, park])),
+            [e, e, w, a, m, p]
+        );
         assert_eq!(event_types(&chunk_of(Dialect::Jdk, &[huge])).len() as u64, MAX_REPEAT);
     }
 

@@ -32,6 +32,15 @@ pub enum SampleKind {
         class: u64,
         duration_ticks: i64,
     },
+    /// A wait of `duration_ticks` parked on a lock of `class`
+    /// (`jdk.ThreadPark`, in both dialects), with the park's timeout in ns
+    /// or its deadline in epoch ms (`None`: the JDK's `Long.MIN_VALUE`).
+    Park {
+        class: u64,
+        duration_ticks: i64,
+        timeout_ns: Option<i64>,
+        until_ms: Option<i64>,
+    },
 }
 
 /// One CPU, wall-clock or allocation sample, in either dialect: see
@@ -60,8 +69,8 @@ impl Sample<'_> {
     /// `datadog.ExecutionSample` / `datadog.MethodSample` /
     /// `datadog.ObjectSample`: everything in one event.
     pub(crate) fn write_datadog(&self, out: &mut ByteBuf) {
-        if let SampleKind::Lock { class, duration_ticks } = self.kind {
-            return self.write_monitor_enter(out, class, duration_ticks);
+        if self.write_wait(out) {
+            return;
         }
         self.write_head(out);
         if let SampleKind::Alloc { size, .. } = self.kind {
@@ -74,27 +83,40 @@ impl Sample<'_> {
     /// `jdk.ExecutionSample` / `profiler.WallClockSample` /
     /// `jdk.ObjectAllocationSample`: the JDK's and async-profiler's fields.
     pub(crate) fn write_jdk(&self, out: &mut ByteBuf) {
-        if let SampleKind::Lock { class, duration_ticks } = self.kind {
-            return self.write_monitor_enter(out, class, duration_ticks);
+        if self.write_wait(out) {
+            return;
         }
         self.write_head(out);
         match self.kind {
-            SampleKind::Cpu | SampleKind::Lock { .. } => {}
+            SampleKind::Cpu | SampleKind::Lock { .. } | SampleKind::Park { .. } => {}
             SampleKind::Wall => out.put_int(self.weight.min(i32::MAX as u64) as i32),
             SampleKind::Alloc { .. } => out.put_varint(self.weight),
         }
     }
 
-    /// `jdk.JavaMonitorEnter`: the JDK's fields; no previous owner or
-    /// address is known.
-    fn write_monitor_enter(&self, out: &mut ByteBuf, class: u64, duration_ticks: i64) {
+    /// A wait, the same event in both dialects: `jdk.JavaMonitorEnter`
+    /// or `jdk.ThreadPark` with the JDK's fields (no previous owner or
+    /// address is known). False for the other kinds.
+    fn write_wait(&self, out: &mut ByteBuf) -> bool {
+        let (class, duration_ticks) = match self.kind {
+            SampleKind::Lock { class, duration_ticks } | SampleKind::Park { class, duration_ticks, .. } => {
+                (class, duration_ticks)
+            }
+            SampleKind::Cpu | SampleKind::Wall | SampleKind::Alloc { .. } => return false,
+        };
         out.put_varint_signed(self.start_ticks);
         out.put_varint_signed(duration_ticks);
         out.put_varint(self.thread);
         out.put_varint(self.stack_trace);
         out.put_varint(class);
-        out.put_varint(0); // previous owner: null
+        if let SampleKind::Park { timeout_ns, until_ms, .. } = self.kind {
+            out.put_varint_signed(timeout_ns.unwrap_or(i64::MIN));
+            out.put_varint_signed(until_ms.unwrap_or(i64::MIN));
+        } else {
+            out.put_varint(0); // previous owner: null
+        }
         out.put_varint(0); // address
+        true
     }
 
     /// `jvmprofiler.SampleContext`: the context of the sample just written.
@@ -110,6 +132,7 @@ impl Sample<'_> {
             SampleKind::Wall => id::METHOD_SAMPLE,
             SampleKind::Alloc { .. } => id::ALLOCATION_SAMPLE,
             SampleKind::Lock { .. } => id::MONITOR_ENTER,
+            SampleKind::Park { .. } => id::THREAD_PARK,
         }
     }
 
@@ -119,7 +142,9 @@ impl Sample<'_> {
         out.put_varint(self.thread);
         out.put_varint(self.stack_trace);
         match self.kind {
-            SampleKind::Alloc { class, .. } | SampleKind::Lock { class, .. } => out.put_varint(class),
+            SampleKind::Alloc { class, .. } | SampleKind::Lock { class, .. } | SampleKind::Park { class, .. } => {
+                out.put_varint(class)
+            }
             SampleKind::Cpu | SampleKind::Wall => out.put_varint(self.state.key()),
         }
     }

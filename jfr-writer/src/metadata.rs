@@ -18,6 +18,10 @@ pub enum Unit {
     TimespanTicks,
     /// A duration in milliseconds (`@Timespan("MILLISECONDS")`).
     TimespanMillis,
+    /// A duration in nanoseconds (`@Timespan("NANOSECONDS")`).
+    TimespanNanos,
+    /// An absolute time in epoch milliseconds (`@Timestamp("MILLISECONDS_SINCE_EPOCH")`).
+    TimestampMillis,
     /// A byte count (`@DataAmount("BYTES")`).
     Bytes,
     /// A memory address (`@MemoryAddress`).
@@ -142,6 +146,8 @@ fn unit_annotation(ids: &AnnotationIds, unit: Unit) -> Option<Element> {
         Unit::TimestampTicks => (ids.timestamp, Some("TICKS")),
         Unit::TimespanTicks => (ids.timespan, Some("TICKS")),
         Unit::TimespanMillis => (ids.timespan, Some("MILLISECONDS")),
+        Unit::TimespanNanos => (ids.timespan, Some("NANOSECONDS")),
+        Unit::TimestampMillis => (ids.timestamp, Some("MILLISECONDS_SINCE_EPOCH")),
         Unit::Bytes => (ids.data_amount, Some("BYTES")),
         Unit::Address => (ids.memory_address, None),
     };

@@ -53,6 +53,7 @@ pub mod id {
     pub const SAMPLE_CONTEXT: u64 = 106;
     pub const ALLOCATION_SAMPLE: u64 = 107;
     pub const MONITOR_ENTER: u64 = 108;
+    pub const THREAD_PARK: u64 = 109;
     pub const ATTRIBUTE_VALUE: u64 = 31;
 }
 
@@ -172,6 +173,24 @@ const MONITOR_ENTER: TypeDef = event(
         F::new("address", id::LONG, "Monitor Address").unit(Unit::Address),
     ],
 );
+/// `jdk.ThreadPark`, the JDK's fields (async-profiler's order, which its
+/// converter reads by position), in both dialects.
+const THREAD_PARK: TypeDef = event(
+    id::THREAD_PARK,
+    "jdk.ThreadPark",
+    "Java Thread Park",
+    JAVA_APPLICATION,
+    &[
+        START_TIME,
+        F::new("duration", id::LONG, "Duration").unit(Unit::TimespanTicks),
+        EVENT_THREAD,
+        STACK_TRACE,
+        F::new("parkedClass", id::CLASS, "Class Parked On").pooled(),
+        F::new("timeout", id::LONG, "Park Timeout").unit(Unit::TimespanNanos),
+        F::new("until", id::LONG, "Park Until").unit(Unit::TimestampMillis),
+        F::new("address", id::LONG, "Address of Object Parked").unit(Unit::Address),
+    ],
+);
 const DATADOG_SAMPLE: &[F] = &[
     START_TIME,
     EVENT_THREAD,
@@ -210,6 +229,7 @@ const JDK_EVENTS: &[TypeDef] = &[
         JDK_ALLOCATION_SAMPLE,
     ),
     MONITOR_ENTER,
+    THREAD_PARK,
 ];
 
 const DATADOG_EVENTS: &[TypeDef] = &[
@@ -225,6 +245,7 @@ const DATADOG_EVENTS: &[TypeDef] = &[
     event(id::PROFILER_COUNTER, "datadog.ProfilerCounter", "Profiler Internal Counter", DATADOG, COUNTER_FIELDS),
     event(id::ALLOCATION_SAMPLE, "datadog.ObjectSample", "Allocation Sample", DATADOG_PROFILING, DATADOG_OBJECT_SAMPLE),
     MONITOR_ENTER,
+    THREAD_PARK,
 ];
 
 /// Every type of a dialect, in declaration order.

@@ -1,12 +1,15 @@
 //! Samples JVMTI delivers instead of signals: heap allocations (`alloc=`;
 //! JVMTI samples them itself and calls `SampledObjectAlloc` on the
 //! allocating thread) and contended monitor waits (`lock=`;
-//! `MonitorContendedEnter`/`Entered`), recorded by `jvmti_samples`.
-//! Arming sets the interval and enables the events; disarming disables
-//! them.
+//! `MonitorContendedEnter`/`Entered`, with `java.util.concurrent` locks
+//! from the [`park`] hook), recorded by `jvmti_samples`. Arming sets the
+//! interval and enables the events; disarming disables them.
 
+use super::park;
+use crate::jni_env::JniEnv;
 use crate::jvmti::events::Event;
 use crate::jvmti::Jvmti;
+use crate::log;
 
 /// Samples allocations every `interval` bytes on average. Fails with the
 /// reason on a JVM without the capability (JDK 8) or the event.
@@ -16,11 +19,18 @@ pub fn arm_alloc(jvmti: Jvmti, interval: u32) -> Result<(), String> {
     enable(jvmti, Event::SampledObjectAlloc).map_err(|e| format!("alloc: {e}"))
 }
 
-/// Delivers contended monitor waits.
-pub fn arm_lock(jvmti: Jvmti) -> Result<(), String> {
+/// Delivers contended monitor waits and, given the calling thread's
+/// `env`, parks on `java.util.concurrent` locks (without them, with a
+/// warning saying why, if `Unsafe.park` cannot be hooked).
+pub fn arm_lock(jvmti: Jvmti, env: Option<JniEnv>) -> Result<(), String> {
     enable(jvmti, Event::MonitorContendedEnter)
         .and_then(|()| enable(jvmti, Event::MonitorContendedEntered))
-        .map_err(|e| format!("lock: {e}"))
+        .map_err(|e| format!("lock: {e}"))?;
+    let parks = env.ok_or_else(|| "no JNI environment on this thread".to_owned()).and_then(|env| park::arm(jvmti, env));
+    if let Err(e) = parks {
+        log::warn!("lock: java.util.concurrent locks are not profiled ({e}); Java monitors are");
+    }
+    Ok(())
 }
 
 fn enable(jvmti: Jvmti, event: Event) -> Result<(), String> {
@@ -30,6 +40,7 @@ fn enable(jvmti: Jvmti, event: Event) -> Result<(), String> {
 /// Stops both (callbacks already running may still record into the
 /// session, which `sampling::retire` waits for).
 pub fn disarm(jvmti: Jvmti) {
+    park::disarm();
     for event in [Event::SampledObjectAlloc, Event::MonitorContendedEnter, Event::MonitorContendedEntered] {
         let _ = jvmti.set_event_enabled(event, false);
     }

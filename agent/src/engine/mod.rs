@@ -2,13 +2,15 @@
 //! (SIGPROF; one active at a time) cover every thread of the process
 //! present at start and every thread the JVM reports starting afterwards;
 //! the wall-clock engine ([`wall`], SIGVTALRM) picks threads itself;
-//! allocation and lock sampling ([`jvmti_events`]) have JVMTI call back
-//! instead of a signal.
+//! allocation and monitor sampling ([`jvmti_events`]) have JVMTI call back
+//! instead of a signal, and `java.util.concurrent` lock waits ([`park`])
+//! come from a hook in place of `Unsafe.park`.
 //! Control plane only.
 
 mod ctimer;
 mod itimer;
 pub mod jvmti_events;
+pub mod park;
 mod perf;
 pub mod signals;
 pub mod wall;

@@ -86,6 +86,8 @@ slots! {
     GET_LOADED_CLASSES = 78 "GetLoadedClasses";
     GET_VERSION_NUMBER = 88 "GetVersionNumber";
     GET_STACK_TRACE = 104 "GetStackTrace";
+    SET_JNI_FUNCTION_TABLE = 120 "SetJNIFunctionTable";
+    GET_JNI_FUNCTION_TABLE = 121 "GetJNIFunctionTable";
     SET_EVENT_CALLBACKS = 122 "SetEventCallbacks";
     GET_ERROR_NAME = 128 "GetErrorName";
     GET_PHASE = 133 "GetPhase";
@@ -141,6 +143,10 @@ pub struct MethodName {
     pub name: String,
     pub signature: String,
 }
+
+/// JNI's `RegisterNatives`.
+pub type RegisterNativesFn =
+    unsafe extern "system" fn(*mut jni::sys::JNIEnv, jclass, *const jni::sys::JNINativeMethod, jint) -> jint;
 
 /// A `jvmtiEnv*`. Copyable; valid for the life of the JVM once obtained.
 #[derive(Clone, Copy, Debug)]
@@ -359,6 +365,42 @@ impl Jvmti {
         let f: F = unsafe { std::mem::transmute(self.function(SET_HEAP_SAMPLING_INTERVAL)) };
         // SAFETY: valid env.
         self.check(unsafe { f(self.as_raw(), bytes) })
+    }
+
+    /// Runs `f` with JNI's `RegisterNatives` replaced by `hook` in every
+    /// thread's function table, then puts the original back. `hook`
+    /// receives the original to forward calls that are not its concern.
+    pub fn with_register_natives_hook<R>(
+        &self,
+        hook: RegisterNativesFn,
+        f: impl FnOnce(RegisterNativesFn) -> R,
+    ) -> JvmtiResult<R> {
+        type Get = unsafe extern "C" fn(*mut c_void, *mut *mut jni::sys::JNINativeInterface_) -> jint;
+        type Set = unsafe extern "C" fn(*mut c_void, *const jni::sys::JNINativeInterface_) -> jint;
+        let mut table = ptr::null_mut();
+        // SAFETY: slots 121 and 120 have these signatures.
+        let (get, set) = unsafe {
+            (
+                std::mem::transmute::<*const c_void, Get>(self.function(GET_JNI_FUNCTION_TABLE)),
+                std::mem::transmute::<*const c_void, Set>(self.function(SET_JNI_FUNCTION_TABLE)),
+            )
+        };
+        // SAFETY: valid env and out pointer.
+        self.check(unsafe { get(self.as_raw(), &mut table) })?;
+        // SAFETY: JVMTI returned a copy of the table, ours to change and free.
+        let copy = unsafe { &mut *table };
+        // SAFETY: the table is a JNI 1.1+ table, so its v1_1 view is valid.
+        let original = unsafe { copy.v1_1.RegisterNatives };
+        copy.v1_1.RegisterNatives = hook;
+        // SAFETY: a complete function table; the JVM copies it.
+        let installed = self.check(unsafe { set(self.as_raw(), copy) });
+        let result = installed.map(|()| f(original));
+        copy.v1_1.RegisterNatives = original;
+        // SAFETY: as above, now with the original entry.
+        let restored = self.check(unsafe { set(self.as_raw(), copy) });
+        let result = result.and_then(|r| restored.map(|()| r));
+        self.deallocate(table.cast());
+        result
     }
 
     pub fn loaded_classes(&self) -> JvmtiResult<Vec<ClassRef>> {

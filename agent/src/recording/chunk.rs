@@ -117,6 +117,15 @@ impl ChunkBuilder {
                     let kind = Kind::Lock { class: class_key(record), duration_ticks: record.value as i64 };
                     (kind, ThreadState::Blocked, record.value)
                 }
+                SampleKind::Park => {
+                    let kind = Kind::Park {
+                        class: class_key(record),
+                        duration_ticks: record.value as i64,
+                        timeout_ns: (record.park_time > 0).then_some(record.park_time),
+                        until_ms: (record.park_time < 0).then(|| record.park_time.saturating_neg()),
+                    };
+                    (kind, ThreadState::Parked, record.value)
+                }
             };
             self.writer.sample(&Sample {
                 kind,

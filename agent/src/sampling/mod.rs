@@ -168,6 +168,7 @@ impl Sampler {
             kind: request.kind,
             class: 0,
             value: 0,
+            park_time: 0,
             context: self.context.sample_context(tid),
         };
         if stripe.push(record) {

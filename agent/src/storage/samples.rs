@@ -32,6 +32,9 @@ pub enum SampleKind {
     /// A contended monitor wait (JVMTI `MonitorContendedEntered`): a
     /// `jdk.JavaMonitorEnter`.
     Lock = 3,
+    /// A wait parked on a `java.util.concurrent` lock (the `Unsafe.park`
+    /// hook): a `jdk.ThreadPark`.
+    Park = 4,
 }
 
 /// One sample, as recorded by the handler.
@@ -45,11 +48,14 @@ pub struct SampleRecord {
     /// A `jfr_writer::ThreadState` discriminant.
     pub state: u8,
     pub kind: SampleKind,
-    /// An allocation's or a monitor's class (an id of the session's class
-    /// table) and the allocation's size in bytes or the wait in
-    /// nanoseconds; 0 for other kinds.
+    /// An allocation's, a monitor's or a lock's class (an id of the
+    /// session's class table) and the allocation's size in bytes or the
+    /// wait in nanoseconds; 0 for other kinds.
     pub class: u32,
     pub value: u64,
+    /// A park's time argument: a timeout in ns (> 0), a deadline in epoch
+    /// milliseconds, negated (< 0), or none (0).
+    pub park_time: i64,
     /// The thread's trace context when sampled.
     pub context: crate::storage::thread_slots::Context,
 }
@@ -195,6 +201,7 @@ mod tests {
             kind: SampleKind::Cpu,
             class: 0,
             value: 0,
+            park_time: 0,
             context: Default::default(),
         }
     }

@@ -1,0 +1,242 @@
+//! `java.util.concurrent` lock waits (`lock=`): those locks block in
+//! `jdk.internal.misc.Unsafe.park`, a native method, so its entry is
+//! replaced by [`park_hook`], which times the original and hands waits to
+//! `jvmti_samples::parked`.
+//!
+//! The original entry is found by tracing `Unsafe.registerNatives` with
+//! JNI's `RegisterNatives` swapped in the function table (JVMTI's
+//! `NativeMethodBind` would miss it after an attach: the method was bound
+//! long before). The hook is bound through a method of a small class the
+//! agent defines in the boot loader, because HotSpot warns when code of
+//! another loader (or none) rebinds a platform class's native.
+//!
+//! Bound once per JVM and never unbound, as async-profiler leaves it:
+//! with no session tracing parks the hook is one atomic load and a jump
+//! to the original, and no rebinding ever races threads parked inside it.
+
+use crate::clock;
+use crate::entry::ffi_boundary;
+use crate::jni_env::JniEnv;
+use crate::jvmti::{ClassRef, Jvmti, RegisterNativesFn};
+use crate::jvmti_samples;
+use crate::os_thread::current_tid;
+use crate::sampling;
+use crate::vm;
+use jni::sys::{jboolean, jclass, jfieldID, jint, jlong, jobject, jvalue, JNIEnv, JNINativeMethod};
+use std::ffi::{c_void, CStr};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+type ParkFn = unsafe extern "system" fn(*mut JNIEnv, jobject, jboolean, jlong);
+
+const PARK: &CStr = c"park";
+const PARK_SIGNATURE: &CStr = c"(ZJ)V";
+/// The boot-loader class whose method rebinds `Unsafe.park`.
+const BINDER_CLASS: &CStr = c"dev/jvmprofiler/boot/ParkBinder";
+
+/// `Unsafe.park`'s own entry (0 until found).
+static ORIGINAL_PARK: AtomicUsize = AtomicUsize::new(0);
+/// JNI's `RegisterNatives`, while the tracing hook stands in for it.
+static ORIGINAL_REGISTER: AtomicUsize = AtomicUsize::new(0);
+/// `jdk.internal.misc.Unsafe`, a global reference.
+static UNSAFE_CLASS: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+/// `Thread.parkBlocker`.
+static PARK_BLOCKER: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+/// Whether a session records parks.
+static TRACING: AtomicBool = AtomicBool::new(false);
+/// The outcome of binding the hook, once per JVM.
+static BOUND: Mutex<Option<Result<(), String>>> = Mutex::new(None);
+
+/// Starts recording parks on `java.util.concurrent` locks, binding the
+/// hook the first time. Fails with the reason when this JVM's `Unsafe`
+/// cannot be traced (monitor waits are still recorded then).
+pub fn arm(jvmti: Jvmti, env: JniEnv) -> Result<(), String> {
+    let mut bound = BOUND.lock().unwrap_or_else(|p| p.into_inner());
+    bound.get_or_insert_with(|| bind(jvmti, env)).clone()?;
+    TRACING.store(true, Ordering::SeqCst);
+    Ok(())
+}
+
+/// Stops recording parks (the hook stays bound and passes through).
+pub fn disarm() {
+    TRACING.store(false, Ordering::SeqCst);
+}
+
+/// Finds `Unsafe.park`'s entry and binds [`park_hook`] in its place.
+fn bind(jvmti: Jvmti, env: JniEnv) -> Result<(), String> {
+    env.with_local_frame(16, || {
+        let unsafe_class = env
+            .find_class(c"jdk/internal/misc/Unsafe")
+            .and_then(|c| env.global_class(c))
+            .ok_or("jdk.internal.misc.Unsafe not found")?;
+        UNSAFE_CLASS.store(unsafe_class.as_raw().cast(), Ordering::SeqCst);
+        let register =
+            env.static_method(unsafe_class, c"registerNatives", c"()V").ok_or("Unsafe.registerNatives not found")?;
+        jvmti
+            .with_register_natives_hook(capture_park, |original| {
+                ORIGINAL_REGISTER.store(original as usize, Ordering::SeqCst);
+                // SAFETY: registerNatives is static and takes no arguments.
+                unsafe { env.call_static_void(unsafe_class, register, &[]) }
+            })
+            .map_err(|e| format!("cannot trace Unsafe.registerNatives: {e}"))?;
+        if ORIGINAL_PARK.load(Ordering::SeqCst) == 0 {
+            return Err("Unsafe.park's entry not found".to_owned());
+        }
+        let blocker = env
+            .find_class(c"java/lang/Thread")
+            .and_then(|thread| env.field(thread, c"parkBlocker", c"Ljava/lang/Object;"))
+            .ok_or("Thread.parkBlocker not found")?;
+        PARK_BLOCKER.store(blocker.cast(), Ordering::SeqCst);
+        let binder = env
+            .define_boot_class(BINDER_CLASS, &binder_class())
+            .or_else(|| env.find_class(BINDER_CLASS))
+            .ok_or("cannot define the park binder class")?;
+        let native = [(c"bind0", c"(J)V", bind0 as *mut c_void)];
+        let rebind = env
+            .register_natives(binder, &native)
+            .then(|| env.static_method(binder, c"bind", c"(J)V"))
+            .flatten()
+            .ok_or("cannot link the park binder class")?;
+        let entry = jvalue { j: park_hook as *const () as usize as jlong };
+        // SAFETY: `bind` is static and takes one long.
+        if unsafe { env.call_static_void(binder, rebind, &[entry]) } {
+            Ok(())
+        } else {
+            Err("rebinding Unsafe.park failed".to_owned())
+        }
+    })
+}
+
+/// Stands in for `RegisterNatives` while `Unsafe.registerNatives` runs:
+/// notes `park`'s entry and registers nothing for `Unsafe` (its bindings
+/// stay as they are); other classes' calls go through.
+unsafe extern "system" fn capture_park(
+    env: *mut JNIEnv,
+    class: jclass,
+    methods: *const JNINativeMethod,
+    count: jint,
+) -> jint {
+    let original = ORIGINAL_REGISTER.load(Ordering::SeqCst);
+    // SAFETY: the JVM passes its env; the stored class is a global reference.
+    let ours = unsafe { JniEnv::from_raw(env) }
+        .is_some_and(|e| unsafe { e.is_same_object(class, UNSAFE_CLASS.load(Ordering::SeqCst).cast()) });
+    if !ours {
+        // SAFETY: the JVM's own RegisterNatives, stored before this hook
+        // was installed, with the caller's arguments.
+        let original: RegisterNativesFn = unsafe { std::mem::transmute(original) };
+        return unsafe { original(env, class, methods, count) };
+    }
+    // SAFETY: the JVM passes `count` methods with NUL-terminated names.
+    let methods = unsafe { std::slice::from_raw_parts(methods, count.max(0) as usize) };
+    for method in methods {
+        // SAFETY: as above.
+        let (name, signature) = unsafe { (CStr::from_ptr(method.name), CStr::from_ptr(method.signature)) };
+        if name == PARK && signature == PARK_SIGNATURE {
+            ORIGINAL_PARK.store(method.fnPtr as usize, Ordering::SeqCst);
+        }
+    }
+    0
+}
+
+/// `ParkBinder.bind0(long entry)`: binds `Unsafe.park` to `entry`.
+unsafe extern "system" fn bind0(env: *mut JNIEnv, _class: jclass, entry: jlong) {
+    ffi_boundary("ParkBinder.bind0", (), || {
+        // SAFETY: the env the JVM passed.
+        let Some(env) = (unsafe { JniEnv::from_raw(env) }) else { return };
+        // SAFETY: a global class reference, set before the binder exists.
+        let class = unsafe { ClassRef::from_raw(UNSAFE_CLASS.load(Ordering::SeqCst).cast()) };
+        env.register_natives(class, &[(PARK, PARK_SIGNATURE, entry as usize as *mut c_void)]);
+    })
+}
+
+/// `Unsafe.park(boolean isAbsolute, long time)`: the original, timed when
+/// a session traces parks.
+unsafe extern "system" fn park_hook(env: *mut JNIEnv, this: jobject, absolute: jboolean, time: jlong) {
+    // SAFETY: the hook is bound only after the original entry was found.
+    let original: ParkFn = unsafe { std::mem::transmute(ORIGINAL_PARK.load(Ordering::Relaxed)) };
+    if !TRACING.load(Ordering::Relaxed) {
+        // SAFETY: the JVM's own entry, with the caller's arguments.
+        return unsafe { original(env, this, absolute, time) };
+    }
+    let start = clock::monotonic_ns();
+    // SAFETY: as above.
+    unsafe { original(env, this, absolute, time) };
+    let waited = clock::monotonic_ns().saturating_sub(start);
+    ffi_boundary("Unsafe.park", (), || {
+        // SAFETY: the env the JVM passed to this native method.
+        let (Some(vm), Some(env)) = (vm::get(), unsafe { JniEnv::from_raw(env) }) else { return };
+        let timeout = jvmti_samples::ParkTimeout::of(absolute, time);
+        let blocker: jfieldID = PARK_BLOCKER.load(Ordering::Relaxed).cast();
+        sampling::with_active(|sampler| {
+            // SAFETY: the env of this thread and Thread.parkBlocker's id.
+            unsafe { jvmti_samples::parked(sampler, &vm.jvmti(), env, blocker, start, waited, timeout, current_tid()) }
+        });
+    })
+}
+
+/// The class file of `dev.jvmprofiler.boot.ParkBinder` (Java 11, version
+/// 55): `private static native void bind0(long)` and
+/// `static void bind(long e) { bind0(e); }` — straight-line code, so no
+/// stack map is needed.
+fn binder_class() -> Vec<u8> {
+    fn utf8(out: &mut Vec<u8>, text: &CStr) {
+        let bytes = text.to_bytes();
+        out.push(1);
+        out.extend((bytes.len() as u16).to_be_bytes());
+        out.extend(bytes);
+    }
+    let u16s = |out: &mut Vec<u8>, values: &[u16]| values.iter().for_each(|v| out.extend(v.to_be_bytes()));
+    let mut class = vec![0xCA, 0xFE, 0xBA, 0xBE];
+    u16s(&mut class, &[0, 55, 11]); // minor, major, constant pool count + 1
+    utf8(&mut class, BINDER_CLASS); // #1
+    class.push(7); // #2 Class #1
+    u16s(&mut class, &[1]);
+    utf8(&mut class, c"java/lang/Object"); // #3
+    class.push(7); // #4 Class #3
+    u16s(&mut class, &[3]);
+    utf8(&mut class, c"bind0"); // #5
+    utf8(&mut class, c"(J)V"); // #6
+    class.push(12); // #7 NameAndType #5 #6
+    u16s(&mut class, &[5, 6]);
+    class.push(10); // #8 Methodref #2 #7
+    u16s(&mut class, &[2, 7]);
+    utf8(&mut class, c"bind"); // #9
+    utf8(&mut class, c"Code"); // #10
+                               // public final super; this #2, super #4; no interfaces or fields; two methods.
+    u16s(&mut class, &[0x0031, 2, 4, 0, 0, 2]);
+    // bind0: private static native, no attributes.
+    u16s(&mut class, &[0x010A, 5, 6, 0]);
+    // bind: static, one Code attribute of 17 bytes: max stack 2, max
+    // locals 2, 5 bytes of code (lload_0, invokestatic #8, return), no
+    // exception table or attributes.
+    u16s(&mut class, &[0x0008, 9, 6, 1, 10, 0, 17, 2, 2, 0, 5]);
+    class.extend([0x1E, 0xB8, 0x00, 0x08, 0xB1]);
+    u16s(&mut class, &[0, 0, 0]); // exception table, code attributes, class attributes
+    class
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `javap` (the JDK's class-file reader) reads the binder as written.
+    #[test]
+    fn the_binder_class_is_a_valid_class_file() {
+        let dir = std::env::temp_dir().join(format!("park-binder-{}", std::process::id()));
+        let path = dir.join("dev/jvmprofiler/boot/ParkBinder.class");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, binder_class()).unwrap();
+        let javap = match std::env::var("JAVA_HOME") {
+            Ok(home) => std::path::PathBuf::from(home).join("bin/javap"),
+            Err(_) => "javap".into(),
+        };
+        let output = std::process::Command::new(javap).args(["-c", "-p"]).arg(&path).output().expect("run javap");
+        let text = String::from_utf8_lossy(&output.stdout);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(output.status.success(), "{text}{}", String::from_utf8_lossy(&output.stderr));
+        assert!(text.contains("public final class dev.jvmprofiler.boot.ParkBinder"), "{text}");
+        assert!(text.contains("private static native void bind0(long);"), "{text}");
+        assert!(text.contains("static void bind(long);"), "{text}");
+        assert!(text.contains("invokestatic") && text.contains("Method bind0:(J)V"), "{text}");
+    }
+}
