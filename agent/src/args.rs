@@ -63,6 +63,9 @@ pub struct Options {
     pub wall: Option<Duration>,
     /// Heap allocation sampling: mean bytes between samples (`alloc=`).
     pub alloc: Option<u32>,
+    /// Sampled objects still alive are written at each dump (`live`, with
+    /// `alloc`).
+    pub live: bool,
     /// Contended monitor waits at least this long are recorded (`lock=`).
     pub lock: Option<Duration>,
     /// Threads signalled per wall-clock interval (`walltpt=`).
@@ -93,6 +96,7 @@ impl Default for Options {
             cpu: None,
             wall: None,
             alloc: None,
+            live: false,
             lock: None,
             wall_threads_per_tick: DEFAULT_WALL_THREADS_PER_TICK,
             file: None,
@@ -130,7 +134,7 @@ fn error(option: &str, message: impl Into<String>) -> OptionError {
 }
 
 const OPTION_NAMES: &str =
-    "start, stop, dump, status, version, event, cpu, wall, alloc, lock, walltpt, interval, file, jfr, \
+    "start, stop, dump, status, version, event, cpu, wall, alloc, live, lock, walltpt, interval, file, jfr, \
      cstack, jstackdepth, remotesym, verifywalk, attributes, jfrdialect, filter, log, loglevel";
 
 /// Parses a comma-separated option string. An empty string is valid (the
@@ -219,6 +223,7 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
                 options.jstackdepth = depth;
             }
             "alloc" => options.alloc = Some(value.map_or(Ok(DEFAULT_ALLOC_INTERVAL), |v| parse_bytes(key, v))?),
+            "live" => options.live = parse_bool(key, value)?,
             "lock" => options.lock = Some(value.map_or(Ok(DEFAULT_LOCK_THRESHOLD), |v| parse_interval(key, v))?),
             "remotesym" => options.remote_symbolication = parse_bool(key, value)?,
             "filter" => options.filter = parse_bool(key, value)?,
@@ -249,6 +254,9 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
     if cpu_event.is_some() || cpu_requested {
         let period = cpu_interval.or(if wall_event { None } else { interval }).unwrap_or(DEFAULT_CPU_INTERVAL);
         options.cpu = Some((cpu_event.unwrap_or(CpuEngineKind::PerfCpuClock), period));
+    }
+    if options.live && options.alloc.is_none() {
+        return Err(error("live", "tracks the objects allocation sampling samples: add alloc[=BYTES]"));
     }
     let other_event = options.wall.is_some() || options.alloc.is_some() || options.lock.is_some();
     if options.action == Some(Action::Start) && options.cpu.is_none() && !other_event {
@@ -536,6 +544,11 @@ mod tests {
         // Allocation sampling alone does not imply CPU sampling.
         assert_eq!(parse("start,alloc").unwrap().cpu, None);
         assert!(parse("start,alloc,cpu").unwrap().cpu.is_some());
+        assert!(parse("start,alloc,live").unwrap().live);
+        assert!(!parse("start,alloc,live=false").unwrap().live);
+        let e = err("start,live");
+        assert_eq!(e.option, "live");
+        assert!(e.message.contains("alloc"), "{}", e.message);
         for bad in ["alloc=0", "alloc=-1", "alloc=1x", "alloc=", "alloc=2g", "alloc=k"] {
             let e = err(bad);
             assert_eq!(e.option, "alloc", "{bad}");

@@ -71,6 +71,8 @@ counters! {
     LockDroppedBufferFull => "lock_dropped_buffer_full",
     ObjectClassesFull => "object_classes_full",
     JvmtiStackFailed => "jvmti_stack_failed",
+    LiveObjects => "live_objects",
+    LiveObjectsFull => "live_objects_full",
 }
 
 static VALUES: [AtomicU64; Counter::ALL.len()] = [const { AtomicU64::new(0) }; Counter::ALL.len()];

@@ -10,6 +10,7 @@ use crate::jni_env::JniEnv;
 use crate::jvmti::events::EventCallbacks;
 use crate::jvmti::{jthread, ClassRef, ThreadRef};
 use crate::jvmti_samples;
+use crate::live_objects;
 use crate::log;
 use crate::os_thread::current_tid;
 use crate::profiler;
@@ -165,6 +166,7 @@ fn callbacks() -> EventCallbacks {
         .monitor_contended_enter(on_monitor_contended_enter)
         .monitor_contended_entered(on_monitor_contended_entered)
         .sampled_object_alloc(on_sampled_object_alloc)
+        .garbage_collection_finish(on_garbage_collection_finish)
 }
 
 /// Registers the calling Java thread under its Java name and id.
@@ -265,22 +267,28 @@ unsafe extern "C" fn on_class_prepare(_jvmti: *mut c_void, env: *mut JNIEnv, _th
 /// A sampled heap allocation (`alloc=`), on the allocating thread.
 unsafe extern "C" fn on_sampled_object_alloc(
     _jvmti: *mut c_void,
-    _env: *mut JNIEnv,
+    env: *mut JNIEnv,
     _thread: jthread,
-    _object: jobject,
+    object: jobject,
     class: jclass,
     size: jlong,
 ) {
     ffi_boundary("SampledObjectAlloc", (), || {
         let Some(vm) = vm::get() else { return };
-        // SAFETY: the class reference this callback received.
-        let class = unsafe { ClassRef::from_raw(class) };
+        // SAFETY: the class reference and env this callback received.
+        let (class, env) = unsafe { (ClassRef::from_raw(class), JniEnv::from_raw(env)) };
         let (time_ns, tid) = (clock::monotonic_ns(), current_tid());
         let size = u64::try_from(size).unwrap_or(0);
         sampling::with_active(|sampler| {
-            jvmti_samples::record_allocation(sampler, &vm.jvmti(), class, size, time_ns, tid)
+            // SAFETY: the object reference this callback received.
+            unsafe { jvmti_samples::record_allocation(sampler, &vm.jvmti(), env, object, class, size, time_ns, tid) }
         });
     })
+}
+
+/// A garbage collection finished (`live`: objects' ages count them).
+unsafe extern "C" fn on_garbage_collection_finish(_jvmti: *mut c_void) {
+    live_objects::collection_finished();
 }
 
 /// The calling thread begins waiting for a contended monitor (`lock=`).

@@ -255,6 +255,24 @@ impl JniEnv {
         unsafe { ((**self.0).v1_1.GetObjectField)(self.0, object, field) }
     }
 
+    /// A weak global reference to `object` (`None` if out of memory).
+    ///
+    /// # Safety
+    /// `object` must be a live reference of this thread.
+    pub unsafe fn new_weak_ref(&self, object: jobject) -> Option<jobject> {
+        // SAFETY: per the contract.
+        let weak = unsafe { ((**self.0).v1_2.NewWeakGlobalRef)(self.0, object) };
+        self.clear_exception();
+        (!weak.is_null()).then_some(weak)
+    }
+
+    /// # Safety
+    /// `weak` must be a weak global reference, not used after.
+    pub unsafe fn delete_weak_ref(&self, weak: jobject) {
+        // SAFETY: per the contract.
+        unsafe { ((**self.0).v1_2.DeleteWeakGlobalRef)(self.0, weak) };
+    }
+
     /// Whether two references name one object.
     ///
     /// # Safety

@@ -18,10 +18,12 @@ use crate::counters::{self, Counter};
 use crate::dictionary::{Carry, TripleBufferedDictionary};
 use crate::jni_env::JniEnv;
 use crate::jvmti::{ClassRef, FrameInfo, Jvmti};
+use crate::live_objects::{Allocation, LiveObjects};
 use crate::recording::methods::internal_class_name;
 use crate::sampling::Sampler;
 use crate::storage::call_traces::TraceId;
 use crate::storage::samples::{SampleKind, SampleRecord};
+use crate::storage::thread_slots::Context;
 use frames::{Frame, BCI_NATIVE_METHOD};
 use std::cell::{Cell, RefCell};
 
@@ -34,6 +36,8 @@ pub struct JvmtiSamples {
     pub alloc_interval: Option<u32>,
     /// Monitor waits at least this long are recorded (`lock=`), in ns.
     pub lock_threshold_ns: Option<u64>,
+    /// Sampled objects still alive (`live`).
+    pub live: Option<LiveObjects>,
     /// Sampled objects' classes by internal name (`[B`,
     /// `java/lang/String`). Never rotated: an id names one class for the
     /// whole session.
@@ -41,9 +45,10 @@ pub struct JvmtiSamples {
 }
 
 impl JvmtiSamples {
-    pub fn new(alloc_interval: Option<u32>, lock_threshold_ns: Option<u64>) -> std::io::Result<Self> {
+    pub fn new(alloc_interval: Option<u32>, live: bool, lock_threshold_ns: Option<u64>) -> std::io::Result<Self> {
         let classes = TripleBufferedDictionary::new(CLASS_CAPACITY as usize, Carry::Everything)?;
-        Ok(Self { alloc_interval, lock_threshold_ns, classes })
+        let live = live.then(LiveObjects::default);
+        Ok(Self { alloc_interval, lock_threshold_ns, live, classes })
     }
 
     /// The class table id of `class` (0 when unknown or the table is full).
@@ -112,13 +117,23 @@ struct Observed {
     time_ns: u64,
 }
 
-/// Records `observed` as a sample of the calling thread `tid`.
-fn record(sampler: &Sampler, samples: &JvmtiSamples, jvmti: &Jvmti, observed: Observed, tid: u32, counters: Counters) {
+/// Records `observed` as a sample of the calling thread `tid`; returns
+/// the sample's class id, its stack's trace id (the stack stays in
+/// `STACK`) and its context.
+fn record(
+    sampler: &Sampler,
+    samples: &JvmtiSamples,
+    jvmti: &Jvmti,
+    observed: Observed,
+    tid: u32,
+    counters: Counters,
+) -> (u32, TraceId, Context) {
     let class = samples.class_id(jvmti, observed.class, tid);
     let trace = java_trace(sampler, jvmti, tid);
+    let context = sampler.context.sample_context(tid);
     let Some(mut stripe) = sampler.stripes.try_acquire(tid) else {
         counters::increment(counters.1);
-        return;
+        return (class, trace, context);
     };
     let record = SampleRecord {
         time_ns: observed.time_ns,
@@ -130,23 +145,55 @@ fn record(sampler: &Sampler, samples: &JvmtiSamples, jvmti: &Jvmti, observed: Ob
         class,
         value: observed.value,
         park_time: observed.park_time,
-        context: sampler.context.sample_context(tid),
+        context,
     };
     if stripe.push(record) {
         counters::increment(counters.0);
     } else {
         counters::increment(counters.2);
     }
+    (class, trace, context)
 }
 
 /// Records an allocation of `size` bytes of `class` by the calling thread
-/// `tid` (the JVMTI callback's thread) in the published `sampler`.
-pub fn record_allocation(sampler: &Sampler, jvmti: &Jvmti, class: ClassRef, size: u64, time_ns: u64, tid: u32) {
+/// `tid` (the JVMTI callback's thread, whose `env` this is) in the
+/// published `sampler`, and with `live` tracks the allocated `object`.
+///
+/// # Safety
+/// `object` must be the reference the JVMTI callback received.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn record_allocation(
+    sampler: &Sampler,
+    jvmti: &Jvmti,
+    env: Option<JniEnv>,
+    object: jni::sys::jobject,
+    class: ClassRef,
+    size: u64,
+    time_ns: u64,
+    tid: u32,
+) {
     let Some(samples) = sampler.jvmti_samples.as_ref().filter(|s| s.alloc_interval.is_some()) else { return };
-    if sampler.sampled(tid) {
-        let observed = Observed { kind: SampleKind::Alloc, class, value: size, park_time: 0, time_ns };
-        record(sampler, samples, jvmti, observed, tid, ALLOC_COUNTERS);
+    if !sampler.sampled(tid) {
+        return;
     }
+    let observed = Observed { kind: SampleKind::Alloc, class, value: size, park_time: 0, time_ns };
+    let (class, trace, context) = record(sampler, samples, jvmti, observed, tid, ALLOC_COUNTERS);
+    let (Some(live), Some(env)) = (samples.live.as_ref(), env) else { return };
+    STACK.with_borrow(|(_, frames)| {
+        let sample = Allocation {
+            class,
+            size,
+            time_ns,
+            tid,
+            trace: trace.0,
+            frames,
+            truncated: frames.len() >= sampler.max_depth,
+            span_id: context.span_id,
+            root_span_id: context.root_span_id,
+        };
+        // SAFETY: per the contract, a live reference of this thread.
+        unsafe { live.track(env, object, &sample) };
+    });
 }
 
 /// The calling thread starts waiting for a contended monitor.

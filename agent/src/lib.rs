@@ -24,6 +24,7 @@ pub mod jvmti;
 pub mod jvmti_samples;
 pub mod latency;
 pub mod libraries;
+pub mod live_objects;
 pub mod log;
 pub mod os_thread;
 pub mod profiler;

@@ -191,6 +191,7 @@ fn settings(options: &Options, cpu_engine: Option<&str>) -> Vec<(String, String)
     }
     if let Some(alloc) = options.alloc {
         settings.push(("alloc".into(), format!("{alloc} bytes")));
+        settings.push(("live".into(), options.live.to_string()));
     }
     if let Some(lock) = options.lock {
         settings.push(("lock".into(), nanos(lock)));
@@ -248,7 +249,7 @@ fn arm_engines(
         engines.push("wall");
     }
     let jvmti_engines = [
-        (options.alloc.map(|interval| engine::jvmti_events::arm_alloc(vm.jvmti(), interval)), "alloc"),
+        (options.alloc.map(|interval| engine::jvmti_events::arm_alloc(vm.jvmti(), interval, options.live)), "alloc"),
         (options.lock.map(|_| engine::jvmti_events::arm_lock(vm.jvmti(), env)), "lock"),
     ];
     for (armed, name) in jvmti_engines {
@@ -291,7 +292,7 @@ fn build_sampler(vm: &Vm, options: &Options, env: Option<JniEnv>, blocking: Bloc
         verify_walk: options.verify_walk,
         blocking,
         jvmti_samples: (options.alloc.is_some() || options.lock.is_some())
-            .then(|| JvmtiSamples::new(options.alloc, options.lock.map(|d| d.as_nanos() as u64)))
+            .then(|| JvmtiSamples::new(options.alloc, options.live, options.lock.map(|d| d.as_nanos() as u64)))
             .transpose()
             .map_err(|e| io(format!("cannot reserve the class table: {e}")))?,
     })

@@ -80,3 +80,67 @@ fn bad_alloc_values_are_option_errors() {
         assert!(err.contains("alloc") && err.contains("512k"), "{bad}: {err}");
     }
 }
+
+/// Live objects of `recording` allocated in `LiveLeak.<method>`.
+fn live_in<'a>(recording: &'a Recording, kind: &str, method: &str) -> Vec<&'a Event> {
+    recording
+        .events
+        .iter()
+        .filter(|e| e.kind == kind && e.frames.iter().take(2).any(|f| f.method == method && f.class == "LiveLeak"))
+        .collect()
+}
+
+/// `live`: after each round, a collection and a dump; the objects `keep`
+/// retains are there dump after dump, growing, and those `drop` let go
+/// are not.
+#[test]
+fn live_objects_show_the_leak_growing_dump_after_dump() {
+    for (dialect, kind) in [("jdk", "profiler.LiveObject"), ("datadog", "datadog.HeapLiveObject")] {
+        let dir = scratch_dir(&format!("live_leak_{dialect}"));
+        let options = format!("start,alloc=64k,live,jfrdialect={dialect},file={}", dir.join("session.jfr").display());
+        let output = run_java(Some(&options), "LiveLeak", &[dir.to_str().unwrap(), "4"], Duration::from_secs(60));
+        assert_success(&output);
+        let mut kept = Vec::new();
+        for round in 0..4 {
+            let file = dir.join(format!("live-{round}.jfr"));
+            assert_jfr_tool_accepts(&file);
+            let recording = read_recording(&file);
+            assert_eq!(recording.settings.get("live").map(String::as_str), Some("true"));
+            let live = live_in(&recording, kind, "keep");
+            let dropped = live_in(&recording, kind, "drop");
+            // The last array `drop` made may still be referenced.
+            assert!(dropped.len() <= 1, "{dialect} round {round}: {} dropped objects reported live", dropped.len());
+            let object = live.first().unwrap_or_else(|| panic!("{dialect} round {round}: no live object from keep"));
+            assert!(object.field("objectClass").contains("name = \"[B\""), "{:?}", object.fields);
+            assert!(object.frames.iter().any(|f| f.method == "main"), "{:?}", object.frames);
+            if dialect == "datadog" {
+                assert_eq!(object.field("size"), "1040", "{:?}", object.fields);
+                let age: u64 = object.field("age").parse().unwrap();
+                assert!(age >= 1 || round == 0, "survived a collection: {:?}", object.fields);
+            } else {
+                assert_eq!(object.field("allocationSize"), "1040", "{:?}", object.fields);
+            }
+            kept.push(live.len());
+        }
+        // 20,000 arrays of 1,040 bytes a round, sampled every 64 KiB: about
+        // 320 more live objects a round.
+        for pair in kept.windows(2) {
+            assert!(pair[1] > pair[0] + 100, "{dialect}: live objects per dump {kept:?}");
+        }
+        if dialect == "jdk" {
+            // async-profiler's converter reads them too.
+            let Some(jar) = converter_jar() else { continue };
+            let last = dir.join("live-3.jfr");
+            let collapsed = converter_collapsed_as(&jar, &last, "--live");
+            let count = |method: &str| -> i64 {
+                collapsed
+                    .iter()
+                    .filter(|((_, frames), _)| frames.iter().any(|f| f.ends_with(method)))
+                    .map(|(_, n)| n)
+                    .sum()
+            };
+            assert!(count("LiveLeak.keep") as usize >= kept[3], "converter: {collapsed:?}");
+            assert!(count("LiveLeak.drop") <= 1, "converter: {collapsed:?}");
+        }
+    }
+}

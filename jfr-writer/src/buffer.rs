@@ -76,6 +76,11 @@ impl ByteBuf {
     }
 
     /// A JFR compressed unsigned 64-bit value (1 to 9 bytes).
+    /// A JFR `float`: four big-endian IEEE 754 bytes.
+    pub fn put_be_f32(&mut self, value: f32) {
+        self.put_bytes(&value.to_bits().to_be_bytes());
+    }
+
     pub fn put_varint(&mut self, value: u64) {
         let mut rest = value;
         for _ in 0..8 {

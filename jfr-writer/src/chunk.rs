@@ -95,9 +95,11 @@ impl ChunkWriter {
                 }
                 let times = match sample.kind {
                     SampleKind::Cpu => sample.weight.clamp(1, MAX_REPEAT),
-                    SampleKind::Wall | SampleKind::Alloc { .. } | SampleKind::Lock { .. } | SampleKind::Park { .. } => {
-                        1
-                    }
+                    SampleKind::Wall
+                    | SampleKind::Alloc { .. }
+                    | SampleKind::Live { .. }
+                    | SampleKind::Lock { .. }
+                    | SampleKind::Park { .. } => 1,
                 };
                 for _ in 0..times {
                     put_sized(&mut self.out, self.scratch.as_slice());
@@ -221,17 +223,19 @@ mod tests {
         let lock = Sample { kind: SampleKind::Lock { class: 3, duration_ticks: 5_000_000 }, ..cpu };
         let park_kind = SampleKind::Park { class: 3, duration_ticks: 5_000_000, timeout_ns: None, until_ms: Some(7) };
         let park = Sample { kind: park_kind, ..cpu };
+        let live_kind = SampleKind::Live { class: 3, size: 1024, allocation_ticks: 1, age: 2 };
+        let live = Sample { kind: live_kind, weight: 1 << 19, ..cpu };
         let huge = Sample { weight: u64::MAX, ..cpu };
         let (e, c, w) = (id::EXECUTION_SAMPLE, id::SAMPLE_CONTEXT, id::METHOD_SAMPLE);
         let traced_twice = Sample { weight: 2, ..traced };
-        let (a, m, p) = (id::ALLOCATION_SAMPLE, id::MONITOR_ENTER, id::THREAD_PARK);
+        let (a, m, p, l) = (id::ALLOCATION_SAMPLE, id::MONITOR_ENTER, id::THREAD_PARK, id::LIVE_OBJECT);
         assert_eq!(
-            event_types(&chunk_of(Dialect::Jdk, &[cpu, traced_twice, wall, alloc, lock, park])),
-            [e, e, e, e, c, e, c, w, c, a, m, p]
+            event_types(&chunk_of(Dialect::Jdk, &[cpu, traced_twice, wall, alloc, lock, park, live])),
+            [e, e, e, e, c, e, c, w, c, a, m, p, l]
         );
         assert_eq!(
-            event_types(&chunk_of(Dialect::Datadog, &[cpu, traced_twice, wall, alloc, lock, park])),
-            [e, e, w, a, m, p]
+            event_types(&chunk_of(Dialect::Datadog, &[cpu, traced_twice, wall, alloc, lock, park, live])),
+            [e, e, w, a, m, p, l]
         );
         assert_eq!(event_types(&chunk_of(Dialect::Jdk, &[huge])).len() as u64, MAX_REPEAT);
     }

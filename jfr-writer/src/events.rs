@@ -32,6 +32,16 @@ pub enum SampleKind {
         class: u64,
         duration_ticks: i64,
     },
+    /// A sampled object of `class` and `size` bytes, allocated at
+    /// `allocation_ticks`, still alive at the sample's time, `age` garbage
+    /// collections later; the sample's weight is the bytes it stands for
+    /// (`profiler.LiveObject`, `datadog.HeapLiveObject`).
+    Live {
+        class: u64,
+        size: u64,
+        allocation_ticks: i64,
+        age: u64,
+    },
     /// A wait of `duration_ticks` parked on a lock of `class`
     /// (`jdk.ThreadPark`, in both dialects), with the park's timeout in ns
     /// or its deadline in epoch ms (`None`: the JDK's `Long.MIN_VALUE`).
@@ -67,21 +77,32 @@ impl Sample<'_> {
     }
 
     /// `datadog.ExecutionSample` / `datadog.MethodSample` /
-    /// `datadog.ObjectSample`: everything in one event.
+    /// `datadog.ObjectSample` / `datadog.HeapLiveObject`: everything in one
+    /// event.
     pub(crate) fn write_datadog(&self, out: &mut ByteBuf) {
         if self.write_wait(out) {
             return;
         }
         self.write_head(out);
-        if let SampleKind::Alloc { size, .. } = self.kind {
-            out.put_varint(size);
+        match self.kind {
+            SampleKind::Alloc { size, .. } => {
+                out.put_varint(size);
+                out.put_varint(self.weight);
+            }
+            SampleKind::Live { size, age, .. } => {
+                out.put_varint(age);
+                out.put_varint(size);
+                // The Datadog profiler's weight: objects the sample stands for.
+                out.put_be_f32(if size == 0 { 0.0 } else { self.weight as f32 / size as f32 });
+            }
+            _ => out.put_varint(self.weight),
         }
-        out.put_varint(self.weight);
         self.write_context(out);
     }
 
     /// `jdk.ExecutionSample` / `profiler.WallClockSample` /
-    /// `jdk.ObjectAllocationSample`: the JDK's and async-profiler's fields.
+    /// `jdk.ObjectAllocationSample` / `profiler.LiveObject`: the JDK's and
+    /// async-profiler's fields.
     pub(crate) fn write_jdk(&self, out: &mut ByteBuf) {
         if self.write_wait(out) {
             return;
@@ -91,6 +112,10 @@ impl Sample<'_> {
             SampleKind::Cpu | SampleKind::Lock { .. } | SampleKind::Park { .. } => {}
             SampleKind::Wall => out.put_int(self.weight.min(i32::MAX as u64) as i32),
             SampleKind::Alloc { .. } => out.put_varint(self.weight),
+            SampleKind::Live { size, allocation_ticks, .. } => {
+                out.put_varint(size);
+                out.put_varint_signed(allocation_ticks);
+            }
         }
     }
 
@@ -102,7 +127,7 @@ impl Sample<'_> {
             SampleKind::Lock { class, duration_ticks } | SampleKind::Park { class, duration_ticks, .. } => {
                 (class, duration_ticks)
             }
-            SampleKind::Cpu | SampleKind::Wall | SampleKind::Alloc { .. } => return false,
+            SampleKind::Cpu | SampleKind::Wall | SampleKind::Alloc { .. } | SampleKind::Live { .. } => return false,
         };
         out.put_varint_signed(self.start_ticks);
         out.put_varint_signed(duration_ticks);
@@ -131,6 +156,7 @@ impl Sample<'_> {
             SampleKind::Cpu => id::EXECUTION_SAMPLE,
             SampleKind::Wall => id::METHOD_SAMPLE,
             SampleKind::Alloc { .. } => id::ALLOCATION_SAMPLE,
+            SampleKind::Live { .. } => id::LIVE_OBJECT,
             SampleKind::Lock { .. } => id::MONITOR_ENTER,
             SampleKind::Park { .. } => id::THREAD_PARK,
         }
@@ -142,9 +168,10 @@ impl Sample<'_> {
         out.put_varint(self.thread);
         out.put_varint(self.stack_trace);
         match self.kind {
-            SampleKind::Alloc { class, .. } | SampleKind::Lock { class, .. } | SampleKind::Park { class, .. } => {
-                out.put_varint(class)
-            }
+            SampleKind::Alloc { class, .. }
+            | SampleKind::Live { class, .. }
+            | SampleKind::Lock { class, .. }
+            | SampleKind::Park { class, .. } => out.put_varint(class),
             SampleKind::Cpu | SampleKind::Wall => out.put_varint(self.state.key()),
         }
     }

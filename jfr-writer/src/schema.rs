@@ -54,6 +54,7 @@ pub mod id {
     pub const ALLOCATION_SAMPLE: u64 = 107;
     pub const MONITOR_ENTER: u64 = 108;
     pub const THREAD_PARK: u64 = 109;
+    pub const LIVE_OBJECT: u64 = 110;
     pub const ATTRIBUTE_VALUE: u64 = 31;
 }
 
@@ -155,6 +156,29 @@ const DATADOG_OBJECT_SAMPLE: &[F] = &[
     SPAN_ID,
     LOCAL_ROOT_SPAN_ID,
 ];
+/// `profiler.LiveObject`: async-profiler's fields, in its order (its
+/// converter reads them by position).
+const JDK_LIVE_OBJECT: &[F] = &[
+    START_TIME,
+    EVENT_THREAD,
+    STACK_TRACE,
+    OBJECT_CLASS,
+    F::new("allocationSize", id::LONG, "Allocation Size").unit(Unit::Bytes),
+    F::new("allocationTime", id::LONG, "Allocation Time").unit(Unit::TimestampTicks),
+];
+/// `datadog.HeapLiveObject`: the Datadog profiler's fields (`weight`: the
+/// objects a sample stands for; `age`: garbage collections survived).
+const DATADOG_LIVE_OBJECT: &[F] = &[
+    START_TIME,
+    EVENT_THREAD,
+    STACK_TRACE,
+    OBJECT_CLASS,
+    F::new("age", id::LONG, "Age"),
+    F::new("size", id::LONG, "Original Size").unit(Unit::Bytes),
+    F::new("weight", id::FLOAT, "Sample weight"),
+    SPAN_ID,
+    LOCAL_ROOT_SPAN_ID,
+];
 /// The JDK's category of allocation and lock events.
 const JAVA_APPLICATION: &[&str] = &["Java Application"];
 /// `jdk.JavaMonitorEnter`, the JDK's fields, in both dialects.
@@ -230,6 +254,7 @@ const JDK_EVENTS: &[TypeDef] = &[
     ),
     MONITOR_ENTER,
     THREAD_PARK,
+    event(id::LIVE_OBJECT, "profiler.LiveObject", "Live Object", JAVA_APPLICATION, JDK_LIVE_OBJECT),
 ];
 
 const DATADOG_EVENTS: &[TypeDef] = &[
@@ -244,6 +269,7 @@ const DATADOG_EVENTS: &[TypeDef] = &[
     event(id::ENDPOINT, "datadog.Endpoint", "Endpoint", DATADOG, ENDPOINT_FIELDS),
     event(id::PROFILER_COUNTER, "datadog.ProfilerCounter", "Profiler Internal Counter", DATADOG, COUNTER_FIELDS),
     event(id::ALLOCATION_SAMPLE, "datadog.ObjectSample", "Allocation Sample", DATADOG_PROFILING, DATADOG_OBJECT_SAMPLE),
+    event(id::LIVE_OBJECT, "datadog.HeapLiveObject", "Heap Live Object", DATADOG_PROFILING, DATADOG_LIVE_OBJECT),
     MONITOR_ENTER,
     THREAD_PARK,
 ];
@@ -373,7 +399,7 @@ const COMMON: &[TypeDef] = &[
 pub fn extensions(dialect: Dialect, attributes: &[String]) -> Vec<crate::metadata::Extension<'_>> {
     let carriers: &[u64] = match dialect {
         Dialect::Jdk => &[id::SAMPLE_CONTEXT],
-        Dialect::Datadog => &[id::EXECUTION_SAMPLE, id::METHOD_SAMPLE, id::ALLOCATION_SAMPLE],
+        Dialect::Datadog => &[id::EXECUTION_SAMPLE, id::METHOD_SAMPLE, id::ALLOCATION_SAMPLE, id::LIVE_OBJECT],
     };
     carriers
         .iter()

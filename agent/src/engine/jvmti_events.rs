@@ -11,11 +11,15 @@ use crate::jvmti::events::Event;
 use crate::jvmti::Jvmti;
 use crate::log;
 
-/// Samples allocations every `interval` bytes on average. Fails with the
-/// reason on a JVM without the capability (JDK 8) or the event.
-pub fn arm_alloc(jvmti: Jvmti, interval: u32) -> Result<(), String> {
+/// Samples allocations every `interval` bytes on average, counting
+/// garbage collections for `live`. Fails with the reason on a JVM without
+/// the capability (JDK 8) or the event.
+pub fn arm_alloc(jvmti: Jvmti, interval: u32, live: bool) -> Result<(), String> {
     let interval = i32::try_from(interval).map_err(|_| format!("alloc: {interval} bytes is too large"))?;
     jvmti.set_heap_sampling_interval(interval).map_err(|e| format!("alloc: SetHeapSamplingInterval: {e} (JDK 11+)"))?;
+    if live {
+        enable(jvmti, Event::GarbageCollectionFinish).map_err(|e| format!("live: {e}"))?;
+    }
     enable(jvmti, Event::SampledObjectAlloc).map_err(|e| format!("alloc: {e}"))
 }
 
@@ -41,7 +45,12 @@ fn enable(jvmti: Jvmti, event: Event) -> Result<(), String> {
 /// session, which `sampling::retire` waits for).
 pub fn disarm(jvmti: Jvmti) {
     park::disarm();
-    for event in [Event::SampledObjectAlloc, Event::MonitorContendedEnter, Event::MonitorContendedEntered] {
+    for event in [
+        Event::SampledObjectAlloc,
+        Event::GarbageCollectionFinish,
+        Event::MonitorContendedEnter,
+        Event::MonitorContendedEntered,
+    ] {
         let _ = jvmti.set_event_enabled(event, false);
     }
 }

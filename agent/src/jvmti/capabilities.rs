@@ -17,6 +17,9 @@ pub const CAN_GENERATE_COMPILED_METHOD_LOAD_EVENTS: Capability =
 
 /// Contended monitor events (`lock=`).
 pub const CAN_GENERATE_MONITOR_EVENTS: Capability = Capability { bit: 28, name: "can_generate_monitor_events" };
+/// Garbage collection events (`live`: objects' ages).
+pub const CAN_GENERATE_GARBAGE_COLLECTION_EVENTS: Capability =
+    Capability { bit: 31, name: "can_generate_garbage_collection_events" };
 /// Allocation sampling (`alloc=`): JDK 11+ grant it at load and attach.
 pub const CAN_GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS: Capability =
     Capability { bit: 43, name: "can_generate_sampled_object_alloc_events" };
@@ -28,6 +31,7 @@ pub const REQUESTED: &[Capability] = &[
     CAN_GENERATE_ALL_CLASS_HOOK_EVENTS,
     CAN_GENERATE_COMPILED_METHOD_LOAD_EVENTS,
     CAN_GENERATE_MONITOR_EVENTS,
+    CAN_GENERATE_GARBAGE_COLLECTION_EVENTS,
     CAN_GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS,
 ];
 

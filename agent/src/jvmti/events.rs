@@ -21,6 +21,7 @@ pub enum Event {
     CompiledMethodLoad = 68,
     MonitorContendedEnter = 75,
     MonitorContendedEntered = 76,
+    GarbageCollectionFinish = 82,
     SampledObjectAlloc = 86,
 }
 
@@ -37,7 +38,7 @@ impl Event {
         Event::CompiledMethodLoad,
     ];
 
-    pub const ALL: [(Event, &'static str); 10] = [
+    pub const ALL: [(Event, &'static str); 11] = [
         (Event::VmInit, "JVMTI_EVENT_VM_INIT"),
         (Event::VmDeath, "JVMTI_EVENT_VM_DEATH"),
         (Event::ThreadStart, "JVMTI_EVENT_THREAD_START"),
@@ -47,6 +48,7 @@ impl Event {
         (Event::CompiledMethodLoad, "JVMTI_EVENT_COMPILED_METHOD_LOAD"),
         (Event::MonitorContendedEnter, "JVMTI_EVENT_MONITOR_CONTENDED_ENTER"),
         (Event::MonitorContendedEntered, "JVMTI_EVENT_MONITOR_CONTENDED_ENTERED"),
+        (Event::GarbageCollectionFinish, "JVMTI_EVENT_GARBAGE_COLLECTION_FINISH"),
         (Event::SampledObjectAlloc, "JVMTI_EVENT_SAMPLED_OBJECT_ALLOC"),
     ];
 }
@@ -56,6 +58,7 @@ pub type VmInitFn = unsafe extern "C" fn(JvmtiEnvPtr, *mut JNIEnv, jthread);
 pub type VmDeathFn = unsafe extern "C" fn(JvmtiEnvPtr, *mut JNIEnv);
 pub type ThreadFn = unsafe extern "C" fn(JvmtiEnvPtr, *mut JNIEnv, jthread);
 pub type ClassFn = unsafe extern "C" fn(JvmtiEnvPtr, *mut JNIEnv, jthread, jclass);
+pub type GarbageCollectionFn = unsafe extern "C" fn(JvmtiEnvPtr);
 pub type MonitorFn = unsafe extern "C" fn(JvmtiEnvPtr, *mut JNIEnv, jthread, jobject);
 pub type SampledObjectAllocFn = unsafe extern "C" fn(JvmtiEnvPtr, *mut JNIEnv, jthread, jobject, jclass, jlong);
 pub type CompiledMethodLoadFn =
@@ -120,6 +123,11 @@ impl EventCallbacks {
 
     pub fn monitor_contended_entered(mut self, f: MonitorFn) -> Self {
         self.set(Event::MonitorContendedEntered, f as *const c_void);
+        self
+    }
+
+    pub fn garbage_collection_finish(mut self, f: GarbageCollectionFn) -> Self {
+        self.set(Event::GarbageCollectionFinish, f as *const c_void);
         self
     }
 

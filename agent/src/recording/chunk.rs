@@ -10,7 +10,7 @@ use super::Format;
 use crate::libraries::LibraryTable;
 use crate::storage::call_traces::TraceId;
 use crate::storage::samples::{SampleKind, SampleRecord};
-use crate::storage::thread_slots::MAX_CONTEXT_VALUES;
+use crate::storage::thread_slots::{Context, MAX_CONTEXT_VALUES};
 use crate::storage::trace_storage::CallTraceStorage;
 use crate::threads::ThreadInfo;
 use frames::{Frame, Marker};
@@ -51,6 +51,23 @@ pub struct ChunkSources<'a> {
     pub pools: &'a mut ConstantPools,
 }
 
+/// A sampled object still alive at a dump (`live`), its stack stored
+/// under `trace` for this chunk.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LiveRecord {
+    pub tid: u32,
+    pub trace: u32,
+    /// An id of the session's class table.
+    pub class: u32,
+    pub size: u64,
+    /// CLOCK_MONOTONIC time of the allocation.
+    pub time_ns: u64,
+    /// Garbage collections survived.
+    pub age: u64,
+    pub span_id: u64,
+    pub root_span_id: u64,
+}
+
 /// A finished chunk.
 pub struct Finished {
     pub bytes: Vec<u8>,
@@ -85,41 +102,31 @@ impl ChunkBuilder {
 
     /// Encodes samples (CPU, wall clock, allocations, lock waits).
     /// `thread_key` maps a kernel tid to its pool key, `class_key` an
-    /// allocation or lock record to its class's pool key (0: unknown),
-    /// `alloc_weight` an allocation's size to the bytes it stands for.
+    /// allocation or lock record's class id to its class's pool key (0:
+    /// unknown), `alloc_weight` an allocation's size to the bytes it stands
+    /// for.
     pub fn add_samples(
         &mut self,
         records: &[SampleRecord],
         mut thread_key: impl FnMut(u32) -> u64,
-        mut class_key: impl FnMut(&SampleRecord) -> u64,
+        mut class_key: impl FnMut(u32) -> u64,
         alloc_weight: impl Fn(u64) -> u64,
     ) {
         for record in records {
-            let thread = thread_key(record.tid);
-            self.threads.insert(thread);
-            self.traces.insert(record.trace);
-            let mut context = [0u64; MAX_CONTEXT_VALUES];
-            let attributes = self.format.attributes.len().min(MAX_CONTEXT_VALUES);
-            for (key, &value) in context.iter_mut().zip(&record.context.values).take(attributes) {
-                *key = u64::from(value);
-                if value != 0 {
-                    self.context_values.insert(value);
-                }
-            }
             let (kind, state, weight) = match record.kind {
                 SampleKind::Cpu => (Kind::Cpu, self.format.dialect.cpu_state(), u64::from(record.weight)),
                 SampleKind::Wall => (Kind::Wall, ThreadState::from_u8(record.state), u64::from(record.weight)),
                 SampleKind::Alloc => {
-                    let kind = Kind::Alloc { class: class_key(record), size: record.value };
+                    let kind = Kind::Alloc { class: class_key(record.class), size: record.value };
                     (kind, ThreadState::Runnable, alloc_weight(record.value))
                 }
                 SampleKind::Lock => {
-                    let kind = Kind::Lock { class: class_key(record), duration_ticks: record.value as i64 };
+                    let kind = Kind::Lock { class: class_key(record.class), duration_ticks: record.value as i64 };
                     (kind, ThreadState::Blocked, record.value)
                 }
                 SampleKind::Park => {
                     let kind = Kind::Park {
-                        class: class_key(record),
+                        class: class_key(record.class),
                         duration_ticks: record.value as i64,
                         timeout_ns: (record.park_time > 0).then_some(record.park_time),
                         until_ms: (record.park_time < 0).then(|| record.park_time.saturating_neg()),
@@ -127,18 +134,68 @@ impl ChunkBuilder {
                     (kind, ThreadState::Parked, record.value)
                 }
             };
-            self.writer.sample(&Sample {
-                kind,
-                start_ticks: ticks(record.time_ns),
-                thread,
-                stack_trace: u64::from(record.trace),
-                state,
-                weight,
-                span_id: record.context.span_id,
-                local_root_span_id: record.context.root_span_id,
-                context: &context[..attributes],
-            });
+            let thread = thread_key(record.tid);
+            self.put(kind, record.time_ns, thread, record.trace, state, weight, &record.context);
         }
+    }
+
+    /// Encodes the sampled objects still alive at `now_ns` (`live`), keys
+    /// and weights as for [`Self::add_samples`].
+    pub fn add_live_objects(
+        &mut self,
+        objects: &[LiveRecord],
+        now_ns: u64,
+        mut thread_key: impl FnMut(u32) -> u64,
+        mut class_key: impl FnMut(u32) -> u64,
+        alloc_weight: impl Fn(u64) -> u64,
+    ) {
+        for object in objects {
+            let kind = Kind::Live {
+                class: class_key(object.class),
+                size: object.size,
+                allocation_ticks: ticks(object.time_ns),
+                age: object.age,
+            };
+            let context = Context { span_id: object.span_id, root_span_id: object.root_span_id, ..Context::default() };
+            let thread = thread_key(object.tid);
+            let weight = alloc_weight(object.size);
+            self.put(kind, now_ns, thread, object.trace, ThreadState::Runnable, weight, &context);
+        }
+    }
+
+    /// Encodes one sample of `thread` (a pool key) with stack `trace`.
+    #[allow(clippy::too_many_arguments)]
+    fn put(
+        &mut self,
+        kind: Kind,
+        time_ns: u64,
+        thread: u64,
+        trace: u32,
+        state: ThreadState,
+        weight: u64,
+        context: &Context,
+    ) {
+        self.threads.insert(thread);
+        self.traces.insert(trace);
+        let mut values = [0u64; MAX_CONTEXT_VALUES];
+        let attributes = self.format.attributes.len().min(MAX_CONTEXT_VALUES);
+        for (key, &value) in values.iter_mut().zip(&context.values).take(attributes) {
+            *key = u64::from(value);
+            if value != 0 {
+                self.context_values.insert(value);
+            }
+        }
+        self.writer.sample(&Sample {
+            kind,
+            start_ticks: ticks(time_ns),
+            thread,
+            stack_trace: u64::from(trace),
+            state,
+            weight,
+            span_id: context.span_id,
+            local_root_span_id: context.root_span_id,
+            context: &values[..attributes],
+        });
     }
 
     /// Writes counters, the constant pools and the metadata.

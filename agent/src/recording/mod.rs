@@ -27,10 +27,10 @@ use crate::clock;
 use crate::counters::{self, Counter};
 use crate::jni_env::JniEnv;
 use crate::jvmti::Jvmti;
-use crate::jvmti_samples;
+use crate::jvmti_samples::{self, JvmtiSamples};
 use crate::storage::samples::SampleRecord;
 use crate::threads;
-use chunk::{ChunkBuilder, ChunkSources};
+use chunk::{ChunkBuilder, ChunkSources, LiveRecord};
 use jfr_writer::{ConstantPools, Dialect};
 use methods::MethodCache;
 use rotation::Stores;
@@ -101,18 +101,36 @@ impl Recording {
     pub fn drain(&mut self) {
         self.drained.clear();
         self.stores.sampler.stripes.drain_into(&mut self.drained);
-        let (pools, names) = (&mut self.pools, &mut self.class_names);
         let sampling = self.stores.sampler.jvmti_samples.as_ref();
-        let class_key = |record: &SampleRecord| {
-            let Some(sampling) = sampling else { return 0 };
-            if record.class != 0 && !names.contains_key(&record.class) {
-                names.extend(sampling.classes.live_entries());
-            }
-            names.get(&record.class).map_or(0, |name| pools.class(name, 0).key())
-        };
-        let interval = sampling.and_then(|s| s.alloc_interval).unwrap_or(0);
-        let weight = |size| jvmti_samples::weight(size, interval);
+        let (class_key, weight) = class_keys(&mut self.pools, &mut self.class_names, sampling);
         self.chunk.add_samples(&self.drained, threads::key_for, class_key, weight);
+    }
+
+    /// Encodes the sampled objects still alive (`live`), their stacks
+    /// stored anew for this chunk; at the session's end, stops tracking
+    /// them.
+    fn add_live_objects(&mut self, env: JniEnv, session_ends: bool) {
+        let sampler = &self.stores.sampler;
+        let Some(live) = sampler.jvmti_samples.as_ref().and_then(|s| s.live.as_ref()) else { return };
+        let mut objects = Vec::new();
+        live.survivors(env, |object| {
+            objects.push(LiveRecord {
+                tid: object.tid,
+                trace: sampler.traces.put(object.frames, object.truncated, object.tid as usize).0,
+                class: object.class,
+                size: object.size,
+                time_ns: object.time_ns,
+                age: object.age,
+                span_id: object.span_id,
+                root_span_id: object.root_span_id,
+            });
+        });
+        if session_ends {
+            live.release(env);
+        }
+        let now = clock::monotonic_ns();
+        let (class_key, weight) = class_keys(&mut self.pools, &mut self.class_names, sampler.jvmti_samples.as_ref());
+        self.chunk.add_live_objects(&objects, now, threads::key_for, class_key, weight);
     }
 
     pub fn should_rotate(&self) -> bool {
@@ -160,7 +178,27 @@ impl Recording {
     /// previous dump to `path` (see [`Sink::dump`]). Returns where the data
     /// went.
     pub fn dump(&mut self, ctx: &DumpContext, path: Option<&Path>, final_chunk: bool) -> io::Result<PathBuf> {
+        self.add_live_objects(ctx.env, final_chunk);
         self.rotate(ctx, final_chunk)?;
         self.sink.dump(path)
     }
+}
+
+/// A class table id's class pool key (0: unknown; `names` caches the
+/// table) and an allocation size's weight, for encoding allocation, live
+/// object and lock samples.
+fn class_keys<'a>(
+    pools: &'a mut ConstantPools,
+    names: &'a mut HashMap<u32, String>,
+    sampling: Option<&'a JvmtiSamples>,
+) -> (impl FnMut(u32) -> u64 + 'a, impl Fn(u64) -> u64) {
+    let interval = sampling.and_then(|s| s.alloc_interval).unwrap_or(0);
+    let class_key = move |class: u32| {
+        let Some(sampling) = sampling else { return 0 };
+        if class != 0 && !names.contains_key(&class) {
+            names.extend(sampling.classes.live_entries());
+        }
+        names.get(&class).map_or(0, |name| pools.class(name, 0).key())
+    };
+    (class_key, move |size| jvmti_samples::weight(size, interval))
 }

@@ -76,7 +76,8 @@ public class JfrDump {
             RecordedThread thread = e.hasField("eventThread") ? e.getThread("eventThread")
                     : e.hasField("sampledThread") ? e.getThread("sampledThread") : null;
             RecordedStackTrace stack = e.getStackTrace();
-            long weight = e.hasField("weight") ? e.getLong("weight")
+            // A Datadog live object's weight is a float (objects it stands for).
+            long weight = e.hasField("weight") ? ((Number) e.getValue("weight")).longValue()
                     : e.hasField("samples") ? e.getLong("samples") : type.equals("jdk.ExecutionSample") ? 1 : 0;
             out.append("EVENT\t").append(type)
                .append('\t').append(e.getStartTime().getEpochSecond() * 1_000_000_000L + e.getStartTime().getNano())
