@@ -49,7 +49,19 @@ fn thread_and_class_churn_with_the_hotspot_walker() {
     churn("churn_vmx", "15", "cstack=vmx");
 }
 
-fn churn(test: &str, seconds: &str, options: &str) {
+/// The churn with allocation and lock profiling in the same session: all
+/// three kinds of event in the dumps, every dump parsing.
+#[test]
+fn thread_and_class_churn_with_allocations_and_locks() {
+    let out = churn("churn_alloc_lock", "15", "alloc=512k,lock=1ms");
+    for kind in ["ALLOC_SAMPLES", "MONITOR_WAITS", "PARK_WAITS"] {
+        assert!(summary_value(&out, kind) > 0, "no {kind}: {out}");
+    }
+}
+
+/// Runs the churn fixture for `seconds` with extra agent `options`; returns
+/// its summary.
+fn churn(test: &str, seconds: &str, options: &str) -> String {
     let dir = scratch_dir(test);
     let mut command = java_command(Some(""), &["-Xmx256m"], "Churn", &[dir.to_str().unwrap(), seconds, options]);
     let output = ChildGuard::spawn(&mut command).wait(Duration::from_secs(300));
@@ -67,4 +79,5 @@ fn churn(test: &str, seconds: &str, options: &str) {
     assert!(value("CLASSES_UNLOADED") >= seconds * 100 / 60, "{test}: {out}");
     assert!(value("SAMPLES") > 0 && value("WALL_SAMPLES") > 0, "{test}: {out}");
     println!("{test}: {out}");
+    out
 }
