@@ -9,6 +9,10 @@
 //!   among 200 (the rest sleeping or parked).
 //! - `deep`: the same at 1 ms with the work 400 frames deep, for
 //!   AsyncGetCallTrace, the HotSpot walker (`cstack=vm`) and JFR.
+//! - `alloc`, `lock`: allocation (`alloc=512k`, and with `live`) and lock
+//!   (`lock=1ms`) profiling of allocation- and lock-heavy workloads, ours
+//!   against async-profiler at the same settings and the JDK's Flight
+//!   Recorder: throughput, events, bytes per event, extra peak RSS.
 //! - `walks`: time per walk, HotSpot walker against AsyncGetCallTrace on
 //!   the same samples.
 //! - `floor`: what signal delivery alone costs on this machine.
@@ -19,12 +23,13 @@
 //! - `dictionary`: `bounded_lookup`, insert and rotation latencies, alone
 //!   and under contention.
 //!
-//! Usage: `cargo run --release -p bench -- [--rounds N] [--seconds S] [--threads T] [--only overhead|wall|deep|walks|floor|native|symbolizer|dictionary] [--baseline PATH]`
+//! Usage: `cargo run --release -p bench -- [--rounds N] [--seconds S] [--threads T] [--only overhead|wall|deep|alloc|lock|walks|floor|native|symbolizer|dictionary] [--baseline PATH]`
 //! (needs `cargo build --release` first, for the agent). `--baseline` names
 //! another build of `libprofiler.so` (say, the previous commit's): the
 //! `overhead`, `wall` and `deep` tables then run each agent configuration
 //! with it too, in the same rounds, as rows marked `(baseline)`.
 
+mod alloc_lock;
 mod dictionary;
 mod floor;
 mod native;
@@ -37,8 +42,8 @@ struct Options {
     rounds: usize,
     seconds: f64,
     threads: usize,
-    /// Run only this benchmark (`overhead`, `wall`, `deep`, `walks`, `floor`, `native`, `symbolizer` or
-    /// `dictionary`).
+    /// Run only this benchmark (`overhead`, `wall`, `deep`, `alloc`, `lock`, `walks`, `floor`, `native`,
+    /// `symbolizer` or `dictionary`).
     only: Option<String>,
     /// Another agent build to run side by side with this one.
     baseline: Option<std::path::PathBuf>,
@@ -83,6 +88,11 @@ fn main() {
     }
     if options.wants("deep") {
         overhead::run_deep(&options, &agent, &scratch);
+    }
+    for mode in ["alloc", "lock"] {
+        if options.wants(mode) {
+            alloc_lock::run(&options, &agent, &scratch, mode);
+        }
     }
     if options.wants("walks") {
         walker::run(&scratch, &options, &agent);

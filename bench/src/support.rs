@@ -17,6 +17,13 @@ pub fn agent() -> PathBuf {
     agent
 }
 
+/// async-profiler's agent, the peer the side-by-side tables run.
+pub fn async_profiler() -> PathBuf {
+    let library = root().join("../shared/tools/async-profiler/lib/libasyncProfiler.so");
+    assert!(library.exists(), "{} missing: async-profiler is the benchmarks' peer", library.display());
+    library
+}
+
 /// Compiles Java sources into `out`.
 pub fn javac(out: &Path, sources: &[PathBuf]) {
     std::fs::create_dir_all(out).unwrap();

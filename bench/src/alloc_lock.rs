@@ -1,0 +1,150 @@
+//! Allocation and lock profiling side by side: the `AllocLockWorkload`
+//! program unprofiled, under our agent, under async-profiler at the same
+//! settings and under the JDK's Flight Recorder (its own sampling of the
+//! same events), interleaved round by round: throughput, events recorded,
+//! bytes per event, extra peak RSS.
+
+use crate::support::{async_profiler, javac, median, root, sample_counts, tool, value};
+use crate::Options;
+use std::path::Path;
+use std::process::Command;
+
+#[derive(Clone, Copy, PartialEq)]
+enum Profiler {
+    None,
+    Ours,
+    AsyncProfiler,
+    Jfr,
+}
+
+struct Config {
+    name: &'static str,
+    profiler: Profiler,
+    /// Agent options after `start,` (ours and async-profiler's), or the
+    /// JFR settings' event elements.
+    settings: &'static str,
+}
+
+const ALLOC_EVENTS: &[&str] = &[
+    "jdk.ObjectAllocationSample",
+    "jdk.ObjectAllocationInNewTLAB",
+    "jdk.ObjectAllocationOutsideTLAB",
+    "profiler.LiveObject",
+];
+const LOCK_EVENTS: &[&str] = &["jdk.JavaMonitorEnter", "jdk.ThreadPark"];
+
+const ALLOC_CONFIGS: &[Config] = &[
+    Config { name: "unprofiled", profiler: Profiler::None, settings: "" },
+    Config { name: "ours alloc=512k", profiler: Profiler::Ours, settings: "alloc=512k" },
+    Config { name: "ours alloc=512k,live", profiler: Profiler::Ours, settings: "alloc=512k,live" },
+    Config { name: "async-profiler alloc=512k", profiler: Profiler::AsyncProfiler, settings: "alloc=512k" },
+    Config { name: "async-profiler alloc=512k,live", profiler: Profiler::AsyncProfiler, settings: "alloc=512k,live" },
+    Config {
+        name: "JFR ObjectAllocationSample 150/s",
+        profiler: Profiler::Jfr,
+        settings: r#"<event name="jdk.ObjectAllocationSample"><setting name="enabled">true</setting><setting name="throttle">150/s</setting><setting name="stackTrace">true</setting></event>"#,
+    },
+];
+
+const LOCK_CONFIGS: &[Config] = &[
+    Config { name: "unprofiled", profiler: Profiler::None, settings: "" },
+    Config { name: "ours lock=1ms", profiler: Profiler::Ours, settings: "lock=1ms" },
+    Config { name: "async-profiler lock=1ms", profiler: Profiler::AsyncProfiler, settings: "lock=1ms" },
+    Config {
+        name: "JFR JavaMonitorEnter+ThreadPark 1ms",
+        profiler: Profiler::Jfr,
+        settings: r#"<event name="jdk.JavaMonitorEnter"><setting name="enabled">true</setting><setting name="threshold">1 ms</setting><setting name="stackTrace">true</setting></event><event name="jdk.ThreadPark"><setting name="enabled">true</setting><setting name="threshold">1 ms</setting><setting name="stackTrace">true</setting></event>"#,
+    },
+];
+
+#[derive(Default, Clone)]
+struct Run {
+    ops: f64,
+    peak_rss_kb: f64,
+    events: f64,
+    file_bytes: f64,
+}
+
+fn run_once(config: &Config, mode: &str, seconds: f64, classes: &Path, scratch: &Path, agent: &Path) -> Run {
+    let file = scratch.join("alloc-lock.jfr");
+    let _ = std::fs::remove_file(&file);
+    let mut command = Command::new(tool("java"));
+    match config.profiler {
+        Profiler::None => {}
+        Profiler::Ours => {
+            command.arg(format!("-agentpath:{}=start,{},file={}", agent.display(), config.settings, file.display()));
+        }
+        Profiler::AsyncProfiler => {
+            let library = async_profiler();
+            command.arg(format!("-agentpath:{}=start,{},file={}", library.display(), config.settings, file.display()));
+        }
+        Profiler::Jfr => {
+            let jfc = scratch.join(format!("{mode}.jfc"));
+            let text = format!(
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<configuration version=\"2.0\">{}</configuration>\n",
+                config.settings
+            );
+            std::fs::write(&jfc, text).unwrap();
+            command.arg(format!("-XX:StartFlightRecording=settings={},filename={}", jfc.display(), file.display()));
+        }
+    }
+    // A fixed, pre-touched heap keeps the JVM's own resident memory
+    // constant, so differences in peak RSS are the profiler's.
+    let output = command
+        .args(["-Xms512m", "-Xmx512m", "-XX:+AlwaysPreTouch", "-cp"])
+        .arg(classes)
+        .args(["AllocLockWorkload", mode, &seconds.to_string()])
+        .output()
+        .expect("run java");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(output.status.success(), "{}: {}", config.name, String::from_utf8_lossy(&output.stderr));
+    let mut run = Run { ops: value(&stdout, "ops "), peak_rss_kb: value(&stdout, "peak_rss_kb "), ..Run::default() };
+    if config.profiler != Profiler::None {
+        run.file_bytes = std::fs::metadata(&file).map(|m| m.len() as f64).unwrap_or(0.0);
+        let events = if mode == "alloc" { ALLOC_EVENTS } else { LOCK_EVENTS };
+        run.events = sample_counts(&file, events).0;
+    }
+    run
+}
+
+/// The allocation table (`mode` `alloc`) or the lock table (`lock`).
+pub fn run(options: &Options, agent: &Path, scratch: &Path, mode: &str) {
+    let classes = scratch.join("classes");
+    javac(&classes, &[root().join("bench/java/AllocLockWorkload.java")]);
+    let configs = if mode == "alloc" { ALLOC_CONFIGS } else { LOCK_CONFIGS };
+    let mut runs: Vec<Vec<Run>> = vec![Vec::new(); configs.len()];
+    for round in 0..options.rounds {
+        for (i, config) in configs.iter().enumerate() {
+            let run = run_once(config, mode, options.seconds, &classes, scratch, agent);
+            eprintln!("round {} {:>35}: {:.0} ops", round + 1, config.name, run.ops);
+            runs[i].push(run);
+        }
+    }
+    let base_ops = median(runs[0].iter().map(|r| r.ops).collect());
+    let base_rss = median(runs[0].iter().map(|r| r.peak_rss_kb).collect());
+    println!(
+        "\n{mode} workload, {} s per run, {} rounds (medians; throughput relative to unprofiled runs of the same rounds)\n",
+        options.seconds, options.rounds
+    );
+    println!("| configuration | throughput | loss | events | bytes / event | extra peak RSS |");
+    println!("|---|---|---|---|---|---|");
+    for (config, runs) in configs.iter().zip(&runs) {
+        let throughput = median(runs.iter().map(|r| r.ops).collect()) / base_ops;
+        if config.profiler == Profiler::None {
+            println!("| {} | 1.000 | - | - | - | - |", config.name);
+            continue;
+        }
+        let events = median(runs.iter().map(|r| r.events).collect());
+        let bytes = median(runs.iter().map(|r| r.file_bytes / r.events.max(1.0)).collect());
+        let rss = median(runs.iter().map(|r| r.peak_rss_kb).collect()) - base_rss;
+        println!(
+            "| {} | {:.3} | {:.1}% | {:.0} | {:.1} | {:.1} MiB |",
+            config.name,
+            throughput,
+            (1.0 - throughput) * 100.0,
+            events,
+            bytes,
+            rss / 1024.0
+        );
+    }
+}
