@@ -13,7 +13,8 @@ use std::process::Command;
 enum Profiler {
     None,
     Ours,
-    AsyncProfiler,
+    /// async-profiler, the peer.
+    Peer,
     Jfr,
 }
 
@@ -37,8 +38,8 @@ const ALLOC_CONFIGS: &[Config] = &[
     Config { name: "unprofiled", profiler: Profiler::None, settings: "" },
     Config { name: "ours alloc=512k", profiler: Profiler::Ours, settings: "alloc=512k" },
     Config { name: "ours alloc=512k,live", profiler: Profiler::Ours, settings: "alloc=512k,live" },
-    Config { name: "async-profiler alloc=512k", profiler: Profiler::AsyncProfiler, settings: "alloc=512k" },
-    Config { name: "async-profiler alloc=512k,live", profiler: Profiler::AsyncProfiler, settings: "alloc=512k,live" },
+    Config { name: "async-profiler alloc=512k", profiler: Profiler::Peer, settings: "alloc=512k" },
+    Config { name: "async-profiler alloc=512k,live", profiler: Profiler::Peer, settings: "alloc=512k,live" },
     Config {
         name: "JFR ObjectAllocationSample 150/s",
         profiler: Profiler::Jfr,
@@ -49,7 +50,7 @@ const ALLOC_CONFIGS: &[Config] = &[
 const LOCK_CONFIGS: &[Config] = &[
     Config { name: "unprofiled", profiler: Profiler::None, settings: "" },
     Config { name: "ours lock=1ms", profiler: Profiler::Ours, settings: "lock=1ms" },
-    Config { name: "async-profiler lock=1ms", profiler: Profiler::AsyncProfiler, settings: "lock=1ms" },
+    Config { name: "async-profiler lock=1ms", profiler: Profiler::Peer, settings: "lock=1ms" },
     Config {
         name: "JFR JavaMonitorEnter+ThreadPark 1ms",
         profiler: Profiler::Jfr,
@@ -74,7 +75,7 @@ fn run_once(config: &Config, mode: &str, seconds: f64, classes: &Path, scratch: 
         Profiler::Ours => {
             command.arg(format!("-agentpath:{}=start,{},file={}", agent.display(), config.settings, file.display()));
         }
-        Profiler::AsyncProfiler => {
+        Profiler::Peer => {
             let library = async_profiler();
             command.arg(format!("-agentpath:{}=start,{},file={}", library.display(), config.settings, file.display()));
         }
