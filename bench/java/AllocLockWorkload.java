@@ -30,6 +30,22 @@ public class AllocLockWorkload {
 
     static final java.util.concurrent.atomic.AtomicLong BYTES = new java.util.concurrent.atomic.AtomicLong();
 
+    /**
+     * One allocation: an array of 64 to 4,160 bytes, filled and summed. A
+     * method of its own, so it is compiled from a full profile rather than
+     * replaced on the stack mid-loop (which makes throughput bimodal).
+     */
+    static byte[] allocateOne(long x) {
+        byte[] bytes = new byte[64 + (int) ((x >>> 33) & 4095)];
+        long sum = 0;
+        for (int i = 0; i < bytes.length; i++) {
+            bytes[i] = (byte) (x + i * 31);
+            sum += bytes[i] * (long) i;
+        }
+        bytes[0] = (byte) (sum ^ (sum >>> 29));
+        return bytes;
+    }
+
     static long allocate(long deadline) {
         byte[][] kept = new byte[1024][];
         long ops = 0;
@@ -37,13 +53,7 @@ public class AllocLockWorkload {
         long x = Thread.currentThread().getId();
         while (System.nanoTime() < deadline) {
             x = x * 6364136223846793005L + 1442695040888963407L;
-            byte[] bytes = new byte[64 + (int) ((x >>> 33) & 4095)];
-            long sum = 0;
-            for (int i = 0; i < bytes.length; i++) {
-                bytes[i] = (byte) (x + i * 31);
-                sum += bytes[i] * (long) i;
-            }
-            x += (sum ^ (sum >>> 29)) & 0xff;
+            byte[] bytes = allocateOne(x);
             kept[(int) (ops & 1023)] = bytes;
             bytesAllocated += bytes.length + 16;
             ops++;

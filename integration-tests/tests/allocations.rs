@@ -79,6 +79,9 @@ fn bad_alloc_values_are_option_errors() {
         let err = stderr(&output);
         assert!(err.contains("alloc") && err.contains("512k"), "{bad}: {err}");
     }
+    let output = run_java(Some("start,live"), "AllocShares", &["0"], Duration::from_secs(30));
+    let err = stderr(&output);
+    assert!(err.contains("live") && err.contains("alloc"), "live without alloc: {err}");
 }
 
 /// Live objects of `recording` allocated in `LiveLeak.<method>`.

@@ -71,6 +71,26 @@ fn monitor_and_lock_waits_add_up_to_what_the_threads_measured() {
     }
 }
 
+/// Started through `jcmd` long after `Unsafe`'s natives were bound: the
+/// park hook still finds the original entry and the lock waits are there.
+#[test]
+fn lock_waits_are_recorded_after_an_attach() {
+    let dir = scratch_dir("lock_attach");
+    let file = dir.join("attached.jfr");
+    let mut run = ChildGuard::spawn(&mut gated_java_command(None, "LockShares", &["2"]));
+    run.wait_for_line("READY");
+    let result = attach_agent(run.id(), &format!("start,lock=100us,file={}", file.display()));
+    assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stdout));
+    run.go();
+    let output = run.wait(Duration::from_secs(60));
+    assert_success(&output);
+    let recording = read_recording(&file);
+    for kind in ["jdk.JavaMonitorEnter", "jdk.ThreadPark"] {
+        let waits = recording.events.iter().filter(|e| e.kind == kind).count();
+        assert!(waits >= 20, "{kind}: {waits} waits after an attach");
+    }
+}
+
 #[test]
 fn bad_lock_values_are_option_errors() {
     for bad in ["lock=abc", "lock=0"] {
