@@ -43,6 +43,7 @@ counters! {
     RemoteLibsWithBuildId => "remote_symbolication_libs_with_build_id",
     RemoteBuildIdCacheHits => "remote_symbolication_build_id_cache_hits",
     ForeignSignals => "signals_forwarded",
+    WallTicksSkipped => "wall_ticks_skipped",
     HandlerNanos => "handler_ns_total",
     HandlerNanosMedian => "handler_ns_p50",
     HandlerNanosP99 => "handler_ns_p99",

@@ -9,6 +9,7 @@
 //! the thread filter on, only threads in the filter are eligible.
 
 use super::signals::{self, Pending};
+use crate::counters::{self, Counter};
 use crate::log;
 use crate::os_thread::current_tid;
 use crate::sampling::chain::PREVIOUS_SIGVTALRM;
@@ -16,6 +17,7 @@ use crate::sampling::handler::on_sigvtalrm;
 use crate::sampling::origin::wall_payload;
 use crate::sampling::siginfo::RawSiginfo;
 use crate::threads::process_threads;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -23,7 +25,7 @@ use std::time::{Duration, Instant};
 const REFRESH: Duration = Duration::from_millis(100);
 
 struct Running {
-    stop: Arc<(Mutex<bool>, Condvar)>,
+    stop: Arc<StopSignal>,
     thread: JoinHandle<()>,
 }
 
@@ -54,7 +56,73 @@ fn signal(pid: i32, uid: u32, tid: u32, weight: u32) -> bool {
     unsafe { libc::syscall(libc::SYS_rt_tgsigqueueinfo, pid, tid as i32, libc::SIGVTALRM, &info) == 0 }
 }
 
-fn run(interval: Duration, per_tick: usize, sampled: &dyn Fn(u32) -> bool, stop: &(Mutex<bool>, Condvar)) {
+/// The sampler thread's stop request. The flag is read without a lock
+/// between signals; the mutex is held only while waiting between ticks, so
+/// [`stop`] never waits for a tick that overruns (nor for any tick).
+#[derive(Default)]
+struct StopSignal {
+    requested: AtomicBool,
+    lock: Mutex<()>,
+    wake: Condvar,
+}
+
+impl StopSignal {
+    fn requested(&self) -> bool {
+        self.requested.load(Ordering::Acquire)
+    }
+
+    fn request(&self) {
+        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        self.requested.store(true, Ordering::Release);
+        self.wake.notify_all();
+    }
+
+    /// Sleeps until `deadline` or a stop request; true if stop was requested.
+    fn wait_until(&self, deadline: Instant) -> bool {
+        let mut guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        while !self.requested() {
+            let wait = deadline.saturating_duration_since(Instant::now());
+            if wait.is_zero() {
+                break;
+            }
+            guard = self.wake.wait_timeout(guard, wait).unwrap_or_else(|p| p.into_inner()).0;
+        }
+        self.requested()
+    }
+}
+
+/// The tick schedule: ticks fall on `origin + k * interval`. A tick that
+/// ends after the next one was due does not queue the ticks it overran:
+/// they are skipped (and counted), and the next tick is the first one
+/// still ahead, so the sampler always sleeps between ticks.
+struct Schedule {
+    origin: Instant,
+    interval: Duration,
+    tick: u64,
+}
+
+impl Schedule {
+    fn new(origin: Instant, interval: Duration) -> Self {
+        Self { origin, interval, tick: 0 }
+    }
+
+    fn at(&self, tick: u64) -> Instant {
+        let nanos = self.interval.as_nanos().saturating_mul(u128::from(tick));
+        self.origin + Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
+    }
+
+    /// The next tick after one that ended at `now`, and how many due
+    /// ticks were skipped to reach it.
+    fn next(&mut self, now: Instant) -> (Instant, u64) {
+        let elapsed = now.saturating_duration_since(self.origin).as_nanos();
+        let first_ahead = u64::try_from(elapsed / self.interval.as_nanos().max(1) + 1).unwrap_or(u64::MAX);
+        let skipped = first_ahead.saturating_sub(self.tick + 1);
+        self.tick = first_ahead.max(self.tick + 1);
+        (self.at(self.tick), skipped)
+    }
+}
+
+fn run(interval: Duration, per_tick: usize, sampled: &dyn Fn(u32) -> bool, stop: &StopSignal) {
     let own = current_tid();
     // SAFETY: getpid and getuid have no preconditions.
     let (pid, uid) = unsafe { (libc::getpid(), libc::getuid()) };
@@ -62,20 +130,13 @@ fn run(interval: Duration, per_tick: usize, sampled: &dyn Fn(u32) -> bool, stop:
     let mut eligible: Vec<u32> = Vec::new();
     let mut refreshed: Option<Instant> = None;
     let mut rotation = Rotation::default();
-    let mut next = Instant::now();
-    let mut stopped = stop.0.lock().unwrap_or_else(|p| p.into_inner());
+    let mut schedule = Schedule::new(Instant::now(), interval);
     loop {
-        next += interval;
-        let now = Instant::now();
-        if next < now {
-            next = now; // missed ticks are skipped, not caught up
+        let (next, skipped) = schedule.next(Instant::now());
+        if skipped > 0 {
+            counters::add(Counter::WallTicksSkipped, skipped);
         }
-        // Paces the ticks and wakes at once on stop.
-        while !*stopped && Instant::now() < next {
-            let wait = next.saturating_duration_since(Instant::now());
-            stopped = stop.1.wait_timeout(stopped, wait).unwrap_or_else(|p| p.into_inner()).0;
-        }
-        if *stopped {
+        if stop.wait_until(next) {
             return;
         }
         if refreshed.is_none_or(|t| t.elapsed() >= REFRESH) {
@@ -88,6 +149,9 @@ fn run(interval: Duration, per_tick: usize, sampled: &dyn Fn(u32) -> bool, stop:
         eligible.extend(threads.iter().copied().filter(|&tid| sampled(tid)));
         let (chosen, weight) = rotation.next(&eligible, per_tick);
         for tid in chosen {
+            if stop.requested() {
+                return;
+            }
             signal(pid, uid, tid, weight);
         }
     }
@@ -106,7 +170,7 @@ pub fn start(
     }
     signals::install(libc::SIGVTALRM, on_sigvtalrm, &PREVIOUS_SIGVTALRM)
         .map_err(|e| format!("cannot install the SIGVTALRM handler: {e}"))?;
-    let stop = Arc::new((Mutex::new(false), Condvar::new()));
+    let stop = Arc::new(StopSignal::default());
     let flag = Arc::clone(&stop);
     let spawned = std::thread::Builder::new()
         .name("profiler-wall".to_owned())
@@ -124,13 +188,14 @@ pub fn start(
 }
 
 /// Stops the sampler thread, then restores the previous SIGVTALRM handler
-/// (discarding signals still pending). Idempotent.
+/// (discarding signals still pending). Idempotent. Bounded whatever the
+/// interval and the load: the thread sees the request before its next
+/// signal, or wakes from its wait at once.
 pub fn stop() {
     let Some(running) = RUNNING.lock().unwrap_or_else(|p| p.into_inner()).take() else {
         return;
     };
-    *running.stop.0.lock().unwrap_or_else(|p| p.into_inner()) = true;
-    running.stop.1.notify_all();
+    running.stop.request();
     if running.thread.join().is_err() {
         log::error!("the wall-clock thread panicked");
     }
@@ -160,5 +225,30 @@ mod tests {
         assert_eq!((chosen.count(), weight), (2, 1));
         let (chosen, weight) = rotation.next(&[], 16);
         assert_eq!((chosen.count(), weight), (0, 0));
+    }
+
+    #[test]
+    fn overrun_ticks_are_skipped_and_counted_not_queued() {
+        let origin = Instant::now();
+        let ms = Duration::from_millis;
+        let mut schedule = Schedule::new(origin, ms(10));
+        assert_eq!(schedule.next(origin), (origin + ms(10), 0), "on time: the next tick, nothing skipped");
+        assert_eq!(schedule.next(origin + ms(12)), (origin + ms(20), 0), "a tick that ran 2 ms");
+        // The tick due at 20 ms ran until 55 ms: 30, 40 and 50 were due.
+        assert_eq!(schedule.next(origin + ms(55)), (origin + ms(60), 3));
+        assert_eq!(schedule.next(origin + ms(60)), (origin + ms(70), 0), "a tick ending on the next due time");
+        // The next tick is always ahead, so the sampler always sleeps.
+        let (next, _) = schedule.next(origin + ms(1000));
+        assert!(next > origin + ms(1000));
+    }
+
+    #[test]
+    fn stop_is_seen_without_waiting_for_the_deadline() {
+        let stop = StopSignal::default();
+        assert!(!stop.wait_until(Instant::now()), "a deadline already past returns at once");
+        stop.request();
+        let started = Instant::now();
+        assert!(stop.wait_until(started + Duration::from_secs(3600)));
+        assert!(started.elapsed() < Duration::from_secs(1));
     }
 }
