@@ -43,8 +43,14 @@ pub const DEFAULT_WALL_INTERVAL: Duration = Duration::from_millis(50);
 /// Threads signalled per wall-clock interval by default (`walltpt=`).
 pub const DEFAULT_WALL_THREADS_PER_TICK: u32 = 16;
 const MAX_WALL_THREADS_PER_TICK: u32 = 1024;
+/// Wall-clock signals a second (`walltpt` per `wall` interval) beyond which
+/// a warning is logged: the default asks for 320.
+const COSTLY_WALL_SIGNALS_PER_SECOND: u64 = 20_000;
 pub const DEFAULT_JSTACKDEPTH: u32 = 2048;
 pub const MAX_JSTACKDEPTH: u32 = 65_536;
+/// Java frames per sample beyond which a warning is logged: each sample
+/// walks (and stores) up to this many.
+const COSTLY_JSTACKDEPTH: u32 = 8192;
 /// At most this many context attributes (`attributes=`).
 pub const MAX_ATTRIBUTES: usize = 8;
 /// Contended lock waits recorded from this long by default (`lock`): the
@@ -52,6 +58,65 @@ pub const MAX_ATTRIBUTES: usize = 8;
 pub const DEFAULT_LOCK_THRESHOLD: Duration = Duration::from_millis(10);
 /// Bytes between allocation samples by default (`alloc`).
 pub const DEFAULT_ALLOC_INTERVAL: u32 = 512 * 1024;
+/// `alloc=` below this is refused: nearly every small object would be
+/// sampled, each with a JVMTI stack walk on the allocating thread.
+pub const MIN_ALLOC_INTERVAL: u32 = 1024;
+/// `alloc=` below this is accepted with a warning (async-profiler's
+/// default is 512k; JFR throttles its allocation samples to a few hundred
+/// a second).
+const COSTLY_ALLOC_INTERVAL: u32 = 64 * 1024;
+
+/// Where an interval option is accepted (`floor` to `ceiling`), and below
+/// what it is accepted with a warning about its cost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// What the interval paces, for messages ("CPU sampling").
+    pub what: &'static str,
+    pub floor: Duration,
+    pub costly_below: Duration,
+    pub ceiling: Duration,
+}
+
+/// Intervals beyond a minute sample (or report) almost nothing: surely a
+/// typo (`interval=10000` meant as milliseconds is 10 us, the other way
+/// round `10000s`).
+const MAX_INTERVAL: Duration = Duration::from_secs(60);
+
+/// `cpu`, `interval`: every sample interrupts the running thread and walks
+/// its stack (a few to tens of microseconds), so at 100 us a thread spends
+/// several percent of its CPU in the profiler, and below it the handler
+/// would take over (`interval=1ns` livelocked the JVM: every thread always
+/// in the handler). async-profiler's and JFR's practice is 10-20 ms; 1 ms
+/// is already fine-grained.
+pub const CPU_LIMITS: Limits = Limits {
+    what: "CPU sampling",
+    floor: Duration::from_micros(100),
+    costly_below: Duration::from_millis(1),
+    ceiling: MAX_INTERVAL,
+};
+
+/// `wall`: one sampler thread signals `walltpt` threads per tick; 100 us
+/// is async-profiler's hard limit for its wall-clock thread ("smaller
+/// intervals are practically unusable"), and ticks it cannot keep are
+/// skipped (`wall_ticks_skipped`). Its default is 50 ms, as ours.
+pub const WALL_LIMITS: Limits = Limits {
+    what: "wall-clock sampling",
+    floor: Duration::from_micros(100),
+    costly_below: Duration::from_millis(1),
+    ceiling: MAX_INTERVAL,
+};
+
+/// `lock`: every contended monitor entry raises JVMTI events whatever the
+/// threshold; waits above it are also recorded with a JVMTI stack walk.
+/// Below 10 us nearly every contention would be, and 1 ms is where
+/// recording them starts to cost on a contended application (the JDK's own
+/// threshold is 10-20 ms).
+pub const LOCK_LIMITS: Limits = Limits {
+    what: "lock waits",
+    floor: Duration::from_micros(10),
+    costly_below: Duration::from_millis(1),
+    ceiling: MAX_INTERVAL,
+};
 
 /// A parsed option string.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -87,6 +152,8 @@ pub struct Options {
     pub filter: bool,
     pub log_file: Option<String>,
     pub log_level: LogLevel,
+    /// Accepted settings that cost a lot, to be logged at `start`.
+    pub warnings: Vec<String>,
 }
 
 impl Default for Options {
@@ -109,6 +176,7 @@ impl Default for Options {
             filter: false,
             log_file: None,
             log_level: LogLevel::Warn,
+            warnings: Vec::new(),
         }
     }
 }
@@ -130,7 +198,54 @@ impl fmt::Display for OptionError {
 impl std::error::Error for OptionError {}
 
 fn error(option: &str, message: impl Into<String>) -> OptionError {
-    OptionError { option: option.to_owned(), message: message.into() }
+    OptionError { option: echo(option), message: message.into() }
+}
+
+/// Characters of a value (an option, a path) that messages repeat.
+const ECHOED_CHARS: usize = 200;
+
+/// `value` as a message repeats it: whole up to [`ECHOED_CHARS`]
+/// characters, else cut there with an ellipsis and the total length, so a
+/// 100 KB option or path does not flood the log.
+pub fn echo(value: &str) -> String {
+    match value.char_indices().nth(ECHOED_CHARS) {
+        None => value.to_owned(),
+        Some((cut, _)) => format!("{}… ({} bytes in all)", &value[..cut], value.len()),
+    }
+}
+
+/// An interval as a user would write it: `100us`, `5ms`, `60s`.
+fn spell(duration: Duration) -> String {
+    let nanos = duration.as_nanos();
+    match nanos {
+        n if n % 1_000_000_000 == 0 => format!("{}s", n / 1_000_000_000),
+        n if n % 1_000_000 == 0 => format!("{}ms", n / 1_000_000),
+        n if n % 1_000 == 0 => format!("{}us", n / 1_000),
+        n => format!("{n}ns"),
+    }
+}
+
+/// Checks `value` (given as `key`) against `limits`: refused outside the
+/// floor and ceiling, accepted with a warning below `costly_below`.
+fn limit(key: &str, value: Duration, limits: &Limits, warnings: &mut Vec<String>) -> Result<Duration, OptionError> {
+    let (floor, ceiling) = (spell(limits.floor), spell(limits.ceiling));
+    if value < limits.floor || value > limits.ceiling {
+        let side =
+            if value < limits.floor { format!("below the floor of {floor}") } else { format!("above {ceiling}") };
+        return Err(error(
+            key,
+            format!("{} is {side} for {} (accepted: {floor} to {ceiling})", spell(value), limits.what),
+        ));
+    }
+    if value < limits.costly_below {
+        warnings.push(format!(
+            "{key}={}: {} this often costs noticeable time on the sampled threads; {} or more is recommended",
+            spell(value),
+            limits.what,
+            spell(limits.costly_below)
+        ));
+    }
+    Ok(value)
 }
 
 const OPTION_NAMES: &str =
@@ -138,19 +253,48 @@ const OPTION_NAMES: &str =
      cstack, jstackdepth, remotesym, verifywalk, attributes, jfrdialect, filter, log, loglevel";
 
 /// Parses a comma-separated option string. An empty string is valid (the
-/// agent is loaded and waits for commands).
+/// agent is loaded and waits for commands). Every option is given at most
+/// once (repeating it with the same value changes nothing; with another
+/// value, or with an option it contradicts, is an error naming both), and
+/// no item is empty.
 pub fn parse(input: &str) -> Result<Options, OptionError> {
     let mut options = Options::default();
+    if input.is_empty() {
+        return Ok(options);
+    }
     let mut event: Option<&str> = None;
     let mut interval: Option<Duration> = None;
     let mut cpu_interval: Option<Duration> = None;
     let mut cpu_requested = false;
+    let mut wall_interval_given = false;
+    // Each option as first given: `event=cpu`.
+    let mut given: Vec<(&str, &str)> = Vec::new();
 
-    for item in input.split(',').filter(|item| !item.is_empty()) {
+    for (position, item) in input.split(',').enumerate() {
+        if item.is_empty() {
+            return Err(error(
+                "option string",
+                format!(
+                    "item {} of '{}' is empty (options are separated by single commas, with none at either end)",
+                    position + 1,
+                    echo(input)
+                ),
+            ));
+        }
         let (key, value) = match item.split_once('=') {
             Some((k, v)) => (k, Some(v)),
             None => (item, None),
         };
+        if key.is_empty() {
+            return Err(error(item, "has no option name before '='"));
+        }
+        if let Some(&(_, earlier)) = given.iter().find(|(k, _)| *k == key) {
+            if earlier == item {
+                continue;
+            }
+            return Err(error(key, format!("given twice, as '{}' and '{}' (give it once)", echo(earlier), echo(item))));
+        }
+        given.push((key, item));
         match key {
             "start" | "stop" | "dump" | "status" | "version" => {
                 no_value(key, value)?;
@@ -176,7 +320,7 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
                     other => {
                         return Err(error(
                             key,
-                            format!("unknown event '{other}' (accepted: cpu, itimer, ctimer, wall)"),
+                            format!("unknown event '{}' (accepted: cpu, itimer, ctimer, wall)", echo(other)),
                         ))
                     }
                 }
@@ -188,6 +332,7 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
                 }
             }
             "wall" => {
+                wall_interval_given = value.is_some();
                 let period = match value {
                     Some(v) => parse_interval(key, v)?,
                     None => DEFAULT_WALL_INTERVAL,
@@ -197,7 +342,8 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
             "walltpt" => {
                 let v = required(key, value)?;
                 let accepted = format!("accepted: 1 to {MAX_WALL_THREADS_PER_TICK}");
-                let count: u32 = v.parse().map_err(|_| error(key, format!("'{v}' is not a number ({accepted})")))?;
+                let count: u32 =
+                    v.parse().map_err(|_| error(key, format!("'{}' is not a number ({accepted})", echo(v))))?;
                 if count == 0 || count > MAX_WALL_THREADS_PER_TICK {
                     return Err(error(key, format!("{count} is out of range ({accepted})")));
                 }
@@ -209,22 +355,46 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
             "cstack" => {
                 let text = required(key, value)?;
                 options.cstack = StackPlan::parse(text).ok_or_else(|| {
-                    error(key, format!("unknown mode '{text}' (accepted: {})", StackPlan::accepted()))
+                    error(key, format!("unknown mode '{}' (accepted: {})", echo(text), StackPlan::accepted()))
                 })?;
             }
             "jstackdepth" => {
                 let v = required(key, value)?;
-                let depth: u32 = v
-                    .parse()
-                    .map_err(|_| error(key, format!("'{v}' is not a number (accepted: 1 to {MAX_JSTACKDEPTH})")))?;
+                let accepted = format!("accepted: 1 to {MAX_JSTACKDEPTH}");
+                let depth: u32 =
+                    v.parse().map_err(|_| error(key, format!("'{}' is not a number ({accepted})", echo(v))))?;
                 if depth == 0 || depth > MAX_JSTACKDEPTH {
-                    return Err(error(key, format!("{depth} is out of range (accepted: 1 to {MAX_JSTACKDEPTH})")));
+                    return Err(error(key, format!("{depth} is out of range ({accepted})")));
+                }
+                if depth > COSTLY_JSTACKDEPTH {
+                    options.warnings.push(format!(
+                        "jstackdepth={depth}: every sample of a deep stack walks and stores up to {depth} frames; \
+                         {DEFAULT_JSTACKDEPTH} (the default) is usually enough"
+                    ));
                 }
                 options.jstackdepth = depth;
             }
-            "alloc" => options.alloc = Some(value.map_or(Ok(DEFAULT_ALLOC_INTERVAL), |v| parse_bytes(key, v))?),
+            "alloc" => {
+                let bytes = value.map_or(Ok(DEFAULT_ALLOC_INTERVAL), |v| parse_bytes(key, v))?;
+                if bytes < MIN_ALLOC_INTERVAL {
+                    return Err(error(
+                        key,
+                        format!("{bytes} bytes is below the floor of 1k (accepted: 1k to 2g, e.g. 512k)"),
+                    ));
+                }
+                if bytes < COSTLY_ALLOC_INTERVAL {
+                    options.warnings.push(format!(
+                        "alloc={bytes}: a sample (with a stack walk) every {bytes} bytes allocated costs noticeable \
+                         time on allocating threads; 64k or more is recommended"
+                    ));
+                }
+                options.alloc = Some(bytes);
+            }
             "live" => options.live = parse_bool(key, value)?,
-            "lock" => options.lock = Some(value.map_or(Ok(DEFAULT_LOCK_THRESHOLD), |v| parse_interval(key, v))?),
+            "lock" => {
+                let threshold = value.map_or(Ok(DEFAULT_LOCK_THRESHOLD), |v| parse_interval(key, v))?;
+                options.lock = Some(limit(key, threshold, &LOCK_LIMITS, &mut options.warnings)?);
+            }
             "remotesym" => options.remote_symbolication = parse_bool(key, value)?,
             "filter" => options.filter = parse_bool(key, value)?,
             "verifywalk" => options.verify_walk = parse_bool(key, value)?,
@@ -232,7 +402,7 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
             "jfrdialect" => {
                 let text = required(key, value)?;
                 options.dialect = Dialect::from_name(text)
-                    .ok_or_else(|| error(key, format!("unknown dialect '{text}' (accepted: jdk, datadog)")))?;
+                    .ok_or_else(|| error(key, format!("unknown dialect '{}' (accepted: jdk, datadog)", echo(text))))?;
             }
             "log" => options.log_file = Some(required(key, value)?.to_owned()),
             "loglevel" => options.log_level = parse_log_level(key, required(key, value)?)?,
@@ -240,10 +410,28 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
         }
     }
 
+    let item = |key: &str| given.iter().find(|(k, _)| *k == key).map_or("", |&(_, item)| item);
+    let contradiction = |key: &str, other: &str, why: &str| {
+        error(key, format!("'{}' contradicts '{}': {why}", echo(item(key)), echo(item(other))))
+    };
     // `interval` applies to the event chosen with `event=`, CPU by default.
     let wall_event = event == Some("wall");
     if wall_event {
-        options.wall = Some(interval.or(options.wall).unwrap_or(DEFAULT_WALL_INTERVAL));
+        if cpu_requested {
+            return Err(contradiction("cpu", "event", "event=wall is wall-clock sampling only (use wall with cpu)"));
+        }
+        if let (Some(i), true) = (interval, wall_interval_given) {
+            if options.wall != Some(i) {
+                return Err(contradiction("interval", "wall", "both set the wall-clock interval"));
+            }
+        }
+        let (key, period) = match interval {
+            Some(i) => ("interval", i),
+            None => ("wall", options.wall.unwrap_or(DEFAULT_WALL_INTERVAL)),
+        };
+        options.wall = Some(limit(key, period, &WALL_LIMITS, &mut options.warnings)?);
+    } else if let Some(period) = options.wall {
+        options.wall = Some(limit("wall", period, &WALL_LIMITS, &mut options.warnings)?);
     }
     let cpu_event = match event {
         Some("itimer") => Some(CpuEngineKind::Itimer),
@@ -251,16 +439,51 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
         Some("cpu") => Some(CpuEngineKind::PerfCpuClock),
         _ => None,
     };
-    if cpu_event.is_some() || cpu_requested {
-        let period = cpu_interval.or(if wall_event { None } else { interval }).unwrap_or(DEFAULT_CPU_INTERVAL);
+    let other_event = options.wall.is_some() || options.alloc.is_some() || options.lock.is_some();
+    let cpu_on = cpu_event.is_some() || cpu_requested || (options.action == Some(Action::Start) && !other_event);
+    if let (Some(i), Some(c), false) = (interval, cpu_interval, wall_event) {
+        if i != c {
+            return Err(contradiction("interval", "cpu", "both set the CPU sampling interval"));
+        }
+    }
+    if interval.is_some() && !wall_event && !cpu_on && other_event {
+        let selected: Vec<&str> =
+            [("wall", options.wall.is_some()), ("alloc", options.alloc.is_some()), ("lock", options.lock.is_some())]
+                .iter()
+                .filter_map(|&(name, on)| on.then_some(name))
+                .collect();
+        return Err(error(
+            "interval",
+            format!(
+                "'{}' sets the interval of CPU sampling (or of event=), which is not selected: only {} is; \
+                 give cpu=INTERVAL to sample CPU too",
+                echo(item("interval")),
+                selected.join(", ")
+            ),
+        ));
+    }
+    if cpu_on {
+        let (key, period) = match (cpu_interval, interval.filter(|_| !wall_event)) {
+            (Some(c), _) => ("cpu", c),
+            (None, Some(i)) => ("interval", i),
+            (None, None) => ("cpu", DEFAULT_CPU_INTERVAL),
+        };
+        let period = limit(key, period, &CPU_LIMITS, &mut options.warnings)?;
         options.cpu = Some((cpu_event.unwrap_or(CpuEngineKind::PerfCpuClock), period));
     }
     if options.live && options.alloc.is_none() {
         return Err(error("live", "tracks the objects allocation sampling samples: add alloc[=BYTES]"));
     }
-    let other_event = options.wall.is_some() || options.alloc.is_some() || options.lock.is_some();
-    if options.action == Some(Action::Start) && options.cpu.is_none() && !other_event {
-        options.cpu = Some((CpuEngineKind::PerfCpuClock, interval.unwrap_or(DEFAULT_CPU_INTERVAL)));
+    if let Some(wall) = options.wall {
+        let per_second = u64::from(options.wall_threads_per_tick) * 1_000_000_000 / (wall.as_nanos() as u64).max(1);
+        if per_second > COSTLY_WALL_SIGNALS_PER_SECOND {
+            options.warnings.push(format!(
+                "wall={} with walltpt={} asks for up to {per_second} signals a second; ticks the sampler thread \
+                 cannot keep are skipped (counted as wall_ticks_skipped)",
+                spell(wall),
+                options.wall_threads_per_tick
+            ));
+        }
     }
     Ok(options)
 }
@@ -285,7 +508,7 @@ fn required<'a>(key: &str, value: Option<&'a str>) -> Result<&'a str, OptionErro
 fn no_value(key: &str, value: Option<&str>) -> Result<(), OptionError> {
     match value {
         None => Ok(()),
-        Some(v) => Err(error(key, format!("takes no value (got '{v}')"))),
+        Some(v) => Err(error(key, format!("takes no value (got '{}')", echo(v)))),
     }
 }
 
@@ -296,7 +519,10 @@ pub fn parse_bool(key: &str, value: Option<&str>) -> Result<bool, OptionError> {
         Some(v) => match v.to_ascii_lowercase().as_str() {
             "y" | "yes" | "t" | "true" | "1" => Ok(true),
             "n" | "no" | "f" | "false" | "0" => Ok(false),
-            _ => Err(error(key, format!("'{v}' is not a boolean (accepted: y, yes, t, true, 1, n, no, f, false, 0)"))),
+            _ => Err(error(
+                key,
+                format!("'{}' is not a boolean (accepted: y, yes, t, true, 1, n, no, f, false, 0)", echo(v)),
+            )),
         },
     }
 }
@@ -305,23 +531,24 @@ pub fn parse_bool(key: &str, value: Option<&str>) -> Result<bool, OptionError> {
 /// suffix. Zero is refused.
 pub fn parse_interval(key: &str, value: &str) -> Result<Duration, OptionError> {
     let accepted = "accepted: a positive number with optional unit ns, us, ms or s, e.g. 10ms";
+    let shown = echo(value);
     let digits_end = value.find(|c: char| !c.is_ascii_digit()).unwrap_or(value.len());
     let (digits, unit) = value.split_at(digits_end);
     if digits.is_empty() {
-        return Err(error(key, format!("'{value}' is not a number ({accepted})")));
+        return Err(error(key, format!("'{shown}' is not a number ({accepted})")));
     }
-    let number: u64 = digits.parse().map_err(|_| error(key, format!("'{value}' is too large ({accepted})")))?;
+    let number: u64 = digits.parse().map_err(|_| error(key, format!("'{shown}' is too large ({accepted})")))?;
     let nanos_per_unit: u64 = match unit {
         "" | "ns" => 1,
         "us" => 1_000,
         "ms" => 1_000_000,
         "s" => 1_000_000_000,
-        other => return Err(error(key, format!("unknown unit '{other}' in '{value}' ({accepted})"))),
+        other => return Err(error(key, format!("unknown unit '{}' in '{shown}' ({accepted})", echo(other)))),
     };
     let nanos =
-        number.checked_mul(nanos_per_unit).ok_or_else(|| error(key, format!("'{value}' is too large ({accepted})")))?;
+        number.checked_mul(nanos_per_unit).ok_or_else(|| error(key, format!("'{shown}' is too large ({accepted})")))?;
     if nanos == 0 {
-        return Err(error(key, format!("'{value}' must be greater than zero ({accepted})")));
+        return Err(error(key, format!("'{shown}' must be greater than zero ({accepted})")));
     }
     Ok(Duration::from_nanos(nanos))
 }
@@ -330,34 +557,36 @@ pub fn parse_interval(key: &str, value: &str) -> Result<Duration, OptionError> {
 /// positive and below 2 GiB (JVMTI takes a `jint`).
 pub fn parse_bytes(key: &str, value: &str) -> Result<u32, OptionError> {
     let accepted = "accepted: a positive byte count below 2g with optional unit k, m or g, e.g. 512k";
+    let shown = echo(value);
     let digits_end = value.find(|c: char| !c.is_ascii_digit()).unwrap_or(value.len());
     let (digits, unit) = value.split_at(digits_end);
     if digits.is_empty() {
-        return Err(error(key, format!("'{value}' is not a number ({accepted})")));
+        return Err(error(key, format!("'{shown}' is not a number ({accepted})")));
     }
-    let number: u64 = digits.parse().map_err(|_| error(key, format!("'{value}' is too large ({accepted})")))?;
+    let number: u64 = digits.parse().map_err(|_| error(key, format!("'{shown}' is too large ({accepted})")))?;
     let unit_bytes: u64 = match unit.to_ascii_lowercase().as_str() {
         "" => 1,
         "k" => 1 << 10,
         "m" => 1 << 20,
         "g" => 1 << 30,
-        _ => return Err(error(key, format!("unknown unit '{unit}' in '{value}' ({accepted})"))),
+        _ => return Err(error(key, format!("unknown unit '{}' in '{shown}' ({accepted})", echo(unit)))),
     };
     let bytes = number.checked_mul(unit_bytes).filter(|&b| b <= i32::MAX as u64);
     match bytes {
-        Some(0) => Err(error(key, format!("'{value}' must be greater than zero ({accepted})"))),
+        Some(0) => Err(error(key, format!("'{shown}' must be greater than zero ({accepted})"))),
         Some(b) => Ok(b as u32),
-        None => Err(error(key, format!("'{value}' is too large ({accepted})"))),
+        None => Err(error(key, format!("'{shown}' is too large ({accepted})"))),
     }
 }
 
 /// `name1;name2`: distinct, non-empty names, at most [`MAX_ATTRIBUTES`].
 fn parse_attributes(key: &str, value: &str) -> Result<Vec<String>, OptionError> {
+    let shown = echo(value);
     let names: Vec<String> = value.split(';').map(str::to_owned).collect();
     if names.iter().any(String::is_empty) {
         return Err(error(
             key,
-            format!("'{value}' has an empty name (accepted: name1;name2;... up to {MAX_ATTRIBUTES})"),
+            format!("'{shown}' has an empty name (accepted: name1;name2;... up to {MAX_ATTRIBUTES})"),
         ));
     }
     if names.len() > MAX_ATTRIBUTES {
@@ -367,12 +596,13 @@ fn parse_attributes(key: &str, value: &str) -> Result<Vec<String>, OptionError> 
     sorted.sort();
     sorted.dedup();
     if sorted.len() != names.len() {
-        return Err(error(key, format!("'{value}' names an attribute twice")));
+        return Err(error(key, format!("'{shown}' names an attribute twice")));
     }
     Ok(names)
 }
 
 fn parse_log_level(key: &str, value: &str) -> Result<LogLevel, OptionError> {
+    let shown = echo(value);
     Ok(match value.to_ascii_uppercase().as_str() {
         "TRACE" => LogLevel::Trace,
         "DEBUG" => LogLevel::Debug,
@@ -383,7 +613,7 @@ fn parse_log_level(key: &str, value: &str) -> Result<LogLevel, OptionError> {
         _ => {
             return Err(error(
                 key,
-                format!("unknown level '{value}' (accepted: TRACE, DEBUG, INFO, WARN, ERROR, NONE)"),
+                format!("unknown level '{shown}' (accepted: TRACE, DEBUG, INFO, WARN, ERROR, NONE)"),
             ))
         }
     })
@@ -540,7 +770,7 @@ mod tests {
         assert_eq!(parse("start,alloc").unwrap().alloc, Some(DEFAULT_ALLOC_INTERVAL));
         assert_eq!(parse("start,alloc=64k").unwrap().alloc, Some(64 * 1024));
         assert_eq!(parse("start,alloc=2M").unwrap().alloc, Some(2 << 20));
-        assert_eq!(parse("start,alloc=1000").unwrap().alloc, Some(1000));
+        assert_eq!(parse("start,alloc=1024").unwrap().alloc, Some(1024));
         // Allocation sampling alone does not imply CPU sampling.
         assert_eq!(parse("start,alloc").unwrap().cpu, None);
         assert!(parse("start,alloc,cpu").unwrap().cpu.is_some());
@@ -549,7 +779,7 @@ mod tests {
         let e = err("start,live");
         assert_eq!(e.option, "live");
         assert!(e.message.contains("alloc"), "{}", e.message);
-        for bad in ["alloc=0", "alloc=-1", "alloc=1x", "alloc=", "alloc=2g", "alloc=k"] {
+        for bad in ["alloc=0", "alloc=-1", "alloc=1x", "alloc=", "alloc=2g", "alloc=k", "alloc=1000"] {
             let e = err(bad);
             assert_eq!(e.option, "alloc", "{bad}");
             assert!(e.message.contains("512k"), "{bad}: {e}");
@@ -615,6 +845,144 @@ mod tests {
         assert_eq!(err("filter=sometimes").option, "filter");
         assert_eq!(err("verifywalk=perhaps").option, "verifywalk");
         assert!(parse("cstack=vm,verifywalk").unwrap().verify_walk);
+    }
+
+    #[test]
+    fn intervals_have_floors_and_ceilings_named_in_the_error() {
+        let cases = [
+            ("start,interval=1ns", "interval", "100us"),
+            ("start,interval=99us", "interval", "100us"),
+            ("start,cpu=50us", "cpu", "100us"),
+            ("start,event=itimer,interval=10us", "interval", "100us"),
+            ("start,cpu=120s", "cpu", "60s"),
+            ("start,wall=1ns", "wall", "100us"),
+            ("start,wall=5us", "wall", "100us"),
+            ("start,event=wall,interval=1us", "interval", "100us"),
+            ("start,wall=61s", "wall", "60s"),
+            ("start,lock=1us", "lock", "10us"),
+            ("start,lock=3600s", "lock", "60s"),
+        ];
+        for (input, option, limit) in cases {
+            let e = err(input);
+            assert_eq!(e.option, option, "{input}: {e}");
+            assert!(e.message.contains(limit) && e.message.contains("accepted"), "{input}: {e}");
+        }
+        let e = err("start,alloc=512");
+        assert!(e.option == "alloc" && e.message.contains("floor of 1k"), "{e}");
+        assert!(err("start,walltpt=1025").message.contains("1 to 1024"));
+        assert!(err("start,jstackdepth=65537").message.contains("1 to 65536"));
+        // The floors themselves are accepted.
+        assert_eq!(
+            parse("start,cpu=100us").unwrap().cpu,
+            Some((CpuEngineKind::PerfCpuClock, Duration::from_micros(100)))
+        );
+        assert_eq!(parse("start,wall=100us").unwrap().wall, Some(Duration::from_micros(100)));
+        assert_eq!(parse("start,lock=10us").unwrap().lock, Some(Duration::from_micros(10)));
+        assert_eq!(parse("start,alloc=1k").unwrap().alloc, Some(1024));
+        assert_eq!(parse("start,cpu=60s").unwrap().cpu, Some((CpuEngineKind::PerfCpuClock, Duration::from_secs(60))));
+    }
+
+    #[test]
+    fn costly_settings_are_accepted_with_a_warning() {
+        assert!(parse("start,file=x.jfr").unwrap().warnings.is_empty(), "the defaults cost nothing to warn about");
+        assert!(parse("start,cpu=1ms,wall=1ms,alloc=64k,lock=1ms,jstackdepth=8192").unwrap().warnings.is_empty());
+        let cases = [
+            ("start,cpu=500us", "cpu=500us"),
+            ("start,interval=200us", "interval=200us"),
+            ("start,wall=500us", "wall=500us"),
+            ("start,wall=5ms,walltpt=1024", "204800 signals a second"),
+            ("start,alloc=4k", "alloc=4096"),
+            ("start,lock=100us", "lock=100us"),
+            ("start,jstackdepth=10000", "jstackdepth=10000"),
+        ];
+        for (input, needle) in cases {
+            let warnings = parse(input).unwrap().warnings;
+            assert!(warnings.iter().any(|w| w.contains(needle)), "{input}: {warnings:?}");
+        }
+    }
+
+    #[test]
+    fn an_option_given_twice_with_another_value_is_an_error_naming_both() {
+        for (input, option, first, second) in [
+            ("start,event=cpu,event=wall", "event", "event=cpu", "event=wall"),
+            ("start,cpu=1ms,cpu=2ms", "cpu", "cpu=1ms", "cpu=2ms"),
+            ("start,file=a.jfr,file=b.jfr", "file", "file=a.jfr", "file=b.jfr"),
+            ("start,wall,wall=5ms", "wall", "wall", "wall=5ms"),
+            ("start,filter,filter=false", "filter", "filter", "filter=false"),
+            ("start,attributes=a,attributes=b", "attributes", "attributes=a", "attributes=b"),
+        ] {
+            let e = err(input);
+            assert_eq!(e.option, option, "{input}");
+            assert!(e.message.contains(first) && e.message.contains(second), "{input}: {e}");
+        }
+        // The same item twice says nothing new.
+        let o = parse("start,start,cpu=1ms,cpu=1ms,filter,filter").unwrap();
+        assert_eq!(
+            (o.action, o.cpu, o.filter),
+            (Some(Action::Start), Some((CpuEngineKind::PerfCpuClock, ms(1))), true)
+        );
+    }
+
+    #[test]
+    fn contradicting_options_are_an_error_naming_both() {
+        for (input, option, other) in [
+            ("start,event=wall,cpu", "cpu", "event=wall"),
+            ("start,event=wall,cpu=1ms", "cpu=1ms", "event=wall"),
+            ("start,interval=1ms,cpu=2ms", "interval=1ms", "cpu=2ms"),
+            ("start,event=ctimer,interval=1ms,cpu=2ms", "interval=1ms", "cpu=2ms"),
+            ("start,event=wall,interval=10ms,wall=20ms", "interval=10ms", "wall=20ms"),
+        ] {
+            let e = err(input);
+            assert!(e.message.contains(option) && e.message.contains(other), "{input}: {e}");
+        }
+        // An interval no selected event uses.
+        for input in ["start,wall=5ms,interval=1ms", "start,alloc,interval=1ms", "start,lock,interval=1ms"] {
+            let e = err(input);
+            assert_eq!(e.option, "interval", "{input}");
+            assert!(e.message.contains("cpu=INTERVAL"), "{input}: {e}");
+        }
+        // The documented combinations still work.
+        let o = parse("start,event=cpu,interval=1ms,wall=5ms").unwrap();
+        assert_eq!((o.cpu, o.wall), (Some((CpuEngineKind::PerfCpuClock, ms(1))), Some(ms(5))));
+        let o = parse("start,interval=2ms,cpu=2ms").unwrap();
+        assert_eq!(o.cpu, Some((CpuEngineKind::PerfCpuClock, ms(2))));
+        let o = parse("start,event=ctimer,cpu=2ms,wall").unwrap();
+        assert_eq!((o.cpu, o.wall), (Some((CpuEngineKind::Ctimer, ms(2))), Some(ms(50))));
+        let o = parse("start,event=wall,wall,interval=20ms").unwrap();
+        assert_eq!((o.cpu, o.wall), (None, Some(ms(20))));
+        let o = parse("start,event=wall,wall=20ms,interval=20ms").unwrap();
+        assert_eq!(o.wall, Some(ms(20)));
+        let o = parse("start,cpu=1ms,wall=5ms,alloc,lock").unwrap();
+        assert!(o.cpu.is_some() && o.wall.is_some() && o.alloc.is_some() && o.lock.is_some());
+    }
+
+    #[test]
+    fn empty_items_are_an_error() {
+        for input in ["start,,", "start,", ",start", "start,,cpu", ","] {
+            let e = err(input);
+            assert!(e.message.contains("empty"), "{input}: {e}");
+        }
+        assert_eq!(err("=5").option, "=5");
+    }
+
+    #[test]
+    fn echoed_values_are_cut() {
+        let long = "x".repeat(100_000);
+        for input in [
+            format!("start,interval={long}"),
+            format!("start,{long}"),
+            format!("start,file=a,file={long}"),
+            format!("start,cstack={long}"),
+            format!("{long},,"),
+        ] {
+            let e = err(&input);
+            let text = e.to_string();
+            assert!(text.len() < 1000, "{} bytes: {}", text.len(), &text[..300]);
+            assert!(text.contains(" bytes in all)"), "{text}");
+        }
+        assert_eq!(echo("short"), "short");
+        let cut = echo(&"é".repeat(300));
+        assert!(cut.starts_with(&"é".repeat(200)) && cut.ends_with("… (600 bytes in all)"), "{cut}");
     }
 
     #[test]

@@ -302,6 +302,9 @@ fn build_sampler(vm: &Vm, options: &Options, env: Option<JniEnv>, blocking: Bloc
 /// handler can see it, and published before any signal is armed.
 fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
     options.cstack.check(options.verify_walk, options.remote_symbolication).map_err(argument)?;
+    for warning in &options.warnings {
+        log::warn!("{warning}");
+    }
     let vm = vm::get().ok_or_else(|| state("the agent is not initialised"))?;
     let mut current = session();
     if current.is_some() {

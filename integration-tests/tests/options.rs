@@ -15,6 +15,11 @@ fn bad_options_refuse_to_start_the_jvm_with_a_clear_error() {
         ("start,jstackdepth=0", &["jstackdepth", "out of range"]),
         ("start,cstack=lbr", &["cstack", "fp, dwarf"]),
         ("start,cstack=vm,verifywalk=sometimes", &["verifywalk", "not a boolean"]),
+        ("start,interval=1ns", &["interval", "below the floor of 100us"]),
+        ("start,wall=1us", &["wall", "below the floor of 100us"]),
+        ("start,event=cpu,event=wall", &["event", "given twice", "event=cpu", "event=wall"]),
+        ("start,event=wall,cpu", &["'cpu' contradicts 'event=wall'"]),
+        ("start,,", &["empty"]),
     ];
     let runs: Vec<_> = cases
         .iter()
