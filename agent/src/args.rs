@@ -648,6 +648,11 @@ pub fn expand_path(template: &str, pid: u32, unix_seconds: u64) -> String {
     out
 }
 
+/// A path as a template that [`expand_path`] turns back into it.
+pub fn escape_path(path: &str) -> String {
+    path.replace('%', "%%")
+}
+
 /// `YYYYMMDD-hhmmss` in UTC (days-to-civil conversion, proleptic Gregorian).
 fn format_timestamp(unix_seconds: u64) -> String {
     let days = (unix_seconds / 86_400) as i64;
@@ -991,5 +996,8 @@ mod tests {
         assert_eq!(expand_path("%t.jfr", 1, 1_700_000_000), "20231114-221320.jfr");
         assert_eq!(expand_path("100%%-%x", 1, 0), "100%-%x");
         assert_eq!(expand_path("%t", 1, 951_782_400), "20000229-000000");
+        for path in ["/tmp/a.jfr", "/tmp/100%-%p%%t.jfr"] {
+            assert_eq!(expand_path(&escape_path(path), 7, 0), path);
+        }
     }
 }

@@ -50,6 +50,7 @@ counters! {
     CallTraces => "call_traces",
     ChunksWritten => "chunks_written",
     ChunksDropped => "chunks_dropped",
+    SessionFileWriteFailures => "session_file_write_failures",
     VmWalkNoCodeBlob => "vm_walk_no_code_blob",
     VmWalkBadInterpretedFrame => "vm_walk_bad_interpreted_frame",
     VmWalkUnknownMethod => "vm_walk_unknown_method",

@@ -70,8 +70,9 @@ fn report(result: Result<String, profiler::CommandError>) -> jint {
     }
 }
 
-/// `-agentpath:libprofiler.so=<options>`. Invalid options make the JVM
-/// refuse to start, with the reason on stderr; on a JDK the agent does not
+/// `-agentpath:libprofiler.so=<options>`. Invalid options, and a `start`
+/// whose `file=` cannot take a recording, make the JVM refuse to start,
+/// with the reason on stderr; on a JDK the agent does not
 /// support (before 11) it says so once and the JVM starts without it.
 ///
 /// # Safety
@@ -79,7 +80,7 @@ fn report(result: Result<String, profiler::CommandError>) -> jint {
 #[no_mangle]
 pub unsafe extern "C" fn Agent_OnLoad(vm: *mut JavaVM, options: *const c_char, _reserved: *mut c_void) -> jint {
     ffi_boundary("Agent_OnLoad", JNI_ERR, || {
-        let Some(options) = parse_or_report(&options_string(options)) else {
+        let Some(mut options) = parse_or_report(&options_string(options)) else {
             return JNI_ERR;
         };
         // SAFETY: the JavaVM* given to this entry point.
@@ -89,6 +90,10 @@ pub unsafe extern "C" fn Agent_OnLoad(vm: *mut JavaVM, options: *const c_char, _
         }
         match options.action {
             Some(Action::Start) => {
+                if let Err(e) = profiler::prepare_output(&mut options) {
+                    eprintln!("[profiler] ERROR: {e}");
+                    return JNI_ERR;
+                }
                 *PENDING_START.lock().unwrap_or_else(|p| p.into_inner()) = Some(options);
                 JNI_OK
             }

@@ -13,6 +13,7 @@ use crate::libraries::{LibraryTable, RefreshTick};
 use crate::log;
 use crate::recording::endpoints;
 use crate::recording::rotation::Stores;
+use crate::recording::sink::{self, Sink};
 use crate::recording::writer::Writer;
 use crate::recording::{DumpContext, Format, Recording};
 use crate::sampling::java_thread::{self, JavaThreads};
@@ -27,7 +28,7 @@ use crate::storage::trace_storage::CallTraceStorage;
 use crate::threads;
 use crate::ticker::{Tick, Ticker};
 use crate::vm::{self, Vm};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -98,7 +99,7 @@ pub fn execute(options: &Options, env: Option<JniEnv>) -> CommandResult<String> 
     match options.action {
         None => Ok(String::new()),
         Some(Action::Start) => start(options, env),
-        Some(Action::Stop) => stop(options.file.as_deref(), env),
+        Some(Action::Stop) => stop(options.file.as_deref(), env, true),
         Some(Action::Dump) => dump(options.file.as_deref(), env),
         Some(Action::Status) => Ok(status()),
         Some(Action::Version) => Ok(version()),
@@ -128,6 +129,24 @@ fn status() -> String {
 fn output_path(template: &str) -> PathBuf {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     PathBuf::from(args::expand_path(template, std::process::id(), now))
+}
+
+/// A path as messages show it (cut when long).
+fn shown(path: &Path) -> String {
+    args::echo(&path.display().to_string())
+}
+
+/// The session file of a `start` given at JVM load, created now so that a
+/// path that cannot take a recording stops the JVM from starting; `file=`
+/// becomes the path expanded now (`%t` is the load time), so the `start`
+/// at VM init writes the very file checked here.
+pub fn prepare_output(options: &mut Options) -> CommandResult<()> {
+    let Some(template) = options.file.as_deref() else { return Ok(()) };
+    let path = output_path(template);
+    sink::create_output(&path)
+        .map_err(|e| io(format!("start: cannot write the recording to {}: {e}", shown(&path))))?;
+    options.file = Some(args::escape_path(&path.to_string_lossy()));
+    Ok(())
 }
 
 /// The handler's way to the interrupted thread's JNIEnv: TLS-free when
@@ -313,6 +332,11 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
     if options.cpu.is_none() && options.wall.is_none() && options.alloc.is_none() && options.lock.is_none() {
         return Err(argument("start: no event selected (cpu, wall, alloc or lock)"));
     }
+    let file = options.file.as_deref().map(output_path);
+    let sink = Sink::new(file.clone()).map_err(|e| {
+        let path = file.as_deref().map(shown).unwrap_or_default();
+        io(format!("start: cannot write the recording to {path}: {e}"))
+    })?;
     let blocking = env.map(|env| preload_methods(vm, env, options.wall.is_some()));
     counters::reset();
     let endpoints = endpoints::endpoints().map_err(io)?;
@@ -330,10 +354,9 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
         disarm();
         io(e)
     })?;
-    let file = options.file.as_deref().map(output_path);
     let stores = Stores { sampler: Arc::clone(&sampler), endpoints, context: sampler.context };
     let format = Format { dialect: options.dialect, attributes: options.attributes.clone() };
-    let recording = Arc::new(Mutex::new(Recording::new(settings(options, cpu_engine), format, stores, file)));
+    let recording = Arc::new(Mutex::new(Recording::new(settings(options, cpu_engine), format, stores, sink)));
     let mut ticks: Vec<Box<dyn Tick>> = Vec::new();
     if let Some(native) = &sampler.native {
         ticks.push(Box::new(RefreshTick(Arc::clone(&native.libraries))));
@@ -377,18 +400,31 @@ fn preload_methods(vm: &Vm, env: JniEnv, blocking: bool) -> BlockingMethods {
     BlockingMethods::new(&found)
 }
 
-fn stop(file: Option<&str>, env: Option<JniEnv>) -> CommandResult<String> {
-    let session = session().take().ok_or_else(|| state("stop: profiling is not running"))?;
+/// Stops the session and writes its recording. Unless the JVM is dying
+/// (`checked`), the target is checked first: if the recording could not be
+/// written there, profiling continues and the error says why.
+fn stop(file: Option<&str>, env: Option<JniEnv>, checked: bool) -> CommandResult<String> {
+    let path = file.map(output_path);
+    let mut current = session();
+    let running = current.as_ref().ok_or_else(|| state("stop: profiling is not running"))?;
+    if checked {
+        let mut recording = running.recording.lock().unwrap_or_else(|p| p.into_inner());
+        recording.check_target(path.as_deref()).map_err(|e| {
+            let target = path.as_deref().or(recording.session_path()).map(shown).unwrap_or_default();
+            io(format!("stop: cannot write {target}: {e}; profiling continues"))
+        })?;
+    }
+    let Some(session) = current.take() else { return Err(state("stop: profiling is not running")) };
+    drop(current);
     disarm();
     session.ticker.stop();
-    let path = file.map(output_path);
     let mut recording = session.recording.lock().unwrap_or_else(|p| p.into_inner());
     log::info!("profiling stopped after {} s", session.started.elapsed().as_secs());
     let result = if path.is_none() && recording.session_path().is_none() {
         Ok("Profiling stopped; no file was given, so the data since the last dump was discarded".to_owned())
     } else {
         write_recording(&mut recording, env, path, true)
-            .map(|written| format!("Profiling stopped; recording written to {}", written.display()))
+            .map(|written| format!("Profiling stopped; recording written to {}", shown(&written)))
     };
     result
 }
@@ -400,7 +436,7 @@ pub fn dump_to(path: Option<PathBuf>, env: Option<JniEnv>) -> CommandResult<Stri
     let session = current.as_ref().ok_or_else(|| state("dump: profiling is not running"))?;
     let mut recording = session.recording.lock().unwrap_or_else(|p| p.into_inner());
     let written = write_recording(&mut recording, env, path, false)?;
-    Ok(format!("Recording written to {}", written.display()))
+    Ok(format!("Recording written to {}", shown(&written)))
 }
 
 fn dump(file: Option<&str>, env: Option<JniEnv>) -> CommandResult<String> {
@@ -418,7 +454,7 @@ fn write_recording(
     let ctx = DumpContext { jvmti: vm.jvmti(), env };
     let target = path.clone().or_else(|| recording.session_path().map(PathBuf::from));
     recording.dump(&ctx, path.as_deref(), final_chunk).map_err(|e| match target {
-        Some(t) => io(format!("cannot write {}: {e}", t.display())),
+        Some(t) => io(format!("cannot write {}: {e}", shown(&t))),
         None => argument(e.to_string()),
     })
 }
@@ -426,7 +462,7 @@ fn write_recording(
 /// VM death: a running session is stopped and its recording written.
 pub fn on_vm_death(env: Option<JniEnv>) {
     if is_running() {
-        match stop(None, env) {
+        match stop(None, env, false) {
             Ok(message) => log::info!("{message}"),
             Err(e) => log::error!("{e}"),
         }

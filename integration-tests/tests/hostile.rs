@@ -59,3 +59,76 @@ fn stop_returns_promptly_while_the_wall_clock_sampler_overruns() {
     assert!(recording.wall_samples().count() > 0);
     assert!(recording.counter("wall_ticks_skipped") > 0);
 }
+
+/// Paths that cannot take a recording: a missing directory, a file on
+/// `/proc` (it looks regular), a directory.
+fn unwritable(dir: &std::path::Path) -> Vec<(String, &'static str)> {
+    vec![
+        (dir.join("no/such/dir/x.jfr").display().to_string(), "No such file or directory"),
+        ("/proc/self/mem".to_owned(), "pseudo file system"),
+        (dir.display().to_string(), "is a directory"),
+    ]
+}
+
+/// `-agentpath:...=start,file=X` with an X that cannot be written: the JVM
+/// refuses to start (it used to run, exit 0, and lose the recording).
+#[test]
+fn an_unwritable_file_at_agentpath_refuses_to_start_the_jvm() {
+    let dir = scratch_dir("hostile-file-agentpath");
+    let runs: Vec<_> = unwritable(&dir)
+        .into_iter()
+        .map(|(path, reason)| {
+            let options = format!("start,cpu=10ms,file={path}");
+            (path, reason, ChildGuard::spawn(&mut java_command(Some(&options), &[], "CpuShares", &["0"])))
+        })
+        .collect();
+    for (path, reason, run) in runs {
+        let output = run.wait(HANG);
+        assert!(!output.status.success(), "{path}: the JVM started");
+        let err = stderr(&output);
+        assert!(err.contains("cannot write the recording to") && err.contains(reason), "{path}: {err}");
+        assert!(!stdout(&output).contains("cpu heavy"), "{path}: the program ran");
+    }
+}
+
+/// jcmd: a `start` whose file cannot be written is an error (with the
+/// reason) and nothing runs; a `stop` whose file cannot be written, or
+/// whose session file was removed, is an error and profiling continues;
+/// a `stop` naming a good file then gets the whole recording.
+#[test]
+fn unwritable_files_through_jcmd_are_errors_and_the_session_survives() {
+    let dir = scratch_dir("hostile-file-jcmd");
+    let mut run = ChildGuard::spawn(&mut gated_java_command(None, "CpuShares", &["3"]));
+    run.wait_for_line("READY");
+    let refused = |result: std::process::Output, what: &str| {
+        let text = String::from_utf8_lossy(&result.stdout).into_owned();
+        assert!(text.contains("return code: -1") || !result.status.success(), "{what}: {text}");
+    };
+    for (path, _) in unwritable(&dir) {
+        refused(attach_agent(run.id(), &format!("start,cpu=5ms,file={path}")), &path);
+    }
+    let status = attach_agent(run.id(), "status");
+    assert!(status.status.success());
+
+    let session = dir.join("session.jfr");
+    let started = attach_agent(run.id(), &format!("start,cpu=5ms,file={}", session.display()));
+    assert!(started.status.success(), "{}", String::from_utf8_lossy(&started.stdout));
+    assert!(session.exists(), "the session file is created at start");
+    run.go();
+    refused(attach_agent(run.id(), &format!("stop,file={}", dir.join("no/such/dir/x.jfr").display())), "stop");
+    std::fs::remove_file(&session).unwrap();
+    refused(attach_agent(run.id(), "stop"), "stop after the session file was removed");
+    let rescued = dir.join("rescued.jfr");
+    let stopped = attach_agent(run.id(), &format!("stop,file={}", rescued.display()));
+    assert!(stopped.status.success(), "{}", String::from_utf8_lossy(&stopped.stdout));
+    let output = run.wait(HANG);
+    assert_success(&output);
+    let err = stderr(&output);
+    for (path, reason) in unwritable(&dir) {
+        assert!(err.contains(&format!("cannot write the recording to {path}: ")) && err.contains(reason), "{err}");
+    }
+    assert!(err.contains("profiling continues") && err.contains("removed or replaced"), "{err}");
+    let recording = read_recording(&rescued);
+    assert!(recording.samples().count() > 50, "{} samples", recording.samples().count());
+    assert!(recording.counter("session_file_write_failures") >= 1);
+}

@@ -76,7 +76,8 @@ pub struct Recording {
 }
 
 impl Recording {
-    pub fn new(settings: Vec<(String, String)>, format: Format, stores: Stores, session_file: Option<PathBuf>) -> Self {
+    /// A recording into `sink` (whose session file `start` created).
+    pub fn new(settings: Vec<(String, String)>, format: Format, stores: Stores, sink: Sink) -> Self {
         let now = clock::monotonic_ns();
         let epoch_offset = clock::epoch_ns() - now as i64;
         Self {
@@ -85,7 +86,7 @@ impl Recording {
             settings,
             format,
             stores,
-            sink: Sink::new(session_file),
+            sink,
             methods: MethodCache::default(),
             pools: ConstantPools::new(),
             class_names: HashMap::new(),
@@ -138,9 +139,10 @@ impl Recording {
     }
 
     /// Finishes the current chunk, starts the next, and hands the finished
-    /// one to the sink. Stores rotate first, then the stripes are drained,
-    /// then the chunk reads the stores (see [`rotation`]).
-    pub fn rotate(&mut self, ctx: &DumpContext, final_chunk: bool) -> io::Result<()> {
+    /// one to the sink (which keeps it, in a file or in memory). Stores
+    /// rotate first, then the stripes are drained, then the chunk reads the
+    /// stores (see [`rotation`]).
+    pub fn rotate(&mut self, ctx: &DumpContext, final_chunk: bool) {
         counters::set(Counter::CallTraces, self.stores.sampler.traces.len() as u64);
         self.stores.rotate();
         let endpoints = self.stores.endpoints.take_ended();
@@ -171,7 +173,12 @@ impl Recording {
         counters::add(Counter::ContextValuesExpired, finished.context_values_expired);
         threads::purge_ended();
         self.methods.clear();
-        self.sink.store(finished.bytes)
+        self.sink.store(finished.bytes);
+    }
+
+    /// Whether a dump to `path` can be written (see [`Sink::check_target`]).
+    pub fn check_target(&mut self, path: Option<&Path>) -> io::Result<()> {
+        self.sink.check_target(path)
     }
 
     /// Finishes the current chunk and writes the interval since the
@@ -179,7 +186,7 @@ impl Recording {
     /// went.
     pub fn dump(&mut self, ctx: &DumpContext, path: Option<&Path>, final_chunk: bool) -> io::Result<PathBuf> {
         self.add_live_objects(ctx.env, final_chunk);
-        self.rotate(ctx, final_chunk)?;
+        self.rotate(ctx, final_chunk);
         self.sink.dump(path)
     }
 }

@@ -5,33 +5,134 @@
 //! the session so far, and belongs to the current interval: the chunks
 //! since the previous dump, which a dump naming another file writes there.
 //! Without a session file the interval is kept in memory, bounded.
+//!
+//! The session file is created at `start` ([`create_output`]), so a path
+//! that cannot take a recording fails `start`, not `stop`. If appending
+//! fails later (disk full, the file removed or replaced), the sink logs it
+//! once, counts it, and keeps the interval's new chunks in memory
+//! (bounded, drops counted and logged); each later chunk retries the
+//! session file, and a dump or stop naming another file gets everything
+//! since the previous dump. Nothing leaves the interval before it was
+//! written somewhere.
 
+use crate::args::echo;
 use crate::counters::{self, Counter};
+use crate::log;
 use std::fs::{File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Write};
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 /// Chunks of the current interval kept in memory when there is no session
 /// file to hold them; beyond this the oldest are dropped (and counted).
 const MAX_MEMORY_INTERVAL_BYTES: usize = 32 << 20;
 
+/// File systems whose files look regular but are not storage (`statfs`
+/// magic numbers: proc, sysfs, debugfs, tracefs, cgroup, cgroup2,
+/// securityfs, bpf).
+const PSEUDO_FILE_SYSTEMS: [i64; 8] =
+    [0x9fa0, 0x6265_6572, 0x6462_6720, 0x7472_6163, 0x0027_e0eb, 0x6367_7270, 0x7363_6673, 0xcafe_4a11];
+
+fn refused(reason: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, reason)
+}
+
+/// Refuses what is not a regular file on a storage file system.
+fn check_kind(metadata: &std::fs::Metadata, file_system: i64) -> io::Result<()> {
+    if metadata.is_dir() {
+        return Err(refused("it is a directory"));
+    }
+    if !metadata.is_file() {
+        return Err(refused("it is not a regular file (a device, pipe or socket)"));
+    }
+    if PSEUDO_FILE_SYSTEMS.contains(&file_system) {
+        return Err(refused("it is on a pseudo file system (proc, sysfs, ...), not storage"));
+    }
+    Ok(())
+}
+
+/// The `statfs` type of the file system holding `file`.
+fn file_system_of(file: &File) -> io::Result<i64> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: statfs is plain data; fstatfs fills it for an open descriptor.
+    let mut info: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a descriptor owned by `file` and a valid out pointer.
+    if unsafe { libc::fstatfs(file.as_raw_fd(), &mut info) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(info.f_type as i64)
+}
+
+/// Creates (or empties) `path` to take a recording, refusing a directory,
+/// a device, pipe or socket, and a file on a pseudo file system such as
+/// `/proc`. An existing file is checked before it is opened, so nothing
+/// that is not a regular file is ever truncated.
+pub fn create_output(path: &Path) -> io::Result<File> {
+    if let Ok(metadata) = std::fs::metadata(path) {
+        let probe = File::open(path).and_then(|f| file_system_of(&f)).unwrap_or(0);
+        check_kind(&metadata, probe)?;
+    }
+    let file = OpenOptions::new().create(true).read(true).write(true).truncate(true).open(path)?;
+    check_kind(&file.metadata()?, file_system_of(&file)?)?;
+    Ok(file)
+}
+
 enum StoredChunk {
     Memory(Vec<u8>),
     InSessionFile { offset: u64, len: u64 },
 }
 
+const REMOVED: &str = "it was removed or replaced since start";
+
 struct SessionFile {
     path: PathBuf,
+    file: File,
+    /// (device, inode) of the file created at start.
+    identity: (u64, u64),
+    /// Bytes of chunks written: the end of the last good write.
     len: u64,
+    /// Why the last append failed, until one succeeds again.
+    failure: Option<String>,
 }
 
 impl SessionFile {
-    /// Appends a chunk (the first write truncates) and returns its offset.
+    fn create(path: PathBuf) -> io::Result<Self> {
+        let file = create_output(&path)?;
+        let metadata = file.metadata()?;
+        Ok(Self { path, file, identity: (metadata.dev(), metadata.ino()), len: 0, failure: None })
+    }
+
+    /// `path` names the file created at start.
+    fn is_at(&self, path: &Path) -> bool {
+        std::fs::metadata(path).is_ok_and(|m| (m.dev(), m.ino()) == self.identity)
+    }
+
+    /// Records why the file cannot be written: logged and counted once per
+    /// spell of failures.
+    fn fail(&mut self, error: &io::Error, memory_bound: usize) {
+        if self.failure.is_none() {
+            counters::increment(Counter::SessionFileWriteFailures);
+            log::error!(
+                "cannot write the session file {}: {error}; the recording since its last good write is kept in \
+                 memory (up to {} MiB) for the next dump or stop naming another file",
+                echo(&self.path.display().to_string()),
+                memory_bound >> 20
+            );
+        }
+        self.failure = Some(error.to_string());
+    }
+
+    /// Appends a chunk after the last good write and returns its offset.
+    /// A file removed or replaced since start is not written (the data
+    /// would reach no one); a failed write is cut off again.
     fn append(&mut self, bytes: &[u8]) -> io::Result<u64> {
-        let mut file = OpenOptions::new().create(true).write(true).truncate(self.len == 0).open(&self.path)?;
-        file.seek(SeekFrom::Start(self.len))?;
-        file.write_all(bytes)?;
-        file.set_len(self.len + bytes.len() as u64)?;
+        if !self.is_at(&self.path) {
+            return Err(io::Error::new(io::ErrorKind::NotFound, REMOVED));
+        }
+        if let Err(e) = self.file.write_all_at(bytes, self.len) {
+            let _ = self.file.set_len(self.len);
+            return Err(e);
+        }
         let offset = self.len;
         self.len += bytes.len() as u64;
         Ok(offset)
@@ -45,32 +146,54 @@ pub struct Sink {
 }
 
 impl Sink {
-    pub fn new(session_file: Option<PathBuf>) -> Self {
+    /// A sink writing to `session_file`, created now (see [`create_output`]).
+    pub fn new(session_file: Option<PathBuf>) -> io::Result<Self> {
         Self::bounded(session_file, MAX_MEMORY_INTERVAL_BYTES)
     }
 
-    fn bounded(session_file: Option<PathBuf>, memory_bound: usize) -> Self {
-        Self { session_file: session_file.map(|path| SessionFile { path, len: 0 }), interval: Vec::new(), memory_bound }
+    fn bounded(session_file: Option<PathBuf>, memory_bound: usize) -> io::Result<Self> {
+        Ok(Self {
+            session_file: session_file.map(SessionFile::create).transpose()?,
+            interval: Vec::new(),
+            memory_bound,
+        })
     }
 
     pub fn session_path(&self) -> Option<&Path> {
         self.session_file.as_ref().map(|f| f.path.as_path())
     }
 
-    /// Stores a finished chunk: in the session file if there is one, and
-    /// in the current interval.
-    pub fn store(&mut self, bytes: Vec<u8>) -> io::Result<()> {
-        match self.session_file.as_mut() {
-            Some(file) => {
-                let offset = file.append(&bytes)?;
-                self.interval.push(StoredChunk::InSessionFile { offset, len: bytes.len() as u64 });
-            }
-            None => {
-                self.interval.push(StoredChunk::Memory(bytes));
-                self.bound_memory();
+    /// Stores a finished chunk: in the session file if there is one and it
+    /// takes it, and in the current interval (in memory otherwise).
+    pub fn store(&mut self, bytes: Vec<u8>) {
+        self.interval.push(StoredChunk::Memory(bytes));
+        self.flush_to_session_file();
+        self.bound_memory();
+    }
+
+    /// Moves the interval's chunks held in memory into the session file,
+    /// in order, until one fails (logged and counted once per failure
+    /// spell).
+    fn flush_to_session_file(&mut self) {
+        let Some(file) = self.session_file.as_mut() else { return };
+        for chunk in &mut self.interval {
+            let StoredChunk::Memory(bytes) = chunk else { continue };
+            match file.append(bytes) {
+                Ok(offset) => *chunk = StoredChunk::InSessionFile { offset, len: bytes.len() as u64 },
+                Err(e) => {
+                    file.fail(&e, self.memory_bound);
+                    return;
+                }
             }
         }
-        Ok(())
+        if !file.is_at(&file.path) {
+            // Nothing to write now, but the next chunk would fail.
+            file.fail(&io::Error::new(io::ErrorKind::NotFound, REMOVED), self.memory_bound);
+            return;
+        }
+        if file.failure.take().is_some() {
+            log::warn!("the session file {} takes chunks again", echo(&file.path.display().to_string()));
+        }
     }
 
     fn bound_memory(&mut self) {
@@ -81,43 +204,76 @@ impl Sink {
                 0
             }
         };
-        while self.interval.len() > 1 && self.interval.iter().map(size).sum::<usize>() > self.memory_bound {
-            self.interval.remove(0);
+        while self.interval.iter().filter(|c| size(c) > 0).count() > 1
+            && self.interval.iter().map(size).sum::<usize>() > self.memory_bound
+        {
+            let Some(oldest) = self.interval.iter().position(|c| size(c) > 0) else { break };
+            let dropped = size(&self.interval.remove(oldest));
             counters::increment(Counter::ChunksDropped);
+            log::warn!(
+                "dropped a recording chunk of {dropped} bytes: the chunks held in memory passed {} MiB",
+                self.memory_bound >> 20
+            );
+        }
+    }
+
+    /// `path` unless it names the session file (which already has the
+    /// interval; a path it was removed from names another file).
+    fn elsewhere<'p>(&self, path: Option<&'p Path>) -> Option<&'p Path> {
+        path.filter(|p| !self.session_file.as_ref().is_some_and(|s| s.is_at(p)))
+    }
+
+    /// The session file, once it took every chunk of the interval (retried
+    /// now); `None` without one; an error while it cannot be written.
+    fn session_file_ready(&mut self) -> io::Result<Option<PathBuf>> {
+        self.flush_to_session_file();
+        match &self.session_file {
+            None => Ok(None),
+            Some(SessionFile { failure: Some(reason), .. }) => Err(io::Error::other(format!(
+                "{reason}; the recording since its last good write is kept: give file=PATH to write it elsewhere"
+            ))),
+            Some(session) => Ok(Some(session.path.clone())),
+        }
+    }
+
+    /// Whether a dump to `path` (`None`: the session file, if any) can be
+    /// written, checked before a command that cannot be undone (`stop`):
+    /// another file is created now, the session file must take chunks.
+    pub fn check_target(&mut self, path: Option<&Path>) -> io::Result<()> {
+        match self.elsewhere(path) {
+            Some(path) => create_output(path).map(drop),
+            None => self.session_file_ready().map(drop),
         }
     }
 
     /// Ends the current interval and writes it to `path` (unless that is
     /// the session file, which already has it). Returns where the data
-    /// went.
+    /// went. On failure the interval is kept for the next dump.
     pub fn dump(&mut self, path: Option<&Path>) -> io::Result<PathBuf> {
-        let interval = std::mem::take(&mut self.interval);
-        let session = self.session_path().map(Path::to_path_buf);
-        match (path, session) {
-            (Some(p), Some(s)) if p == s => Ok(s),
-            (Some(p), session) => {
-                write_interval(p, &interval, session.as_deref())?;
-                Ok(p.to_path_buf())
-            }
-            (None, Some(s)) => Ok(s),
-            (None, None) => Err(io::Error::new(io::ErrorKind::InvalidInput, "no output file: give file=PATH")),
+        if let Some(path) = self.elsewhere(path) {
+            write_interval(path, &self.interval, self.session_file.as_ref().map(|s| &s.file))?;
+            self.interval.clear();
+            return Ok(path.to_path_buf());
         }
+        let session = self
+            .session_file_ready()?
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no output file: give file=PATH"))?;
+        self.interval.clear();
+        Ok(session)
     }
 }
 
-fn write_interval(path: &Path, chunks: &[StoredChunk], session: Option<&Path>) -> io::Result<()> {
-    let mut out = File::create(path)?;
-    let mut source = match session {
-        Some(s) if chunks.iter().any(|c| matches!(c, StoredChunk::InSessionFile { .. })) => Some(File::open(s)?),
-        _ => None,
-    };
+fn write_interval(path: &Path, chunks: &[StoredChunk], session: Option<&File>) -> io::Result<()> {
+    let mut out = create_output(path)?;
+    let mut buffer = Vec::new();
     for chunk in chunks {
         match chunk {
             StoredChunk::Memory(bytes) => out.write_all(bytes)?,
             StoredChunk::InSessionFile { offset, len } => {
-                let file = source.as_mut().ok_or_else(|| io::Error::other("session file missing"))?;
-                file.seek(SeekFrom::Start(*offset))?;
-                io::copy(&mut Read::by_ref(file).take(*len), &mut out)?;
+                let file = session.ok_or_else(|| io::Error::other("session file missing"))?;
+                buffer.resize(*len as usize, 0);
+                file.read_exact_at(&mut buffer, *offset)?;
+                out.write_all(&buffer)?;
             }
         }
     }
@@ -140,16 +296,20 @@ mod tests {
     fn the_session_file_holds_every_chunk_and_a_dump_elsewhere_the_interval() {
         let dir = scratch("session");
         let session = dir.join("session.jfr");
-        let mut sink = Sink::new(Some(session.clone()));
-        sink.store(b"one".to_vec()).unwrap();
+        std::fs::write(&session, b"an older recording").unwrap();
+        let mut sink = Sink::new(Some(session.clone())).unwrap();
+        assert_eq!(std::fs::read(&session).unwrap(), b"", "created (emptied) at start");
+        sink.store(b"one".to_vec());
         assert_eq!(sink.dump(None).unwrap(), session, "no path: the session file has it");
-        sink.store(b"two".to_vec()).unwrap();
-        sink.store(b"three".to_vec()).unwrap();
+        sink.store(b"two".to_vec());
+        sink.store(b"three".to_vec());
         let other = dir.join("interval.jfr");
         assert_eq!(sink.dump(Some(&other)).unwrap(), other);
         assert_eq!(std::fs::read(&other).unwrap(), b"twothree");
-        sink.store(b"four".to_vec()).unwrap();
+        sink.store(b"four".to_vec());
         assert_eq!(sink.dump(Some(&session)).unwrap(), session, "naming the session file writes nothing more");
+        let spelled = dir.join(".").join("session.jfr");
+        assert_eq!(sink.dump(Some(&spelled)).unwrap(), session, "nor naming it another way");
         assert_eq!(std::fs::read(&session).unwrap(), b"onetwothreefour");
         let _ = std::fs::remove_dir_all(dir);
     }
@@ -157,17 +317,72 @@ mod tests {
     #[test]
     fn without_a_session_file_the_interval_is_kept_in_memory_and_bounded() {
         let dir = scratch("memory");
-        let mut sink = Sink::bounded(None, 8);
+        let mut sink = Sink::bounded(None, 8).unwrap();
         assert!(sink.dump(None).is_err(), "nowhere to write");
         for chunk in [&b"aaaa"[..], b"bbbb", b"cccc"] {
-            sink.store(chunk.to_vec()).unwrap();
+            sink.store(chunk.to_vec());
         }
         let out = dir.join("dump.jfr");
         sink.dump(Some(&out)).unwrap();
         assert_eq!(std::fs::read(&out).unwrap(), b"bbbbcccc", "the oldest chunk was dropped");
-        sink.store(b"a chunk larger than the bound".to_vec()).unwrap();
+        sink.store(b"a chunk larger than the bound".to_vec());
         sink.dump(Some(&out)).unwrap();
         assert_eq!(std::fs::read(&out).unwrap(), b"a chunk larger than the bound", "the newest chunk is kept");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn what_cannot_take_a_recording_is_refused_before_anything_is_written() {
+        let dir = scratch("refused");
+        for (path, reason) in [
+            (dir.join("no/such/dir/x.jfr"), "No such file"),
+            (dir.clone(), "directory"),
+            (PathBuf::from("/proc/self/mem"), "pseudo file system"),
+            (PathBuf::from("/dev/null"), "not a regular file"),
+        ] {
+            let e = create_output(&path).expect_err(&path.display().to_string()).to_string();
+            assert!(e.contains(reason), "{}: {e}", path.display());
+            assert!(Sink::new(Some(path)).is_err());
+        }
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn a_failed_dump_keeps_the_interval_for_the_next() {
+        let dir = scratch("failed-dump");
+        let mut sink = Sink::new(None).unwrap();
+        sink.store(b"kept".to_vec());
+        assert!(sink.dump(Some(&dir.join("no/such/dir/x.jfr"))).is_err());
+        assert!(sink.dump(Some(&dir)).is_err(), "a directory");
+        let out = dir.join("good.jfr");
+        sink.dump(Some(&out)).unwrap();
+        assert_eq!(std::fs::read(&out).unwrap(), b"kept");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn a_removed_session_file_keeps_the_chunks_for_a_dump_elsewhere() {
+        let dir = scratch("removed");
+        let session = dir.join("session.jfr");
+        let mut sink = Sink::new(Some(session.clone())).unwrap();
+        sink.store(b"one".to_vec());
+        std::fs::remove_file(&session).unwrap();
+        let failures = counters::get(Counter::SessionFileWriteFailures);
+        sink.store(b"two".to_vec());
+        sink.store(b"three".to_vec());
+        assert!(counters::get(Counter::SessionFileWriteFailures) > failures, "counted");
+        assert!(!session.exists(), "a removed session file is not written again behind the user's back");
+        let e = sink.dump(None).expect_err("the session file is gone").to_string();
+        assert!(e.contains("removed") && e.contains("file=PATH"), "{e}");
+        // The chunk written before the removal is read through the open
+        // file; the rest come from memory.
+        let out = dir.join("rescued.jfr");
+        sink.dump(Some(&out)).unwrap();
+        assert_eq!(std::fs::read(&out).unwrap(), b"onetwothree");
+        // Naming the old path again writes a new file there.
+        sink.store(b"four".to_vec());
+        sink.dump(Some(&session)).unwrap();
+        assert_eq!(std::fs::read(&session).unwrap(), b"four");
         let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -4,7 +4,6 @@
 
 use super::{DumpContext, Recording};
 use crate::jni_env::JniEnv;
-use crate::log;
 use crate::ticker::Tick;
 use crate::vm::Vm;
 use std::sync::{Arc, Mutex};
@@ -26,9 +25,7 @@ impl Tick for Writer {
         recording.drain();
         if let (true, Some(env)) = (recording.should_rotate(), env) {
             let ctx = DumpContext { jvmti: self.vm.jvmti(), env };
-            if let Err(e) = recording.rotate(&ctx, false) {
-                log::warn!("cannot write a recording chunk: {e}");
-            }
+            recording.rotate(&ctx, false);
         }
     }
 }
