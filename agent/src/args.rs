@@ -273,11 +273,10 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
     for (position, item) in input.split(',').enumerate() {
         if item.is_empty() {
             return Err(error(
-                "option string",
+                input,
                 format!(
-                    "item {} of '{}' is empty (options are separated by single commas, with none at either end)",
-                    position + 1,
-                    echo(input)
+                    "item {} is empty (options are separated by single commas, with none at either end)",
+                    position + 1
                 ),
             ));
         }
@@ -455,7 +454,7 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
         return Err(error(
             "interval",
             format!(
-                "'{}' sets the interval of CPU sampling (or of event=), which is not selected: only {} is; \
+                "'{}' sets the interval of CPU sampling (or of event=), which is not selected (selected: {}); \
                  give cpu=INTERVAL to sample CPU too",
                 echo(item("interval")),
                 selected.join(", ")

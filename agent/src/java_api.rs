@@ -179,11 +179,11 @@ pub fn bind_if_api_class(jvmti: Jvmti, env: JniEnv, class: ClassRef) {
 
 /// Binds the natives if the API class is already loaded (runtime attach).
 pub fn bind_loaded(jvmti: Jvmti, env: JniEnv) {
-    let Ok(classes) = jvmti.loaded_classes() else { return };
-    for class in classes {
-        bind_if_api_class(jvmti, env, class);
-        env.delete_local_ref(class);
-    }
+    let _ = env.with_loaded_classes(jvmti, |classes| {
+        for class in classes {
+            bind_if_api_class(jvmti, env, class);
+        }
+    });
 }
 
 macro_rules! exported {

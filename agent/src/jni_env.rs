@@ -1,6 +1,6 @@
 //! The few raw JNI calls control-plane code makes (not used by handlers).
 
-use crate::jvmti::{ClassRef, ThreadRef};
+use crate::jvmti::{ClassRef, Jvmti, JvmtiResult, ThreadRef};
 use jni::sys::{jfieldID, jint, jlong, jmethodID, jobject, jstring, jvalue, JNIEnv, JNINativeMethod, JNI_OK};
 use std::ffi::{c_void, CStr};
 use std::ptr;
@@ -31,6 +31,21 @@ impl JniEnv {
             unsafe { ((**self.0).v1_2.PopLocalFrame)(self.0, ptr::null_mut()) };
         }
         result
+    }
+
+    /// Runs `f` on every loaded class inside a local reference frame that
+    /// makes room for all their references (JVMTI creates one per class:
+    /// hundreds, where JNI promises 16 and `-Xcheck:jni` warns past 32),
+    /// released when `f` returns.
+    pub fn with_loaded_classes<R>(&self, jvmti: Jvmti, f: impl FnOnce(Vec<ClassRef>) -> R) -> JvmtiResult<R> {
+        self.with_local_frame(16, || {
+            let classes = jvmti.loaded_classes()?;
+            let room = jint::try_from(classes.len()).unwrap_or(jint::MAX);
+            // SAFETY: valid env of the calling thread. On failure (out of
+            // memory) the references exist anyway; only the check warns.
+            unsafe { ((**self.0).v1_2.EnsureLocalCapacity)(self.0, room) };
+            Ok(f(classes))
+        })
     }
 
     /// Releases a local class reference; `class` must not be used after.

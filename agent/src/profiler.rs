@@ -378,26 +378,25 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
 /// tell a wall-clock sample's thread state.
 fn preload_methods(vm: &Vm, env: JniEnv, blocking: bool) -> BlockingMethods {
     let jvmti = vm.jvmti();
-    let Ok(classes) = jvmti.loaded_classes() else {
-        return BlockingMethods::default();
-    };
-    let mut found = Vec::new();
-    for class in classes {
-        let methods = jvmti.class_methods(class).unwrap_or_default();
-        let signature = if blocking { jvmti.class_signature(class).ok() } else { None };
-        let wanted: Vec<_> = thread_state::BLOCKING_METHODS
-            .iter()
-            .filter(|(class_signature, _, _)| signature.as_deref() == Some(*class_signature))
-            .collect();
-        for method in methods.iter().filter(|_| !wanted.is_empty()) {
-            let Ok(name) = jvmti.method_name(*method) else { continue };
-            if let Some((_, _, state)) = wanted.iter().find(|(_, method_name, _)| name.name == *method_name) {
-                found.push((method.as_raw() as u64, *state));
+    let found = env.with_loaded_classes(jvmti, |classes| {
+        let mut found = Vec::new();
+        for class in classes {
+            let methods = jvmti.class_methods(class).unwrap_or_default();
+            let signature = if blocking { jvmti.class_signature(class).ok() } else { None };
+            let wanted: Vec<_> = thread_state::BLOCKING_METHODS
+                .iter()
+                .filter(|(class_signature, _, _)| signature.as_deref() == Some(*class_signature))
+                .collect();
+            for method in methods.iter().filter(|_| !wanted.is_empty()) {
+                let Ok(name) = jvmti.method_name(*method) else { continue };
+                if let Some((_, _, state)) = wanted.iter().find(|(_, method_name, _)| name.name == *method_name) {
+                    found.push((method.as_raw() as u64, *state));
+                }
             }
         }
-        env.delete_local_ref(class);
-    }
-    BlockingMethods::new(&found)
+        found
+    });
+    BlockingMethods::new(&found.unwrap_or_default())
 }
 
 /// Stops the session and writes its recording. Unless the JVM is dying

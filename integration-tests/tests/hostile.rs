@@ -132,3 +132,60 @@ fn unwritable_files_through_jcmd_are_errors_and_the_session_survives() {
     assert!(recording.samples().count() > 50, "{} samples", recording.samples().count());
     assert!(recording.counter("session_file_write_failures") >= 1);
 }
+
+/// What `-Xcheck:jni` prints (on the JVM's stdout, `tty`) when native
+/// code misuses JNI.
+fn assert_no_jni_warnings(label: &str, output: &std::process::Output) {
+    let text = format!("{}{}", stdout(output), stderr(output));
+    for warning in ["WARNING: JNI local refs", "WARNING in native method", "FATAL ERROR in native method"] {
+        assert!(!text.contains(warning), "{label}: {warning}:\n{text}");
+    }
+}
+
+/// `java -Xcheck:jni` with the agent in every mode and every entry point
+/// (-agentpath with a jcmd dump, a jcmd start, the Java API): no JNI
+/// warning. Starting used to list every loaded class as local references
+/// without room for them (`JNI local refs: 443, exceeds capacity: 32`).
+#[test]
+fn no_jni_warnings_under_xcheck_jni() {
+    let dir = scratch_dir("hostile-xcheck-jni");
+    let checked = |options: Option<&str>, main: &str, args: &[&str]| {
+        let mut command = java_command(options, &["-Xcheck:jni", "-Dfixture.gate=true"], main, args);
+        command.stdin(std::process::Stdio::piped());
+        ChildGuard::spawn(&mut command)
+    };
+
+    let session = dir.join("agentpath.jfr");
+    let options = format!("start,cpu=1ms,wall=5ms,alloc=64k,lock=1ms,file={}", session.display());
+    let mut run = checked(Some(&options), "CpuShares", &["2"]);
+    run.wait_for_line("READY");
+    let dumped = dir.join("dumped.jfr");
+    let result = attach_agent(run.id(), &format!("dump,file={}", dumped.display()));
+    assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stdout));
+    run.go();
+    let output = run.wait(HANG);
+    assert_success(&output);
+    assert_no_jni_warnings("agentpath", &output);
+    assert!(read_recording(&session).samples().count() > 0);
+    read_recording(&dumped);
+
+    let attached = dir.join("attached.jfr");
+    let mut run = checked(None, "CpuShares", &["2"]);
+    run.wait_for_line("READY");
+    let result = attach_agent(run.id(), &format!("start,cpu=1ms,wall=5ms,file={}", attached.display()));
+    assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stdout));
+    run.go();
+    let output = run.wait(HANG);
+    assert_success(&output);
+    assert_no_jni_warnings("jcmd", &output);
+    assert!(read_recording(&attached).samples().count() > 0);
+
+    let api = dir.join("api");
+    std::fs::create_dir_all(&api).unwrap();
+    let library = agent_library();
+    let run = checked(None, "ApiUse", &[library.to_str().unwrap(), api.to_str().unwrap()]);
+    let output = run.wait(HANG);
+    assert_success(&output);
+    assert!(stdout(&output).lines().any(|l| l == "DONE"), "{}", stdout(&output));
+    assert_no_jni_warnings("Java API", &output);
+}
