@@ -90,8 +90,12 @@ fn thread_without_jni_env_gets_a_marker_frame() {
     assert_eq!(frames, vec![Frame::error(CallTraceError::NotJavaThread)]);
 }
 
+/// Held by the tests that publish a sampler or need none published.
+static PUBLISHED: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn retire_hides_the_sampler_from_handlers() {
+    let _published = PUBLISHED.lock().unwrap_or_else(|p| p.into_inner());
     let s = Arc::new(sampler(64, attached));
     publish(&s);
     let mut ran = false;
@@ -101,4 +105,55 @@ fn retire_hides_the_sampler_from_handlers() {
     ran = false;
     with_active(|_| ran = true);
     assert!(!ran);
+}
+
+static FORWARDED: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn previous_handler(_signo: std::ffi::c_int, _info: *mut libc::siginfo_t, _ucontext: *mut c_void) {
+    FORWARDED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+}
+
+fn disposition(handler: libc::sighandler_t, flags: std::ffi::c_int) -> libc::sigaction {
+    // SAFETY: an all-zero sigaction is a valid value.
+    let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+    action.sa_sigaction = handler;
+    action.sa_flags = flags;
+    action
+}
+
+/// With no session published, even a signal that looks like ours (a late
+/// wall-clock signal, a late perf signal) is not sampled: it goes to the
+/// handler that was there before ours, unless that was the default
+/// disposition or ignore (the default would terminate the JVM).
+#[test]
+fn a_signal_with_no_session_goes_to_the_previous_handler_unless_default_or_ignore() {
+    use chain::{PREVIOUS_SIGPROF, PREVIOUS_SIGVTALRM};
+    use handler::{on_sigprof, on_sigvtalrm};
+    use siginfo::RawSiginfo;
+    use std::sync::atomic::Ordering::SeqCst;
+    let _published = PUBLISHED.lock().unwrap_or_else(|p| p.into_inner());
+    // SAFETY: getpid and getuid have no preconditions.
+    let (pid, uid) = unsafe { (libc::getpid(), libc::getuid()) };
+    let mut wall = RawSiginfo::queued(libc::SIGVTALRM, pid, uid, origin::wall_payload(1));
+    // SAFETY: an all-zero siginfo is a valid value (a kill from pid 0).
+    let mut plain: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let wall_info = (&mut wall as *mut RawSiginfo).cast::<libc::siginfo_t>();
+    let plain_info: *mut libc::siginfo_t = &mut plain;
+    let cases: [(&chain::PreviousAction, &dyn Fn()); 2] = [
+        (&PREVIOUS_SIGVTALRM, &|| on_sigvtalrm(libc::SIGVTALRM, wall_info, std::ptr::null_mut())),
+        (&PREVIOUS_SIGPROF, &|| on_sigprof(libc::SIGPROF, plain_info, std::ptr::null_mut())),
+    ];
+    for (previous, deliver) in cases {
+        let before = FORWARDED.load(SeqCst);
+        // SAFETY: no handler of ours is installed in unit tests.
+        unsafe { previous.set(disposition(previous_handler as usize, libc::SA_SIGINFO)) };
+        deliver();
+        assert_eq!(FORWARDED.load(SeqCst), before + 1, "passed to the previous handler");
+        for default_or_ignore in [libc::SIG_DFL, libc::SIG_IGN] {
+            // SAFETY: as above.
+            unsafe { previous.set(disposition(default_or_ignore, 0)) };
+            deliver();
+            assert_eq!(FORWARDED.load(SeqCst), before + 1, "dropped, not applied");
+        }
+    }
 }
