@@ -329,6 +329,9 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
     if current.is_some() {
         return Err(state("start: profiling is already running (stop it first)"));
     }
+    if unsaved().take().is_some() {
+        log::error!("start: the recording of the previous session, which its stop could not write, is discarded");
+    }
     if options.cpu.is_none() && options.wall.is_none() && options.alloc.is_none() && options.lock.is_none() {
         return Err(argument("start: no event selected (cpu, wall, alloc or lock)"));
     }
@@ -399,13 +402,26 @@ fn preload_methods(vm: &Vm, env: JniEnv, blocking: bool) -> BlockingMethods {
     BlockingMethods::new(&found.unwrap_or_default())
 }
 
+/// The recording of a stopped session that its `stop` could not write
+/// (the file failed after the check: disk full, ...), kept for a later
+/// `stop,file=PATH` (or `stop`, if the session file takes it again).
+static UNSAVED: Mutex<Option<Arc<Mutex<Recording>>>> = Mutex::new(None);
+
+fn unsaved() -> std::sync::MutexGuard<'static, Option<Arc<Mutex<Recording>>>> {
+    UNSAVED.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// Stops the session and writes its recording. Unless the JVM is dying
 /// (`checked`), the target is checked first: if the recording could not be
-/// written there, profiling continues and the error says why.
+/// written there, profiling continues and the error says why. If writing
+/// fails anyway, the recording is kept (see [`UNSAVED`]).
 fn stop(file: Option<&str>, env: Option<JniEnv>, checked: bool) -> CommandResult<String> {
     let path = file.map(output_path);
     let mut current = session();
-    let running = current.as_ref().ok_or_else(|| state("stop: profiling is not running"))?;
+    let Some(running) = current.as_ref() else {
+        drop(current);
+        return write_unsaved(path);
+    };
     if checked {
         let mut recording = running.recording.lock().unwrap_or_else(|p| p.into_inner());
         recording.check_target(path.as_deref()).map_err(|e| {
@@ -419,13 +435,32 @@ fn stop(file: Option<&str>, env: Option<JniEnv>, checked: bool) -> CommandResult
     session.ticker.stop();
     let mut recording = session.recording.lock().unwrap_or_else(|p| p.into_inner());
     log::info!("profiling stopped after {} s", session.started.elapsed().as_secs());
-    let result = if path.is_none() && recording.session_path().is_none() {
-        Ok("Profiling stopped; no file was given, so the data since the last dump was discarded".to_owned())
-    } else {
-        write_recording(&mut recording, env, path, true)
-            .map(|written| format!("Profiling stopped; recording written to {}", shown(&written)))
-    };
-    result
+    if path.is_none() && recording.session_path().is_none() {
+        return Ok("Profiling stopped; no file was given, so the data since the last dump was discarded".to_owned());
+    }
+    match write_recording(&mut recording, env, path, true) {
+        Ok(written) => Ok(format!("Profiling stopped; recording written to {}", shown(&written))),
+        Err(e) => {
+            drop(recording);
+            *unsaved() = Some(session.recording);
+            Err(CommandError {
+                kind: e.kind,
+                message: format!("{e}; profiling stopped, and its recording is kept: stop,file=PATH writes it"),
+            })
+        }
+    }
+}
+
+/// `stop` with no session running: writes the recording a failed `stop`
+/// kept, if there is one.
+fn write_unsaved(path: Option<PathBuf>) -> CommandResult<String> {
+    let mut kept = unsaved();
+    let Some(recording) = kept.as_ref() else { return Err(state("stop: profiling is not running")) };
+    let written = recording.lock().unwrap_or_else(|p| p.into_inner()).write_kept(path.as_deref()).map_err(|e| {
+        io(format!("stop: the stopped session's recording is still kept, as it cannot be written: {e}"))
+    })?;
+    *kept = None;
+    Ok(format!("The stopped session's recording was written to {}", shown(&written)))
 }
 
 /// Writes the data since the previous dump to `path` (or the session
@@ -460,6 +495,9 @@ fn write_recording(
 
 /// VM death: a running session is stopped and its recording written.
 pub fn on_vm_death(env: Option<JniEnv>) {
+    if unsaved().is_some() {
+        log::error!("the recording of a stopped session, which its stop could not write, is lost with the JVM");
+    }
     if is_running() {
         match stop(None, env, false) {
             Ok(message) => log::info!("{message}"),

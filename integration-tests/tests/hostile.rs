@@ -189,3 +189,48 @@ fn no_jni_warnings_under_xcheck_jni() {
     assert!(stdout(&output).lines().any(|l| l == "DONE"), "{}", stdout(&output));
     assert_no_jni_warnings("Java API", &output);
 }
+
+/// Limits the size of files the JVM `pid` may write (`RLIMIT_FSIZE`): past
+/// it writes fail with EFBIG, as on a full disk (HotSpot ignores SIGXFSZ).
+fn limit_file_size(pid: u32, bytes: u64) {
+    let limit = libc::rlimit { rlim_cur: bytes, rlim_max: libc::RLIM_INFINITY };
+    // SAFETY: a valid rlimit for our own child process; no old value wanted.
+    let status = unsafe { libc::prlimit(pid as libc::pid_t, libc::RLIMIT_FSIZE, &limit, std::ptr::null_mut()) };
+    assert_eq!(status, 0, "prlimit: {}", std::io::Error::last_os_error());
+}
+
+/// Writes that fail after `start` (files limited to 4 KiB, as on a full
+/// disk): a dump to the session file is an error and the chunk is kept;
+/// a `stop` whose write fails after its check keeps the stopped session's
+/// recording; once files can grow again, `stop,file=` writes all of it.
+#[test]
+fn a_recording_that_cannot_be_written_is_kept_until_it_can() {
+    let dir = scratch_dir("hostile-file-full");
+    let session = dir.join("session.jfr");
+    let options = format!("start,cpu=1ms,file={}", session.display());
+    let mut run = ChildGuard::spawn(&mut gated_java_command(Some(&options), "CpuShares", &["3"]));
+    run.wait_for_line("READY");
+    limit_file_size(run.id(), 4096);
+    run.go();
+    let refused = |result: std::process::Output, what: &str| {
+        let text = String::from_utf8_lossy(&result.stdout).into_owned();
+        assert!(text.contains("return code: -1") || !result.status.success(), "{what}: {text}");
+    };
+    refused(attach_agent(run.id(), "dump"), "dump to the full session file");
+    let rescued = dir.join("rescued.jfr");
+    let stop = format!("stop,file={}", rescued.display());
+    refused(attach_agent(run.id(), &stop), "stop to a full disk");
+    limit_file_size(run.id(), libc::RLIM_INFINITY);
+    let result = attach_agent(run.id(), &stop);
+    assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stdout));
+    let output = run.wait(HANG);
+    assert_success(&output);
+    let err = stderr(&output);
+    assert!(err.contains("cannot write the session file") && err.contains("kept in memory"), "{err}");
+    assert!(err.contains("its recording is kept: stop,file=PATH writes it"), "{err}");
+    let recording = read_recording(&rescued);
+    assert!(recording.samples().count() > 0);
+    assert!(recording.counter("session_file_write_failures") >= 1);
+    assert_eq!(recording.counter("chunks_dropped"), 0);
+    assert_eq!(recording.counter("chunks_written"), 2, "the dump's chunk and the last one");
+}

@@ -176,6 +176,12 @@ impl Recording {
         self.sink.store(finished.bytes);
     }
 
+    /// Writes what the sink still holds (a stopped session's chunks that
+    /// could not be written) to `path`, or the session file.
+    pub fn write_kept(&mut self, path: Option<&Path>) -> io::Result<PathBuf> {
+        self.sink.dump(path)
+    }
+
     /// Whether a dump to `path` can be written (see [`Sink::check_target`]).
     pub fn check_target(&mut self, path: Option<&Path>) -> io::Result<()> {
         self.sink.check_target(path)
