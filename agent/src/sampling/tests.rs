@@ -146,7 +146,7 @@ fn a_signal_with_no_session_goes_to_the_previous_handler_unless_default_or_ignor
     for (previous, deliver) in cases {
         let before = FORWARDED.load(SeqCst);
         // SAFETY: no handler of ours is installed in unit tests.
-        unsafe { previous.set(disposition(previous_handler as usize, libc::SA_SIGINFO)) };
+        unsafe { previous.set(disposition(previous_handler as *const () as usize, libc::SA_SIGINFO)) };
         deliver();
         assert_eq!(FORWARDED.load(SeqCst), before + 1, "passed to the previous handler");
         for default_or_ignore in [libc::SIG_DFL, libc::SIG_IGN] {
