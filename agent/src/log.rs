@@ -18,7 +18,7 @@ pub fn configure(level: LogLevel, path: Option<&str>) {
     let file = path.and_then(|p| match File::options().create(true).append(true).open(p) {
         Ok(f) => Some(f),
         Err(e) => {
-            eprintln!("[profiler] WARN: cannot open log file {p}: {e}; logging to stderr");
+            eprintln!("[profiler] WARN: cannot open log file {}: {e}; logging to stderr", crate::args::echo(p));
             None
         }
     });

@@ -89,6 +89,12 @@ fn an_unwritable_file_at_agentpath_refuses_to_start_the_jvm() {
         assert!(err.contains("cannot write the recording to") && err.contains(reason), "{path}: {err}");
         assert!(!stdout(&output).contains("cpu heavy"), "{path}: the program ran");
     }
+    // A 100 KB path is refused with a message that repeats 200 characters of it.
+    let long = format!("{}/{}", dir.display(), "p".repeat(100_000));
+    let output = run_java(Some(&format!("start,file={long}")), "CpuShares", &["0"], HANG);
+    assert!(!output.status.success());
+    let err = stderr(&output);
+    assert!(err.len() < 2000 && err.contains("bytes in all)") && err.contains("File name too long"), "{err}");
 }
 
 /// jcmd: a `start` whose file cannot be written is an error (with the
