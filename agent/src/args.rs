@@ -53,6 +53,10 @@ pub const MAX_JSTACKDEPTH: u32 = 65_536;
 const COSTLY_JSTACKDEPTH: u32 = 8192;
 /// At most this many context attributes (`attributes=`).
 pub const MAX_ATTRIBUTES: usize = 8;
+/// The profiler's CPU use, in percent of one core, past which the overhead
+/// governor stretches the sampling intervals (`overhead=`; 0: never).
+pub const DEFAULT_OVERHEAD_PERCENT: u32 = 5;
+const MAX_OVERHEAD_PERCENT: u32 = 1000;
 /// Contended lock waits recorded from this long by default (`lock`): the
 /// JDK's own profiling threshold.
 pub const DEFAULT_LOCK_THRESHOLD: Duration = Duration::from_millis(10);
@@ -80,7 +84,7 @@ pub struct Limits {
 /// Intervals beyond a minute sample (or report) almost nothing: surely a
 /// typo (`interval=10000` meant as milliseconds is 10 us, the other way
 /// round `10000s`).
-const MAX_INTERVAL: Duration = Duration::from_secs(60);
+pub const MAX_INTERVAL: Duration = Duration::from_secs(60);
 
 /// `cpu`, `interval`: every sample interrupts the running thread and walks
 /// its stack (a few to tens of microseconds), so at 100 us a thread spends
@@ -150,6 +154,9 @@ pub struct Options {
     pub dialect: Dialect,
     /// Sample only threads added to the filter (`filter`).
     pub filter: bool,
+    /// The overhead governor's ceiling, percent of one core (`overhead=`;
+    /// 0 turns it off).
+    pub overhead: u32,
     pub log_file: Option<String>,
     pub log_level: LogLevel,
     /// Accepted settings that cost a lot, to be logged at `start`.
@@ -174,6 +181,7 @@ impl Default for Options {
             attributes: Vec::new(),
             dialect: Dialect::default(),
             filter: false,
+            overhead: DEFAULT_OVERHEAD_PERCENT,
             log_file: None,
             log_level: LogLevel::Warn,
             warnings: Vec::new(),
@@ -250,7 +258,7 @@ fn limit(key: &str, value: Duration, limits: &Limits, warnings: &mut Vec<String>
 
 const OPTION_NAMES: &str =
     "start, stop, dump, status, version, event, cpu, wall, alloc, live, lock, walltpt, interval, file, jfr, \
-     cstack, jstackdepth, remotesym, verifywalk, attributes, jfrdialect, filter, log, loglevel";
+     cstack, jstackdepth, remotesym, verifywalk, attributes, jfrdialect, filter, overhead, log, loglevel";
 
 /// Parses a comma-separated option string. An empty string is valid (the
 /// agent is loaded and waits for commands). Every option is given at most
@@ -402,6 +410,19 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
                 let text = required(key, value)?;
                 options.dialect = Dialect::from_name(text)
                     .ok_or_else(|| error(key, format!("unknown dialect '{}' (accepted: jdk, datadog)", echo(text))))?;
+            }
+            "overhead" => {
+                let v = required(key, value)?;
+                let accepted = format!("accepted: 0 (off) to {MAX_OVERHEAD_PERCENT}, percent of one core");
+                let percent: u32 = v
+                    .strip_suffix('%')
+                    .unwrap_or(v)
+                    .parse()
+                    .map_err(|_| error(key, format!("'{}' is not a number ({accepted})", echo(v))))?;
+                if percent > MAX_OVERHEAD_PERCENT {
+                    return Err(error(key, format!("{percent} is out of range ({accepted})")));
+                }
+                options.overhead = percent;
             }
             "log" => options.log_file = Some(required(key, value)?.to_owned()),
             "loglevel" => options.log_level = parse_log_level(key, required(key, value)?)?,
@@ -987,6 +1008,17 @@ mod tests {
         assert_eq!(echo("short"), "short");
         let cut = echo(&"é".repeat(300));
         assert!(cut.starts_with(&"é".repeat(200)) && cut.ends_with("… (600 bytes in all)"), "{cut}");
+    }
+
+    #[test]
+    fn overhead_is_a_percentage_of_one_core() {
+        assert_eq!(parse("start").unwrap().overhead, DEFAULT_OVERHEAD_PERCENT);
+        assert_eq!(parse("start,overhead=2").unwrap().overhead, 2);
+        assert_eq!(parse("start,overhead=15%").unwrap().overhead, 15);
+        assert_eq!(parse("start,overhead=0").unwrap().overhead, 0);
+        for bad in ["overhead=", "overhead=lots", "overhead=1001", "overhead=-1"] {
+            assert_eq!(err(bad).option, "overhead", "{bad}");
+        }
     }
 
     #[test]

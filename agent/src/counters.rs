@@ -44,6 +44,7 @@ counters! {
     RemoteBuildIdCacheHits => "remote_symbolication_build_id_cache_hits",
     ForeignSignals => "signals_forwarded",
     WallTicksSkipped => "wall_ticks_skipped",
+    OverheadStretches => "overhead_stretches",
     HandlerNanos => "handler_ns_total",
     HandlerNanosMedian => "handler_ns_p50",
     HandlerNanosP99 => "handler_ns_p99",

@@ -17,6 +17,7 @@ pub mod dictionary;
 pub mod engine;
 pub mod entry;
 pub mod existing_threads;
+pub mod governor;
 pub mod java_api;
 pub mod jdk_support;
 pub mod jni_env;

@@ -6,6 +6,7 @@ use crate::context;
 use crate::counters;
 use crate::engine;
 use crate::existing_threads;
+use crate::governor::Governor;
 use crate::jni_env::JniEnv;
 use crate::jvmti_samples::JvmtiSamples;
 use crate::libraries::sections::Wanted;
@@ -226,6 +227,7 @@ fn settings(options: &Options, cpu_engine: Option<&str>) -> Vec<(String, String)
         ("attributes".into(), options.attributes.join(";")),
         ("jfrdialect".into(), options.dialect.name().into()),
         ("filter".into(), options.filter.to_string()),
+        ("overhead".into(), format!("{}%", options.overhead)),
         ("version".into(), version()),
     ]);
     settings
@@ -365,6 +367,10 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
         ticks.push(Box::new(RefreshTick(Arc::clone(&native.libraries))));
     }
     ticks.push(Box::new(Writer::new(vm, Arc::clone(&recording))));
+    let cpu_interval = options.cpu.map(|(_, interval)| interval).filter(|_| cpu_engine.is_some());
+    if options.overhead > 0 && (cpu_interval.is_some() || options.wall.is_some()) {
+        ticks.push(Box::new(Governor::new(options.overhead, cpu_interval, options.wall, Arc::clone(&recording))));
+    }
     let ticker = Ticker::spawn(vm, ticks).map_err(|e| {
         disarm();
         io(format!("cannot start the writer thread: {e}"))

@@ -20,6 +20,19 @@ fn timespec(d: Duration) -> libc::timespec {
     libc::timespec { tv_sec: d.as_secs() as libc::time_t, tv_nsec: d.subsec_nanos() as libc::c_long }
 }
 
+/// Sets `timer` to expire every `interval` of its thread's CPU time.
+///
+/// # Safety
+/// `timer` must be a live timer of this process.
+unsafe fn arm(timer: libc::timer_t, interval: Duration) -> io::Result<()> {
+    let spec = libc::itimerspec { it_interval: timespec(interval), it_value: timespec(interval) };
+    // SAFETY: per the contract, a live timer; a valid itimerspec.
+    if unsafe { libc::timer_settime(timer, 0, &spec, std::ptr::null_mut()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 pub struct CtimerEngine {
     interval: Duration,
     timers: HashMap<u32, libc::timer_t>,
@@ -58,10 +71,8 @@ impl CpuEngine for CtimerEngine {
         if unsafe { libc::timer_create(thread_cpu_clock(tid), &mut event, &mut timer) } != 0 {
             return Err(io::Error::last_os_error());
         }
-        let spec = libc::itimerspec { it_interval: timespec(self.interval), it_value: timespec(self.interval) };
         // SAFETY: arming the timer we just created.
-        if unsafe { libc::timer_settime(timer, 0, &spec, std::ptr::null_mut()) } != 0 {
-            let error = io::Error::last_os_error();
+        if let Err(error) = unsafe { arm(timer, self.interval) } {
             // SAFETY: deleting our own timer.
             unsafe { libc::timer_delete(timer) };
             return Err(error);
@@ -75,6 +86,18 @@ impl CpuEngine for CtimerEngine {
             // SAFETY: deleting our own timer.
             unsafe { libc::timer_delete(timer) };
         }
+    }
+
+    fn set_interval(&mut self, interval: Duration) -> io::Result<()> {
+        self.interval = interval;
+        let mut result = Ok(());
+        for &timer in self.timers.values() {
+            // SAFETY: one of our live timers.
+            if let Err(e) = unsafe { arm(timer, interval) } {
+                result = Err(e);
+            }
+        }
+        result
     }
 
     fn stop(&mut self) {

@@ -49,6 +49,14 @@ impl CpuEngine for ItimerEngine {
 
     fn remove_thread(&mut self, _tid: u32) {}
 
+    fn set_interval(&mut self, interval: Duration) -> io::Result<()> {
+        self.interval = interval;
+        if self.armed {
+            self.set(interval.max(Duration::from_micros(1)))?;
+        }
+        Ok(())
+    }
+
     fn stop(&mut self) {
         if self.armed {
             let _ = self.set(Duration::ZERO);

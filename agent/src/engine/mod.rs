@@ -32,6 +32,9 @@ pub trait CpuEngine: Send {
     /// Starts sampling `tid` (idempotent).
     fn add_thread(&mut self, tid: u32) -> io::Result<()>;
     fn remove_thread(&mut self, tid: u32);
+    /// Samples every `interval` from now on, on every thread (the
+    /// overhead governor's stretch).
+    fn set_interval(&mut self, interval: Duration) -> io::Result<()>;
     /// Disarms everything.
     fn stop(&mut self);
 }
@@ -111,6 +114,12 @@ pub fn stop() {
             log::warn!("cannot restore the SIGPROF handler: {e}");
         }
     }
+}
+
+/// Changes the armed CPU engine's interval (no engine: nothing to do).
+pub fn set_interval(interval: Duration) -> io::Result<()> {
+    let mut active = ACTIVE.lock().map_err(|_| io::Error::other("engine state poisoned"))?;
+    active.as_mut().map_or(Ok(()), |armed| armed.engine.set_interval(interval))
 }
 
 /// A thread started (JVMTI ThreadStart, on that thread).

@@ -17,6 +17,8 @@ const FLAG_EXCLUDE_KERNEL: u64 = 1 << 5;
 const FLAG_EXCLUDE_HV: u64 = 1 << 6;
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
 const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
+/// `_IOW('$', 4, __u64)`: a new sample period for a running counter.
+const PERF_EVENT_IOC_PERIOD: libc::c_ulong = 0x4008_2404;
 /// fcntl commands and `struct f_owner_ex` from <fcntl.h> (Linux).
 const F_SETSIG: libc::c_int = 10;
 const F_SETOWN_EX: libc::c_int = 15;
@@ -166,6 +168,18 @@ impl CpuEngine for PerfEngine {
         if let Some(fd) = self.fds.remove(&tid) {
             close_counter(&self.origins, fd);
         }
+    }
+
+    fn set_interval(&mut self, interval: Duration) -> io::Result<()> {
+        self.period_ns = interval.as_nanos().max(1) as u64;
+        let mut result = Ok(());
+        for &fd in self.fds.values() {
+            // SAFETY: ioctl on our own perf fd with a pointer to the new period.
+            if unsafe { libc::ioctl(fd, PERF_EVENT_IOC_PERIOD as _, &self.period_ns as *const u64) } != 0 {
+                result = Err(io::Error::last_os_error());
+            }
+        }
+        result
     }
 
     fn stop(&mut self) {

@@ -9,6 +9,7 @@
 //! the thread filter on, only threads in the filter are eligible.
 
 use super::signals::{self, Pending};
+use crate::clock;
 use crate::counters::{self, Counter};
 use crate::log;
 use crate::os_thread::current_tid;
@@ -17,7 +18,7 @@ use crate::sampling::handler::on_sigvtalrm;
 use crate::sampling::origin::wall_payload;
 use crate::sampling::siginfo::RawSiginfo;
 use crate::threads::process_threads;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -25,7 +26,7 @@ use std::time::{Duration, Instant};
 const REFRESH: Duration = Duration::from_millis(100);
 
 struct Running {
-    stop: Arc<StopSignal>,
+    control: Arc<Control>,
     thread: JoinHandle<()>,
 }
 
@@ -56,17 +57,28 @@ fn signal(pid: i32, uid: u32, tid: u32, weight: u32) -> bool {
     unsafe { libc::syscall(libc::SYS_rt_tgsigqueueinfo, pid, tid as i32, libc::SIGVTALRM, &info) == 0 }
 }
 
-/// The sampler thread's stop request. The flag is read without a lock
-/// between signals; the mutex is held only while waiting between ticks, so
-/// [`stop`] never waits for a tick that overruns (nor for any tick).
+/// What the control plane shares with the sampler thread: the stop
+/// request, the interval (the overhead governor may stretch it) and the
+/// thread's CPU time (for the governor). The stop flag is read without a
+/// lock between signals; the mutex is held only while waiting between
+/// ticks, so [`stop`] never waits for a tick that overruns (nor for any
+/// tick).
 #[derive(Default)]
-struct StopSignal {
+struct Control {
     requested: AtomicBool,
     lock: Mutex<()>,
     wake: Condvar,
+    interval_ns: AtomicU64,
+    cpu_ns: AtomicU64,
 }
 
-impl StopSignal {
+impl Control {
+    fn new(interval: Duration) -> Self {
+        let control = Self::default();
+        control.set_interval(interval);
+        control
+    }
+
     fn requested(&self) -> bool {
         self.requested.load(Ordering::Acquire)
     }
@@ -75,6 +87,14 @@ impl StopSignal {
         let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
         self.requested.store(true, Ordering::Release);
         self.wake.notify_all();
+    }
+
+    fn interval(&self) -> Duration {
+        Duration::from_nanos(self.interval_ns.load(Ordering::Relaxed).max(1))
+    }
+
+    fn set_interval(&self, interval: Duration) {
+        self.interval_ns.store(u64::try_from(interval.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
     }
 
     /// Sleeps until `deadline` or a stop request; true if stop was requested.
@@ -122,7 +142,7 @@ impl Schedule {
     }
 }
 
-fn run(interval: Duration, per_tick: usize, sampled: &dyn Fn(u32) -> bool, stop: &StopSignal) {
+fn run(per_tick: usize, sampled: &dyn Fn(u32) -> bool, control: &Control) {
     let own = current_tid();
     // SAFETY: getpid and getuid have no preconditions.
     let (pid, uid) = unsafe { (libc::getpid(), libc::getuid()) };
@@ -130,13 +150,17 @@ fn run(interval: Duration, per_tick: usize, sampled: &dyn Fn(u32) -> bool, stop:
     let mut eligible: Vec<u32> = Vec::new();
     let mut refreshed: Option<Instant> = None;
     let mut rotation = Rotation::default();
-    let mut schedule = Schedule::new(Instant::now(), interval);
+    let mut schedule = Schedule::new(Instant::now(), control.interval());
     loop {
+        if control.interval() != schedule.interval {
+            schedule = Schedule::new(Instant::now(), control.interval());
+        }
         let (next, skipped) = schedule.next(Instant::now());
         if skipped > 0 {
             counters::add(Counter::WallTicksSkipped, skipped);
         }
-        if stop.wait_until(next) {
+        control.cpu_ns.store(clock::thread_cpu_ns(), Ordering::Relaxed);
+        if control.wait_until(next) {
             return;
         }
         if refreshed.is_none_or(|t| t.elapsed() >= REFRESH) {
@@ -149,7 +173,7 @@ fn run(interval: Duration, per_tick: usize, sampled: &dyn Fn(u32) -> bool, stop:
         eligible.extend(threads.iter().copied().filter(|&tid| sampled(tid)));
         let (chosen, weight) = rotation.next(&eligible, per_tick);
         for tid in chosen {
-            if stop.requested() {
+            if control.requested() {
                 return;
             }
             signal(pid, uid, tid, weight);
@@ -170,14 +194,14 @@ pub fn start(
     }
     signals::install(libc::SIGVTALRM, on_sigvtalrm, &PREVIOUS_SIGVTALRM)
         .map_err(|e| format!("cannot install the SIGVTALRM handler: {e}"))?;
-    let stop = Arc::new(StopSignal::default());
-    let flag = Arc::clone(&stop);
+    let control = Arc::new(Control::new(interval));
+    let shared = Arc::clone(&control);
     let spawned = std::thread::Builder::new()
         .name("profiler-wall".to_owned())
-        .spawn(move || run(interval, threads_per_tick.max(1), &sampled, &flag));
+        .spawn(move || run(threads_per_tick.max(1), &sampled, &shared));
     match spawned {
         Ok(thread) => {
-            *running = Some(Running { stop, thread });
+            *running = Some(Running { control, thread });
             Ok(())
         }
         Err(e) => {
@@ -185,6 +209,19 @@ pub fn start(
             Err(format!("cannot start the wall-clock thread: {e}"))
         }
     }
+}
+
+/// Changes the running sampler's interval (from its next tick).
+pub fn set_interval(interval: Duration) {
+    if let Some(running) = RUNNING.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+        running.control.set_interval(interval);
+    }
+}
+
+/// CPU time the sampler thread has used (as of its last tick; 0 when not
+/// running).
+pub fn thread_cpu_ns() -> u64 {
+    RUNNING.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map_or(0, |r| r.control.cpu_ns.load(Ordering::Relaxed))
 }
 
 /// Stops the sampler thread, then restores the previous SIGVTALRM handler
@@ -195,7 +232,7 @@ pub fn stop() {
     let Some(running) = RUNNING.lock().unwrap_or_else(|p| p.into_inner()).take() else {
         return;
     };
-    running.stop.request();
+    running.control.request();
     if running.thread.join().is_err() {
         log::error!("the wall-clock thread panicked");
     }
@@ -244,7 +281,7 @@ mod tests {
 
     #[test]
     fn stop_is_seen_without_waiting_for_the_deadline() {
-        let stop = StopSignal::default();
+        let stop = Control::default();
         assert!(!stop.wait_until(Instant::now()), "a deadline already past returns at once");
         stop.request();
         let started = Instant::now();

@@ -96,6 +96,12 @@ impl ChunkBuilder {
         }
     }
 
+    /// Records a setting that changed at `now_mono_ns` (CLOCK_MONOTONIC).
+    pub fn add_setting(&mut self, now_mono_ns: u64, name: &str, value: &str) {
+        let start_ticks = ticks(now_mono_ns);
+        self.writer.write(&ActiveSetting { start_ticks, event_type: schema::id::EXECUTION_SAMPLE, name, value });
+    }
+
     pub fn event_bytes(&self) -> usize {
         self.writer.event_bytes()
     }

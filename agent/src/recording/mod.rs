@@ -176,6 +176,16 @@ impl Recording {
         self.sink.store(finished.bytes);
     }
 
+    /// Changes (or adds) a setting: recorded now in the current chunk, and
+    /// at the start of every later one.
+    pub fn update_setting(&mut self, name: &str, value: String) {
+        self.chunk.add_setting(clock::monotonic_ns(), name, &value);
+        match self.settings.iter_mut().find(|(n, _)| n == name) {
+            Some(setting) => setting.1 = value,
+            None => self.settings.push((name.to_owned(), value)),
+        }
+    }
+
     /// Writes what the sink still holds (a stopped session's chunks that
     /// could not be written) to `path`, or the session file.
     pub fn write_kept(&mut self, path: Option<&Path>) -> io::Result<PathBuf> {

@@ -1,0 +1,157 @@
+//! The overhead governor (`overhead=`): a tick on the session's ticker
+//! that measures the CPU time the profiler spends — its signal handlers
+//! (the handler-time counter), the wall-clock sampler thread and the
+//! ticker thread itself (draining samples, writing chunks) — and, when a
+//! window's share of one core passes the ceiling, stretches the CPU and
+//! wall-clock sampling intervals (doubling them, up to the parser's
+//! ceiling). Each stretch is counted (`overhead_stretches`) and recorded in
+//! the settings (`overhead_stretch`, and the `interval` and `wall` now in
+//! force); the first one is logged. Intervals are
+//! never shrunk back within a session. Control plane only.
+//!
+//! Not measured: JVMTI allocation and lock callbacks (they run on the
+//! application's threads, inside the JVM's own event machinery).
+
+use crate::args::MAX_INTERVAL;
+use crate::clock;
+use crate::counters::{self, Counter};
+use crate::engine;
+use crate::jni_env::JniEnv;
+use crate::log;
+use crate::recording::Recording;
+use crate::ticker::Tick;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long the profiler's CPU use is averaged before it is judged: long
+/// enough that a burst (a chunk written, the JIT warming up) is not taken
+/// for the steady cost.
+const WINDOW: Duration = Duration::from_secs(2);
+
+/// The stretch after a window in which the profiler used `cost` of CPU
+/// time over `elapsed`: doubled while above `ceiling_percent` of one core,
+/// up to where `base * stretch` would pass the interval ceiling.
+pub fn next_stretch(stretch: u32, cost: Duration, elapsed: Duration, ceiling_percent: u32, base: Duration) -> u32 {
+    let over = cost.as_nanos() * 100 > elapsed.as_nanos() * u128::from(ceiling_percent);
+    let doubled = stretch.saturating_mul(2);
+    if over && base.saturating_mul(doubled) <= MAX_INTERVAL {
+        doubled
+    } else {
+        stretch
+    }
+}
+
+pub struct Governor {
+    ceiling_percent: u32,
+    cpu: Option<Duration>,
+    wall: Option<Duration>,
+    stretch: u32,
+    window_start: Instant,
+    cost_at_start: Duration,
+    recording: Arc<Mutex<Recording>>,
+}
+
+/// The profiler's CPU time so far this session. Runs on the ticker thread.
+fn profiler_cpu() -> Duration {
+    Duration::from_nanos(
+        counters::get(Counter::HandlerNanos)
+            .saturating_add(engine::wall::thread_cpu_ns())
+            .saturating_add(clock::thread_cpu_ns()),
+    )
+}
+
+impl Governor {
+    /// A governor of the CPU interval `cpu` and the wall-clock interval
+    /// `wall` (those sampled), holding the profiler under
+    /// `ceiling_percent` of one core.
+    pub fn new(
+        ceiling_percent: u32,
+        cpu: Option<Duration>,
+        wall: Option<Duration>,
+        recording: Arc<Mutex<Recording>>,
+    ) -> Self {
+        Self {
+            ceiling_percent,
+            cpu,
+            wall,
+            stretch: 1,
+            window_start: Instant::now(),
+            cost_at_start: Duration::ZERO,
+            recording,
+        }
+    }
+
+    fn apply(&mut self, stretch: u32, used_percent: u128) {
+        self.stretch = stretch;
+        let stretched = |d: Duration| d.saturating_mul(stretch).min(MAX_INTERVAL);
+        if let Some(cpu) = self.cpu {
+            if let Err(e) = engine::set_interval(stretched(cpu)) {
+                log::warn!("cannot stretch the CPU sampling interval: {e}");
+            }
+        }
+        if let Some(wall) = self.wall {
+            engine::wall::set_interval(stretched(wall));
+        }
+        let first = counters::get(Counter::OverheadStretches) == 0;
+        counters::increment(Counter::OverheadStretches);
+        let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
+        recording.update_setting("overhead_stretch", stretch.to_string());
+        for (setting, base) in [("interval", self.cpu), ("wall", self.wall)] {
+            if let Some(base) = base {
+                recording.update_setting(setting, format!("{} ns", stretched(base).as_nanos()));
+            }
+        }
+        drop(recording);
+        if first {
+            let intervals: Vec<String> = [("cpu", self.cpu), ("wall", self.wall)]
+                .iter()
+                .filter_map(|(name, base)| base.map(|d| format!("{name} {:?}", stretched(d))))
+                .collect();
+            log::warn!(
+                "the profiler used {used_percent}% of one core, above overhead={}%: sampling intervals stretched \
+                 {stretch}x ({}); further stretches are counted (overhead_stretches), not logged",
+                self.ceiling_percent,
+                intervals.join(", ")
+            );
+        }
+    }
+}
+
+impl Tick for Governor {
+    fn tick(&mut self, _env: Option<JniEnv>) {
+        let elapsed = self.window_start.elapsed();
+        if elapsed < WINDOW {
+            return;
+        }
+        let cost = profiler_cpu();
+        let used = cost.saturating_sub(self.cost_at_start);
+        self.window_start = Instant::now();
+        self.cost_at_start = cost;
+        let base = self.cpu.into_iter().chain(self.wall).max().unwrap_or(MAX_INTERVAL);
+        let next = next_stretch(self.stretch, used, elapsed, self.ceiling_percent, base);
+        if next != self.stretch {
+            self.apply(next, used.as_nanos() * 100 / elapsed.as_nanos().max(1));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intervals_double_while_the_profiler_is_over_its_ceiling() {
+        let ms = Duration::from_millis;
+        let second = Duration::from_secs(1);
+        // 40 ms of CPU a second is 4%: under a 5% ceiling, over a 3% one.
+        assert_eq!(next_stretch(1, ms(40), second, 5, ms(1)), 1);
+        assert_eq!(next_stretch(1, ms(40), second, 3, ms(1)), 2);
+        assert_eq!(next_stretch(2, ms(40), second, 3, ms(1)), 4);
+        // Exactly at the ceiling is not over it.
+        assert_eq!(next_stretch(1, ms(50), second, 5, ms(1)), 1);
+        // Never past the interval ceiling (60 s): 20 s doubles once, no more.
+        assert_eq!(next_stretch(1, second, second, 5, Duration::from_secs(20)), 2);
+        assert_eq!(next_stretch(2, second, second, 5, Duration::from_secs(20)), 2);
+        assert_eq!(next_stretch(u32::MAX, second, second, 5, ms(1)), u32::MAX);
+    }
+}
