@@ -18,7 +18,9 @@ const HANG: Duration = Duration::from_secs(120);
 fn an_overloaded_wall_clock_sampler_does_not_hold_the_jvm_at_exit() {
     let dir = scratch_dir("hostile-wall-exit");
     let mut runs = Vec::new();
-    for (label, wall) in [("5ms", "wall=5ms,walltpt=1024"), ("floor", "wall=100us,walltpt=1024")] {
+    // overhead=0: the governor would stretch the intervals and hide the overload.
+    for (label, wall) in [("5ms", "wall=5ms,walltpt=1024,overhead=0"), ("floor", "wall=100us,walltpt=1024,overhead=0")]
+    {
         let file = dir.join(format!("{label}.jfr"));
         let options = format!("start,{wall},file={}", file.display());
         let run = ChildGuard::spawn(&mut java_command(Some(&options), &[], "WallThreads", &["0", "1000", "2"]));
@@ -44,7 +46,7 @@ fn an_overloaded_wall_clock_sampler_does_not_hold_the_jvm_at_exit() {
 fn stop_returns_promptly_while_the_wall_clock_sampler_overruns() {
     let dir = scratch_dir("hostile-wall-stop");
     let file = dir.join("stopped.jfr");
-    let options = format!("start,wall=100us,walltpt=1024,file={}", file.display());
+    let options = format!("start,wall=100us,walltpt=1024,overhead=0,file={}", file.display());
     let mut run = ChildGuard::spawn(&mut gated_java_command(Some(&options), "WallThreads", &["0", "1000", "1"]));
     run.wait_for_line("READY");
     let started = Instant::now();
