@@ -54,10 +54,24 @@ fn check_kind(metadata: &std::fs::Metadata, file_system: i64) -> io::Result<()> 
 /// The `statfs` type of the file system holding `file`.
 fn file_system_of(file: &File) -> io::Result<i64> {
     use std::os::fd::AsRawFd;
-    // SAFETY: statfs is plain data; fstatfs fills it for an open descriptor.
+    // SAFETY: statfs is plain data; all-zero is a valid value to fill in.
     let mut info: libc::statfs = unsafe { std::mem::zeroed() };
     // SAFETY: a descriptor owned by `file` and a valid out pointer.
     if unsafe { libc::fstatfs(file.as_raw_fd(), &mut info) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(info.f_type as i64)
+}
+
+/// The `statfs` type of the file system holding `path`, without opening
+/// it (opening a FIFO would block).
+fn file_system_at(path: &Path) -> io::Result<i64> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|_| refused("the path holds a NUL"))?;
+    // SAFETY: statfs is plain data; all-zero is a valid value to fill in.
+    let mut info: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path and a valid out pointer.
+    if unsafe { libc::statfs(path.as_ptr(), &mut info) } != 0 {
         return Err(io::Error::last_os_error());
     }
     Ok(info.f_type as i64)
@@ -69,8 +83,7 @@ fn file_system_of(file: &File) -> io::Result<i64> {
 /// that is not a regular file is ever truncated.
 pub fn create_output(path: &Path) -> io::Result<File> {
     if let Ok(metadata) = std::fs::metadata(path) {
-        let probe = File::open(path).and_then(|f| file_system_of(&f)).unwrap_or(0);
-        check_kind(&metadata, probe)?;
+        check_kind(&metadata, file_system_at(path)?)?;
     }
     let file = OpenOptions::new().create(true).read(true).write(true).truncate(true).open(path)?;
     check_kind(&file.metadata()?, file_system_of(&file)?)?;
@@ -334,11 +347,17 @@ mod tests {
     #[test]
     fn what_cannot_take_a_recording_is_refused_before_anything_is_written() {
         let dir = scratch("refused");
+        // A FIFO is refused without being opened (which would block).
+        let fifo = dir.join("fifo");
+        let name = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
         for (path, reason) in [
             (dir.join("no/such/dir/x.jfr"), "No such file"),
             (dir.clone(), "directory"),
             (PathBuf::from("/proc/self/mem"), "pseudo file system"),
             (PathBuf::from("/dev/null"), "not a regular file"),
+            (fifo.clone(), "not a regular file"),
         ] {
             let e = create_output(&path).expect_err(&path.display().to_string()).to_string();
             assert!(e.contains(reason), "{}: {e}", path.display());
