@@ -7,6 +7,7 @@ pub mod debuginfo;
 pub mod debuginfod;
 pub mod events;
 pub mod flamegraph;
+pub mod jfr_in;
 pub mod jfr_out;
 pub mod pprof;
 pub mod profile;

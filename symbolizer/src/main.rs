@@ -14,6 +14,11 @@
 //!            --no-debuginfod          do not contact servers
 //!            --threads                thread name as the root frame (collapsed, flamegraph)
 //!            --title TITLE            flame graph title
+//!            --partial                a damaged recording's complete chunks are enough (exit 0, not 3)
+//!
+//! exit status: 0 written; 1 error, nothing written (not a recording, no chunk readable, no events
+//!              of the kind, bad arguments); 3 written from the complete chunks of a damaged
+//!              recording (some chunks cut short or unreadable), unless --partial
 //! ```
 
 use std::path::PathBuf;
@@ -27,7 +32,11 @@ use symbolizer::{collapsed, flamegraph, jfr_out, pprof, profile, recording};
 
 const USAGE: &str = "usage: symbolize <collapsed|flamegraph|pprof|jfr|report> <recording.jfr> [-o OUTPUT] \
 [--event cpu|wall|alloc|lock] [--debug-dir DIR]... [--binary PATH]... [--debuginfod URL]... \
-[--debuginfod-cache DIR] [--no-debuginfod] [--threads] [--title TITLE]";
+[--debuginfod-cache DIR] [--no-debuginfod] [--threads] [--title TITLE] [--partial]";
+
+/// The exit status of a run that wrote its output from a damaged
+/// recording's complete chunks (without `--partial`).
+const EXIT_DAMAGED: u8 = 3;
 
 #[derive(Default)]
 struct Args {
@@ -43,6 +52,7 @@ struct Args {
     no_debuginfod: bool,
     by_thread: bool,
     title: Option<String>,
+    partial: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -67,6 +77,7 @@ fn parse_args() -> Result<Args, String> {
             "--no-debuginfod" => parsed.no_debuginfod = true,
             "--threads" => parsed.by_thread = true,
             "--title" => parsed.title = Some(value(&mut args, &arg)?),
+            "--partial" => parsed.partial = true,
             "-h" | "--help" => return Err(USAGE.to_owned()),
             other if other.starts_with('-') => return Err(format!("unknown option {other}\n{USAGE}")),
             other => input = Some(PathBuf::from(other)),
@@ -89,9 +100,19 @@ fn resolver(args: &Args) -> Resolver {
     Resolver::new(locator)
 }
 
+/// Writes the output whole or not at all: into a temporary file beside
+/// it, renamed into place once complete.
 fn write(args: &Args, bytes: &[u8]) -> Result<(), String> {
     match &args.output {
-        Some(path) => std::fs::write(path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display())),
+        Some(path) => {
+            let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+            let temp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+            let written = std::fs::write(&temp, bytes).and_then(|()| std::fs::rename(&temp, path));
+            written.map_err(|e| {
+                let _ = std::fs::remove_file(&temp);
+                format!("cannot write {}: {e}", path.display())
+            })
+        }
         None => {
             use std::io::Write;
             std::io::stdout().write_all(bytes).map_err(|e| format!("cannot write to stdout: {e}"))
@@ -129,7 +150,14 @@ fn no_events(args: &Args, recording: &Recording, kind: EventKind) -> String {
     format!("{} has no {kind} events ({}): {has}", args.input.display(), types.join(", "))
 }
 
-fn run() -> Result<(), String> {
+/// How a run that wrote its output ended.
+enum Written {
+    Complete,
+    /// From the complete chunks of a damaged recording.
+    Partial,
+}
+
+fn run() -> Result<Written, String> {
     let args = parse_args()?;
     if !["collapsed", "flamegraph", "pprof", "jfr", "report"].contains(&args.command.as_str()) {
         return Err(format!("unknown command {}\n{USAGE}", args.command));
@@ -141,9 +169,25 @@ fn run() -> Result<(), String> {
         return Err("--event does not apply to jfr: the copy keeps every event".to_owned());
     }
     let outcome = recording::read(&args.input).map_err(|e| e.to_string())?;
-    if let Some(error) = &outcome.error {
-        eprintln!("warning: {error}; continuing with the {} chunks read before it", outcome.recording.chunks.len());
+    for damage in &outcome.damage {
+        let after = if damage.last { "; nothing after it can be read" } else { "; left out" };
+        eprintln!("warning: {}: {damage}{after}", args.input.display());
     }
+    let written = if outcome.damage.is_empty() {
+        Written::Complete
+    } else {
+        eprintln!(
+            "warning: {} is damaged: the output holds the {} of its chunks that are complete{}",
+            args.input.display(),
+            outcome.recording.chunks.len(),
+            if args.partial { "" } else { " (exit status 3; --partial accepts this with status 0)" }
+        );
+        if args.partial {
+            Written::Complete
+        } else {
+            Written::Partial
+        }
+    };
     let recording = outcome.recording;
     let mut resolver = resolver(&args);
     if args.command == "jfr" {
@@ -165,7 +209,7 @@ fn run() -> Result<(), String> {
                 eprintln!("  {problem}");
             }
         }
-        return Ok(());
+        return Ok(written);
     }
     let kind = args.event.unwrap_or_default();
     if !recording.kinds().contains_key(&kind) {
@@ -188,12 +232,13 @@ fn run() -> Result<(), String> {
     if args.command != "report" && (report.remote_frames > 0 || !report.categories.is_empty()) {
         eprint!("{report}");
     }
-    Ok(())
+    Ok(written)
 }
 
 fn main() -> ExitCode {
     match run() {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(Written::Complete) => ExitCode::SUCCESS,
+        Ok(Written::Partial) => ExitCode::from(EXIT_DAMAGED),
         Err(message) => {
             eprintln!("{message}");
             ExitCode::FAILURE

@@ -1,24 +1,40 @@
 //! Reading recordings (ours in either dialect, async-profiler's, the
-//! JDK's) with the `jfrs` parser into plain data: per chunk, its clock,
-//! its sample events of every kind ([`EventKind`]) with full stacks and
-//! weights, its endpoints, settings and counters, and the native libraries
-//! it lists. A chunk that cannot be parsed ends the read with what came
-//! before it and an error describing the rest.
+//! JDK's) with the bounded reader [`crate::jfr_in`] into plain data: per
+//! chunk, its clock, its sample events of every kind ([`EventKind`]) with
+//! full stacks and weights, its endpoints, settings and counters, and the
+//! native libraries it lists. A chunk is read whole or not at all: a
+//! damaged one is left out and described ([`Damage`]); a file without one
+//! complete chunk is not a recording ([`ReadError::NotARecording`]).
 
 use crate::events::{event_type, java_class_name, EventKind, EventType, Weight};
+use crate::jfr_in::{self, Accessor, Split};
 use frames::{FrameType, NON_JAVA_DESCRIPTOR, REMOTE_METHOD_NAME};
-use jfrs::reader::event::Accessor;
-use jfrs::reader::value_descriptor::{Primitive, ValueDescriptor};
-use jfrs::reader::JfrReader;
-use std::fs::File;
 use std::path::Path;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
-    #[error("cannot open {path}: {source}")]
+    #[error("cannot read {path}: {source}")]
     Open { path: String, source: std::io::Error },
-    #[error("{path} is not a readable JFR recording (chunk {chunk}): {message}")]
-    Format { path: String, chunk: usize, message: String },
+    #[error("{path} is not a readable JFR recording: {message}")]
+    NotARecording { path: String, message: String },
+}
+
+/// A chunk left out of the read, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Damage {
+    /// Its index in the file (the first is 0).
+    pub chunk: usize,
+    /// Where it begins in the file.
+    pub offset: u64,
+    pub message: String,
+    /// Whether the read stopped there: nothing after it can be found.
+    pub last: bool,
+}
+
+impl std::fmt::Display for Damage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "chunk {} (at byte {}): {}", self.chunk, self.offset, self.message)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -186,42 +202,41 @@ impl Recording {
     }
 }
 
-/// The result of reading: what could be read, and the error that stopped
-/// the read early, if any.
+/// The result of reading: what could be read (at least one chunk), and
+/// the chunks that could not.
+#[derive(Debug)]
 pub struct ReadOutcome {
     pub recording: Recording,
-    pub error: Option<ReadError>,
+    pub damage: Vec<Damage>,
 }
 
 /// A string field, also when it is a pooled simple type wrapping one
 /// string (`jdk.types.Symbol`, `jdk.types.FrameType`,
-/// `profiler.types.AttributeValue`, ...).
+/// `profiler.types.AttributeValue`, ...): at most a few wrappers deep, as
+/// a damaged pool may wrap a value in itself.
 fn string(accessor: Option<Accessor<'_>>) -> Option<String> {
-    let value = accessor?.resolve()?;
-    if let Ok(s) = <&str>::try_from(value.value) {
-        return Some(s.to_owned());
+    fn unwrap(accessor: Option<Accessor<'_>>, depth: usize) -> Option<String> {
+        let value = accessor?.resolve()?;
+        if let Some(s) = value.as_str() {
+            return Some(s.to_owned());
+        }
+        if depth >= 4 {
+            return None;
+        }
+        ["string", "description", "name", "value"]
+            .iter()
+            .find_map(|field| value.get_field(field))
+            .and_then(|inner| unwrap(Some(inner), depth + 1))
     }
-    ["string", "description", "name", "value"]
-        .iter()
-        .find_map(|field| value.get_field(field))
-        .and_then(|inner| string(Some(inner)))
+    unwrap(accessor, 0)
 }
 
 fn long(accessor: Option<Accessor<'_>>) -> Option<i64> {
-    match accessor?.resolve()?.value {
-        ValueDescriptor::Primitive(Primitive::Long(v)) => Some(*v),
-        ValueDescriptor::Primitive(Primitive::Integer(v)) => Some(i64::from(*v)),
-        ValueDescriptor::Primitive(Primitive::Short(v)) => Some(i64::from(*v)),
-        ValueDescriptor::Primitive(Primitive::Byte(v)) => Some(i64::from(*v)),
-        _ => None,
-    }
+    accessor?.as_long()
 }
 
 fn boolean(accessor: Option<Accessor<'_>>) -> bool {
-    matches!(
-        accessor.and_then(Accessor::resolve).map(|a| a.value),
-        Some(ValueDescriptor::Primitive(Primitive::Boolean(true)))
-    )
+    accessor.and_then(|a| a.as_bool()) == Some(true)
 }
 
 fn frame(frame: Accessor<'_>) -> Frame {
@@ -317,91 +332,126 @@ fn set_context(sample: &mut Sample, event: &Accessor<'_>, attributes: &[String])
     sample.attributes = attributes.iter().map(|a| string(event.get_field(a))).collect();
 }
 
+/// Reads the recording at `path`.
 pub fn read(path: &Path) -> Result<ReadOutcome, ReadError> {
     let display = path.display().to_string();
-    let file = File::open(path).map_err(|source| ReadError::Open { path: display.clone(), source })?;
-    let mut reader = JfrReader::new(file);
+    let file = std::fs::read(path).map_err(|source| ReadError::Open { path: display.clone(), source })?;
+    read_bytes(&file, &display)
+}
+
+/// Reads a recording held in memory; `display` names it in errors.
+pub fn read_bytes(file: &[u8], display: &str) -> Result<ReadOutcome, ReadError> {
+    let not_a_recording = |message: String| ReadError::NotARecording { path: display.to_owned(), message };
+    if file.is_empty() {
+        return Err(not_a_recording("the file is empty".to_owned()));
+    }
     let mut recording = Recording::default();
-    let format = |chunk: usize, e: &dyn std::fmt::Debug| ReadError::Format {
-        path: display.clone(),
-        chunk,
-        message: format!("{e:?}"),
+    let mut damage = Vec::new();
+    let mut offset = 0;
+    while offset < file.len() {
+        let index = recording.chunks.len() + damage.len();
+        let damaged = |message: String, last: bool| Damage { chunk: index, offset: offset as u64, message, last };
+        let header = match jfr_in::header(file, offset) {
+            Ok(header) => header,
+            Err(Split::Malformed(e)) if offset == 0 => return Err(not_a_recording(e.to_string())),
+            Err(Split::Malformed(e)) => {
+                damage.push(damaged(format!("not a chunk: {e}"), true));
+                break;
+            }
+            Err(Split::Truncated { chunk_size, available }) => {
+                damage.push(damaged(format!("cut short: {available} of its {chunk_size} bytes are in the file"), true));
+                break;
+            }
+        };
+        let size = header.chunk_size as usize;
+        match read_chunk(&file[offset..offset + size], offset as u64, header) {
+            Ok(chunk) => recording.chunks.push(chunk),
+            Err(e) => damage.push(damaged(e.to_string(), false)),
+        }
+        offset += size;
+    }
+    if recording.chunks.is_empty() {
+        let reasons: Vec<String> = damage.iter().map(Damage::to_string).collect();
+        return Err(not_a_recording(format!("no chunk can be read: {}", reasons.join("; "))));
+    }
+    Ok(ReadOutcome { recording, damage })
+}
+
+/// The events `read_chunk` reads; every other event is skipped.
+fn is_read(name: &str) -> bool {
+    matches!(
+        name,
+        "jdk.ActiveSetting"
+            | "jvmprofiler.Counter"
+            | "datadog.ProfilerCounter"
+            | "jdk.NativeLibrary"
+            | "jvmprofiler.Endpoint"
+            | "datadog.Endpoint"
+            | "jvmprofiler.SampleContext"
+    ) || event_type(name).is_some()
+}
+
+fn read_chunk(bytes: &[u8], offset: u64, header: jfr_in::Header) -> Result<Chunk, jfr_in::Malformed> {
+    let chunk = jfr_in::Chunk::read(bytes, offset, header)?;
+    let mut data = Chunk {
+        clock: Clock {
+            start_nanos: header.start_nanos,
+            start_ticks: header.start_ticks,
+            ticks_per_second: header.ticks_per_second,
+            duration_nanos: header.duration_nanos,
+        },
+        attributes: Vec::new(),
+        samples: Vec::new(),
+        endpoints: Vec::new(),
+        settings: Vec::new(),
+        counters: Vec::new(),
+        libraries: Vec::new(),
     };
-    for (index, chunk) in reader.chunks().enumerate() {
-        let (mut chunk_reader, chunk) = match chunk {
-            Ok(c) => c,
-            Err(e) => return Ok(ReadOutcome { recording, error: Some(format(index, &e)) }),
-        };
-        let header = &chunk.header;
-        let mut data = Chunk {
-            clock: Clock {
-                start_nanos: header.start_time_nanos,
-                start_ticks: header.start_ticks,
-                ticks_per_second: header.ticks_per_second,
-                duration_nanos: header.duration_nanos,
-            },
-            attributes: Vec::new(),
-            samples: Vec::new(),
-            endpoints: Vec::new(),
-            settings: Vec::new(),
-            counters: Vec::new(),
-            libraries: Vec::new(),
-        };
-        for event in chunk_reader.events(&chunk) {
-            let event = match event {
-                Ok(e) => e,
-                Err(e) => {
-                    recording.chunks.push(data);
-                    return Ok(ReadOutcome { recording, error: Some(format(index, &e)) });
-                }
-            };
-            let name = event.class.name();
-            let value = event.value();
-            match name {
-                "jdk.ActiveSetting" => {
-                    let (name, text) = (
-                        string(value.get_field("name")).unwrap_or_default(),
-                        string(value.get_field("value")).unwrap_or_default(),
-                    );
-                    if name == "attributes" && !text.is_empty() {
-                        data.attributes = text.split(';').map(str::to_owned).collect();
-                    }
-                    data.settings.push((name, text));
-                }
-                "jvmprofiler.Counter" | "datadog.ProfilerCounter" => data.counters.push((
+    chunk.events(is_read, |event| {
+        let value = event.value;
+        match event.name {
+            "jdk.ActiveSetting" => {
+                let (name, text) = (
                     string(value.get_field("name")).unwrap_or_default(),
-                    long(value.get_field("count")).unwrap_or(0),
-                )),
-                "jdk.NativeLibrary" => data.libraries.push(NativeLibrary {
-                    name: string(value.get_field("name")).unwrap_or_default(),
-                    base_address: long(value.get_field("baseAddress")).unwrap_or(0) as u64,
-                    top_address: long(value.get_field("topAddress")).unwrap_or(0) as u64,
-                    build_id: string(value.get_field("buildId")),
-                    load_bias: long(value.get_field("loadBias")).unwrap_or(0) as u64,
-                }),
-                "jvmprofiler.Endpoint" | "datadog.Endpoint" => data.endpoints.push(Endpoint {
-                    start_ticks: long(value.get_field("startTime")).unwrap_or(0),
-                    thread: thread(&value),
-                    endpoint: string(value.get_field("endpoint")).unwrap_or_default(),
-                    operation: string(value.get_field("operation")).unwrap_or_default(),
-                    root_span_id: long(value.get_field("localRootSpanId")).unwrap_or(0) as u64,
-                }),
-                "jvmprofiler.SampleContext" => {
-                    if let Some(last) = data.samples.last_mut() {
-                        set_context(last, &value, &data.attributes);
-                    }
+                    string(value.get_field("value")).unwrap_or_default(),
+                );
+                if name == "attributes" && !text.is_empty() {
+                    data.attributes = text.split(';').map(str::to_owned).collect();
                 }
-                other => {
-                    if let Some(event_type) = event_type(other) {
-                        let sample = sample(event_type, value, &data);
-                        data.samples.push(sample);
-                    }
+                data.settings.push((name, text));
+            }
+            "jvmprofiler.Counter" | "datadog.ProfilerCounter" => data.counters.push((
+                string(value.get_field("name")).unwrap_or_default(),
+                long(value.get_field("count")).unwrap_or(0),
+            )),
+            "jdk.NativeLibrary" => data.libraries.push(NativeLibrary {
+                name: string(value.get_field("name")).unwrap_or_default(),
+                base_address: long(value.get_field("baseAddress")).unwrap_or(0) as u64,
+                top_address: long(value.get_field("topAddress")).unwrap_or(0) as u64,
+                build_id: string(value.get_field("buildId")),
+                load_bias: long(value.get_field("loadBias")).unwrap_or(0) as u64,
+            }),
+            "jvmprofiler.Endpoint" | "datadog.Endpoint" => data.endpoints.push(Endpoint {
+                start_ticks: long(value.get_field("startTime")).unwrap_or(0),
+                thread: thread(&value),
+                endpoint: string(value.get_field("endpoint")).unwrap_or_default(),
+                operation: string(value.get_field("operation")).unwrap_or_default(),
+                root_span_id: long(value.get_field("localRootSpanId")).unwrap_or(0) as u64,
+            }),
+            "jvmprofiler.SampleContext" => {
+                if let Some(last) = data.samples.last_mut() {
+                    set_context(last, &value, &data.attributes);
+                }
+            }
+            other => {
+                if let Some(event_type) = event_type(other) {
+                    let sample = sample(event_type, value, &data);
+                    data.samples.push(sample);
                 }
             }
         }
-        recording.chunks.push(data);
-    }
-    Ok(ReadOutcome { recording, error: None })
+    })?;
+    Ok(data)
 }
 
 #[cfg(test)]

@@ -62,7 +62,7 @@ fn write_temp(name: &str, bytes: &[u8]) -> std::path::PathBuf {
 fn collapsed_stacks_sum_weights_per_stack() {
     let path = write_temp("c.jfr", &sample_recording());
     let outcome = recording::read(&path).unwrap();
-    assert!(outcome.error.is_none());
+    assert!(outcome.damage.is_empty(), "{:?}", outcome.damage);
     let (profile, report) = profile::build(&outcome.recording, EventKind::Cpu, None);
     assert_eq!(profile.total_weight(), 4);
     assert!(report.categories.is_empty());
@@ -96,13 +96,15 @@ fn truncated_recording_is_reported_not_fatal() {
     let path = write_temp("t.jfr", &bytes);
     let outcome = recording::read(&path).unwrap();
     assert_eq!(outcome.recording.samples().map(|s| s.weight).sum::<u64>(), 4, "the complete first chunk is kept");
-    assert!(outcome.error.is_some(), "the broken second chunk is reported");
+    assert_eq!(outcome.damage.len(), 1, "the broken second chunk is reported");
+    assert_eq!(outcome.damage[0].chunk, 1);
+    assert!(outcome.damage[0].last && outcome.damage[0].message.contains("cut short"), "{}", outcome.damage[0]);
 }
 
 #[test]
 fn missing_file_is_a_clear_error() {
     let error = recording::read(std::path::Path::new("/nonexistent/x.jfr")).err().unwrap();
-    assert!(error.to_string().contains("cannot open /nonexistent/x.jfr"));
+    assert!(error.to_string().contains("cannot read /nonexistent/x.jfr"));
 }
 
 /// `symbolize jfr` keeps every event kind it reads: wall-clock samples stay
@@ -130,7 +132,7 @@ fn the_jfr_copy_keeps_wall_clock_samples_and_endpoints() {
     let original = recording::read(&write_temp("w.jfr", &bytes)).unwrap().recording;
     let copy_path = write_temp("w-copy.jfr", &symbolizer::jfr_out::rewrite(&original, None));
     let outcome = recording::read(&copy_path).unwrap();
-    assert!(outcome.error.is_none());
+    assert!(outcome.damage.is_empty(), "{:?}", outcome.damage);
     let summary = |r: &recording::Recording| {
         r.samples().map(|s| (s.event.clone(), s.weight, s.state.clone(), s.frames.len())).collect::<Vec<_>>()
     };

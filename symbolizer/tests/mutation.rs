@@ -1,0 +1,180 @@
+//! The reader of recordings against damaged files: recordings of every
+//! event kind, in both dialects, three chunks each, mutated (bit flips,
+//! truncations, inflated lengths, insertions) for a few seconds with a
+//! fixed seed. No case may panic, hang or allocate more than a bounded
+//! multiple of its size; a case is read or refused, and what is read of
+//! the chunks before the first damaged byte is exactly the original. The
+//! profile, pprof and JFR writers run on whatever was read.
+
+use frames::FrameType;
+use jfr_writer::*;
+use mutation::{Campaign, Case};
+use std::time::Duration;
+use symbolizer::events::EventKind;
+use symbolizer::recording::{self, Recording};
+use symbolizer::{collapsed, jfr_out, pprof, profile};
+
+#[global_allocator]
+static ALLOC: mutation::Metered = mutation::Metered;
+
+const TICKS_PER_SECOND: i64 = 1_000_000_000;
+
+/// One chunk with samples of every kind, context, an endpoint, settings,
+/// a counter and a native library.
+fn chunk(dialect: Dialect, pools: &mut ConstantPools, index: i64, final_chunk: bool) -> Vec<u8> {
+    let clock =
+        ChunkClock { start_nanos: 1_000 + index * 100, start_ticks: index * 100, ticks_per_second: TICKS_PER_SECOND };
+    let mut chunk = ChunkWriter::new(clock, dialect);
+    let method = |pools: &mut ConstantPools, key: u64, class: &str, name: &str| {
+        pools.method(key, |p| MethodDef {
+            class: p.class(class, 1),
+            name: p.symbol(name),
+            descriptor: p.symbol("()V"),
+            modifiers: 1,
+            hidden: false,
+        })
+    };
+    let main = method(pools, 1, "app/Main", "main");
+    let work = method(pools, 2, "app/Main", "work");
+    let native = method(pools, 3, "", "memcpy");
+    let frame = |method, frame_type| FrameDef { method, line: 7, bci: 3, frame_type };
+    pools.stack_trace(2, false, &[frame(work, FrameType::JitCompiled), frame(main, FrameType::Interpreted)]);
+    pools.stack_trace(3, true, &[frame(native, FrameType::Native), frame(work, FrameType::Inlined)]);
+    pools.thread(1, &ThreadDef { os_name: "main", os_thread_id: 10, java_name: Some("main"), java_thread_id: 1 });
+    pools.thread(2, &ThreadDef { os_name: "worker", os_thread_id: 11, java_name: None, java_thread_id: 0 });
+    pools.attribute_value(1, "GET /users");
+    pools.string(1, "GET /users");
+    pools.string(2, "servlet.request");
+    let class = pools.class("[B", 1).key();
+    let start = index * 100;
+    chunk.write(&ActiveSetting { start_ticks: start, event_type: 0, name: "attributes", value: "route" });
+    chunk.write(&ActiveSetting { start_ticks: start, event_type: 0, name: "interval", value: "10000000 ns" });
+    chunk.write(&NativeLibrary {
+        start_ticks: start,
+        name: "/opt/lib/libfoo.so",
+        base_address: 0x7000_0000,
+        top_address: 0x7010_0000,
+        build_id: Some("abcdef0123456789"),
+        load_bias: 0x7000_0000,
+    });
+    let kinds = [
+        SampleKind::Cpu,
+        SampleKind::Wall,
+        SampleKind::Alloc { class, size: 4096 },
+        SampleKind::Lock { class, duration_ticks: 5_000 },
+    ];
+    for (i, kind) in kinds.into_iter().enumerate() {
+        for trace in [2, 3] {
+            chunk.sample(&Sample {
+                kind,
+                start_ticks: start + i as i64,
+                thread: 1 + (trace % 2),
+                stack_trace: trace,
+                state: ThreadState::Runnable,
+                weight: 1 + i as u64,
+                span_id: 7 * trace,
+                local_root_span_id: 8,
+                context: &[trace - 2],
+            });
+        }
+    }
+    chunk.write(&Endpoint { start_ticks: start + 9, thread: 1, endpoint: 1, operation: 2, local_root_span_id: 8 });
+    chunk.write(&ProfilerCounter { start_ticks: start + 9, name: "samples", count: 8 });
+    chunk.finish(pools, ChunkEnd { duration_nanos: 90, final_chunk }, &["route".to_owned()])
+}
+
+fn recording(dialect: Dialect) -> Vec<u8> {
+    let mut pools = ConstantPools::new();
+    (0..3).flat_map(|i| chunk(dialect, &mut pools, i, i == 2)).collect()
+}
+
+fn seeds() -> Vec<(String, Vec<u8>)> {
+    vec![("datadog".to_owned(), recording(Dialect::Datadog)), ("jdk".to_owned(), recording(Dialect::Jdk))]
+}
+
+/// The chunks' offsets in an undamaged recording.
+fn chunk_offsets(file: &[u8]) -> Vec<usize> {
+    let mut offsets = Vec::new();
+    let mut at = 0;
+    while at < file.len() {
+        offsets.push(at);
+        at += u64::from_be_bytes(file[at + 8..at + 16].try_into().unwrap()) as usize;
+    }
+    offsets
+}
+
+/// Everything a chunk's reading produced, comparable.
+fn summary(recording: &Recording, chunks: usize) -> String {
+    format!(
+        "{:?}",
+        recording.chunks.iter().take(chunks).map(|c| (&c.samples, &c.libraries, &c.settings)).collect::<Vec<_>>()
+    )
+}
+
+fn check(case: &Case<'_>) {
+    let outcome = match recording::read_bytes(case.data, case.seed) {
+        Ok(outcome) => outcome,
+        Err(error) => {
+            assert!(!case.mutations.is_empty(), "an undamaged seed is refused: {error}");
+            return;
+        }
+    };
+    let original = recording::read_bytes(case.original, case.seed).expect("the seed reads");
+    if case.mutations.is_empty() {
+        assert!(outcome.damage.is_empty(), "{:?}", outcome.damage);
+        assert_eq!(outcome.recording.chunks.len(), 3);
+    }
+    // The chunks that end before the first changed byte read as before.
+    let ends = chunk_offsets(case.original).into_iter().skip(1).chain([case.original.len()]);
+    let intact = ends.filter(|&end| end <= case.first_change()).count();
+    assert!(outcome.damage.iter().all(|d| d.chunk >= intact), "an intact chunk reported damaged: {:?}", outcome.damage);
+    assert_eq!(
+        summary(&outcome.recording, intact),
+        summary(&original.recording, intact),
+        "intact chunks read differently"
+    );
+    // Whatever was read goes through every writer.
+    for kind in EventKind::ALL {
+        let (profile, _) = profile::build(&outcome.recording, kind, None);
+        let _ = collapsed::collapse(&profile, true);
+        let _ = pprof::encode(&pprof::to_pprof(&profile, 10));
+    }
+    let copy = jfr_out::rewrite(&outcome.recording, None);
+    let reread = recording::read_bytes(&copy, "copy").expect("the copy of what was read reads");
+    assert!(reread.damage.is_empty());
+}
+
+#[test]
+fn damaged_recordings_are_read_or_refused_never_misread() {
+    let report = Campaign::new("symbolizer reader", seeds()).budget(Duration::from_secs(4)).run(check);
+    assert!(report.cases > 100, "{report:?}");
+}
+
+/// Every single-bit flip of the header and of the start of the first
+/// event, and every truncation length of a small recording: the
+/// exhaustive neighbour of the random campaign.
+#[test]
+fn every_truncation_and_every_header_bit() {
+    let file = recording(Dialect::Datadog);
+    let first = chunk_offsets(&file)[1];
+    for len in 0..file.len() {
+        match recording::read_bytes(&file[..len], "cut") {
+            Ok(outcome) => {
+                assert!(len >= first, "a cut inside the first chunk read: {len}");
+                let at_boundary = chunk_offsets(&file).contains(&len);
+                assert_eq!(outcome.damage.is_empty(), at_boundary, "cut at {len}: {:?}", outcome.damage);
+                assert!(
+                    outcome.damage.iter().all(|d| d.last && d.message.contains("cut short")),
+                    "{:?}",
+                    outcome.damage
+                );
+            }
+            Err(e) => assert!(len < first, "cut at {len} of {}: {e}", file.len()),
+        }
+    }
+    for bit in 0..(80 * 8) {
+        let mut damaged = file.clone();
+        damaged[bit / 8] ^= 1 << (bit % 8);
+        let _ = recording::read_bytes(&damaged, "flipped");
+    }
+}
