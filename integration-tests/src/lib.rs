@@ -53,6 +53,15 @@ pub fn agent_library() -> PathBuf {
     path
 }
 
+/// The `symbolize` under test: `$SYMBOLIZE`, or the workspace's release build.
+pub fn symbolize_binary() -> PathBuf {
+    let path = std::env::var_os("SYMBOLIZE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target/release/symbolize"));
+    assert!(path.exists(), "{} is missing: run `cargo build --release` first", path.display());
+    path
+}
+
 /// Java source of a fixture, for looking up marked lines.
 pub fn fixture_source(class: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("java/fixtures").join(format!("{class}.java"));

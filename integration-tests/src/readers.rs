@@ -6,14 +6,15 @@
 //! multi-chunk file into one file per chunk, to read it chunk by chunk.
 
 use crate::{
-    is_cpu_sample, is_wall_sample, jdk_tool, read_recordings_on, skip, stderr, stdout, test_java_home, workspace_root,
-    Dialect, InCi, Recording,
+    assert_success, is_cpu_sample, is_wall_sample, java_command, jdk_tool, read_recordings_on, scratch_dir, skip,
+    stderr, stdout, test_java_home, workspace_root, ChildGuard, Dialect, InCi, Recording,
 };
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
+use std::time::Duration;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Kind {
@@ -391,6 +392,23 @@ pub fn expected_print(recording: &Recording) -> Vec<Printed> {
 
 /// Collapsed stacks: (thread, frames innermost first) → samples.
 pub type Collapsed = BTreeMap<(String, Vec<String>), i64>;
+
+/// async-profiler's agent beside its converter (`lib/libasyncProfiler.so`).
+pub fn async_profiler_agent(converter: &Path) -> PathBuf {
+    let agent = converter.parent().and_then(Path::parent).unwrap().join("lib/libasyncProfiler.so");
+    assert!(agent.exists(), "{} is missing beside {}", agent.display(), converter.display());
+    agent
+}
+
+/// `EventKinds <seconds>` under async-profiler with `options`.
+pub fn record_with_async_profiler(test: &str, agent: &Path, options: &str, seconds: &str) -> PathBuf {
+    let file = scratch_dir(test).join("async-profiler.jfr");
+    let agent = format!("-agentpath:{}=start,{options},file={}", agent.display(), file.display());
+    let output =
+        ChildGuard::spawn(&mut java_command(None, &[&agent], "EventKinds", &[seconds])).wait(Duration::from_secs(60));
+    assert_success(&output);
+    file
+}
 
 /// Names async-profiler's converter jar: `$PROFILER_TEST_CONVERTER`.
 pub const TEST_CONVERTER: &str = "PROFILER_TEST_CONVERTER";

@@ -6,7 +6,8 @@
 //! JFR copy read by the JDK whole and chunk by chunk.
 
 use integration_tests::readers::{
-    converter_jar, expected_print, jfr_print, parse_collapsed, split_chunks, Collapsed, Jdk,
+    async_profiler_agent, converter_jar, expected_print, jfr_print, parse_collapsed, record_with_async_profiler,
+    split_chunks, Collapsed, Jdk,
 };
 use integration_tests::*;
 use std::collections::{BTreeMap, HashSet};
@@ -14,15 +15,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 use symbolizer::debuginfo::file_build_id;
-
-/// The `symbolize` under test: `$SYMBOLIZE`, or the workspace's release build.
-fn symbolize_binary() -> PathBuf {
-    let path = std::env::var_os("SYMBOLIZE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join("target/release/symbolize"));
-    assert!(path.exists(), "{} is missing: run `cargo build --release` first", path.display());
-    path
-}
 
 /// `symbolize <args> --no-debuginfod` (no test asks a server).
 fn symbolize(args: &[&str]) -> Output {
@@ -55,23 +47,6 @@ fn report(file: &Path, more: &[&str]) -> String {
 fn library_line<'a>(report: &'a str, library: &str) -> &'a str {
     let prefix = format!("  {library} (");
     report.lines().find(|l| l.starts_with(&prefix)).unwrap_or_else(|| panic!("no line for {library} in:\n{report}"))
-}
-
-/// async-profiler's agent beside its converter (`lib/libasyncProfiler.so`).
-fn async_profiler_agent(converter: &Path) -> PathBuf {
-    let agent = converter.parent().and_then(Path::parent).unwrap().join("lib/libasyncProfiler.so");
-    assert!(agent.exists(), "{} is missing beside {}", agent.display(), converter.display());
-    agent
-}
-
-/// `EventKinds <seconds>` under async-profiler with `options`.
-fn record_with_async_profiler(test: &str, agent: &Path, options: &str, seconds: &str) -> PathBuf {
-    let file = scratch_dir(test).join("async-profiler.jfr");
-    let agent = format!("-agentpath:{}=start,{options},file={}", agent.display(), file.display());
-    let output =
-        ChildGuard::spawn(&mut java_command(None, &[&agent], "EventKinds", &[seconds])).wait(Duration::from_secs(60));
-    assert_success(&output);
-    file
 }
 
 /// `java -jar jfr-converter.jar -o collapsed --<kind> --total --threads --dot`, parsed.
