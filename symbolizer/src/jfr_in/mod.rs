@@ -149,6 +149,9 @@ impl<'f> Chunk<'f> {
                 }
             }
             if delta == 0 {
+                if let Some(dangling) = pools.values().find_map(|v| pools.dangling(v)) {
+                    return bytes.error(dangling_message(&metadata, dangling, "a constant"));
+                }
                 let values = reader.budget();
                 return Ok(Self { header, bytes, metadata, pools, values });
             }
@@ -182,6 +185,9 @@ impl<'f> Chunk<'f> {
                 continue;
             }
             let value = reader.value(&mut event, class)?;
+            if let Some(dangling) = self.pools.dangling(&value) {
+                return event.error(dangling_message(&self.metadata, dangling, &self.metadata.classes[class].name));
+            }
             each(Event {
                 name: &self.metadata.classes[class].name,
                 value: Accessor::new(&self.metadata, &self.pools, &value),
@@ -207,6 +213,11 @@ fn event_at<'f>(chunk: &Bytes<'f>, offset: i64, what: &str) -> Result<(Bytes<'f>
         }
         _ => rest.error(format!("{what} size {size} does not fit in the chunk")),
     }
+}
+
+fn dangling_message(metadata: &Metadata, (class, key): (usize, i64), holder: &str) -> String {
+    let name = metadata.classes.get(class).map_or("?", |c| &c.name);
+    format!("{holder} refers to {name} {key}, which the chunk does not define")
 }
 
 fn class_index(bytes: &Bytes<'_>, metadata: &Metadata, id: i64) -> Result<usize> {

@@ -135,6 +135,21 @@ impl Pools {
     pub fn get(&self, class: usize, key: i64) -> Option<&Value> {
         self.by_class.get(&class)?.get(&key)
     }
+
+    /// The first key in `value` (0 is null) that no pool holds: a writer
+    /// defines every constant its chunk refers to, so a missing one means
+    /// a damaged key (or pool).
+    pub fn dangling(&self, value: &Value) -> Option<(usize, i64)> {
+        match value {
+            Value::Ref { class, key } => (*key != 0 && self.get(*class, *key).is_none()).then_some((*class, *key)),
+            Value::Object { fields: values, .. } | Value::Array(values) => values.iter().find_map(|v| self.dangling(v)),
+            _ => None,
+        }
+    }
+
+    pub fn values(&self) -> impl Iterator<Item = &Value> {
+        self.by_class.values().flat_map(HashMap::values)
+    }
 }
 
 /// A value with what is needed to read it: its chunk's classes and pools.
