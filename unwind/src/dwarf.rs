@@ -5,6 +5,7 @@
 use crate::arch::{from_framehop, to_framehop, FramehopCache, FramehopUnwinder};
 use crate::{check_progress, PcKind, Registers, StackReader, StepError, Unwinder};
 use framehop::{ExplicitModuleSectionInfo, FrameAddress, Module, MustNotAllocateDuringUnwind, Unwinder as _};
+use gimli::{BaseAddresses, EhFrameHdr, NativeEndian};
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -44,20 +45,47 @@ impl DwarfUnwinder {
         Self::default()
     }
 
-    /// Adds a module (not signal-safe: allocates).
+    /// Adds a module (not signal-safe: allocates). A damaged
+    /// `.eh_frame_hdr` is left out: framehop then indexes `.eh_frame`.
     pub fn add_module(&mut self, module: &DwarfModule) {
+        let eh_frame_hdr = match (&module.eh_frame_hdr, &module.eh_frame) {
+            (Some(hdr), Some(eh_frame)) if sound_eh_frame_hdr(hdr, eh_frame) => Some(hdr),
+            _ => None,
+        };
         let info = ExplicitModuleSectionInfo {
             base_svma: 0,
             text_svma: module.text_svma.clone(),
             eh_frame_svma: module.eh_frame.as_ref().map(|(r, _)| r.clone()),
             eh_frame: module.eh_frame.as_ref().map(|(_, d)| d.clone()),
-            eh_frame_hdr_svma: module.eh_frame_hdr.as_ref().map(|(r, _)| r.clone()),
-            eh_frame_hdr: module.eh_frame_hdr.as_ref().map(|(_, d)| d.clone()),
+            eh_frame_hdr_svma: eh_frame_hdr.map(|(r, _)| r.clone()),
+            eh_frame_hdr: eh_frame_hdr.map(|(_, d)| d.clone()),
             debug_frame: module.debug_frame.clone(),
             got_svma: module.got_svma.clone(),
             ..Default::default()
         };
         self.inner.add_module(Module::new(module.name.clone(), module.avma.clone(), module.bias, info));
+    }
+}
+
+/// Whether a `.eh_frame_hdr` parses and every entry of its lookup table
+/// points into `.eh_frame`. The lookup (gimli's, inside framehop)
+/// subtracts the `.eh_frame` address from an entry without a check, which
+/// a damaged table overflows.
+fn sound_eh_frame_hdr(hdr: &(Range<u64>, SectionData), eh_frame: &(Range<u64>, SectionData)) -> bool {
+    let bases = BaseAddresses::default().set_eh_frame_hdr(hdr.0.start).set_eh_frame(eh_frame.0.start);
+    let Ok(parsed) = EhFrameHdr::new(&hdr.1[..], NativeEndian).parse(&bases, std::mem::size_of::<usize>() as u8) else {
+        return false;
+    };
+    let Ok(start) = parsed.eh_frame_ptr().direct() else { return false };
+    let end = start.saturating_add(eh_frame.1.len() as u64);
+    let Some(table) = parsed.table() else { return true };
+    let mut entries = table.iter(&bases);
+    loop {
+        match entries.next() {
+            Ok(Some((_, fde))) if fde.direct().is_ok_and(|at| (start..end).contains(&at)) => {}
+            Ok(None) => return true,
+            Ok(Some(_)) | Err(_) => return false,
+        }
     }
 }
 
@@ -90,5 +118,30 @@ impl Unwinder for DwarfUnwinder {
             Err(framehop::Error::DidNotAdvance) => Err(StepError::NoProgress),
             Err(_) => Err(StepError::BadUnwindInfo),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use object::{Object, ObjectSection};
+
+    fn section(file: &object::File<'_>, name: &str) -> (Range<u64>, SectionData) {
+        let s = file.section_by_name(name).unwrap();
+        (s.address()..s.address() + s.size(), SectionData::from(s.data().unwrap()))
+    }
+
+    #[test]
+    fn a_sound_eh_frame_hdr_is_kept_and_a_damaged_table_is_not() {
+        let bytes = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+        let file = object::File::parse(&*bytes).unwrap();
+        let (hdr, eh_frame) = (section(&file, ".eh_frame_hdr"), section(&file, ".eh_frame"));
+        assert!(sound_eh_frame_hdr(&hdr, &eh_frame));
+        // The first entry's FDE pointer (after the 12-byte header and the
+        // entry's initial location), moved before `.eh_frame`.
+        let mut damaged = hdr.1.to_vec();
+        damaged[16..20].copy_from_slice(&i32::MIN.to_le_bytes());
+        assert!(!sound_eh_frame_hdr(&(hdr.0.clone(), SectionData::from(damaged)), &eh_frame));
+        assert!(!sound_eh_frame_hdr(&(hdr.0, SectionData::from(&[1u8, 2][..])), &eh_frame));
     }
 }

@@ -25,7 +25,8 @@ pub enum Wanted {
 }
 
 fn range(section: &object::Section<'_, '_>) -> Range<u64> {
-    section.address()..section.address() + section.size()
+    // Saturating: a damaged file may describe a section past the top of the address space.
+    section.address()..section.address().saturating_add(section.size())
 }
 
 fn copy(section: &object::Section<'_, '_>) -> Option<SectionData> {

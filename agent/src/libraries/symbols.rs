@@ -50,7 +50,9 @@ impl SymbolTable {
         let mut table = SymbolTable { entries: Vec::with_capacity(raw.len()), names: String::new() };
         for (i, &(start, size, name)) in raw.iter().enumerate() {
             let next = raw.get(i + 1).map_or(u64::MAX, |n| n.0);
-            let end = if size > 0 { start + size } else { next.min(start + MAX_UNSIZED_SPAN) };
+            // Saturating: a damaged file may place a symbol at the top of the address space.
+            let end =
+                if size > 0 { start.saturating_add(size) } else { next.min(start.saturating_add(MAX_UNSIZED_SPAN)) };
             let name_offset = table.names.len() as u32;
             table.names.push_str(name);
             table.entries.push(Entry { start, end, name_offset, name_len: name.len() as u32, mark: mark_of(name) });
