@@ -3,22 +3,10 @@
 //! build-id survives intact until the bytes holding it are damaged.
 
 use buildid::{from_file_bytes, from_image, Error, ImageReader};
+use mutation::{Campaign, Rng};
 
-/// xorshift64*: deterministic, dependency-free randomness.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
+#[global_allocator]
+static ALLOC: mutation::Metered = mutation::Metered;
 
 /// A reader over a byte slice that must never be asked for bytes outside it.
 struct StrictReader<'a>(&'a [u8]);
@@ -43,7 +31,7 @@ fn sample_elf() -> Vec<u8> {
 
 #[test]
 fn random_bytes_never_panic() {
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut rng = Rng::new(0x9E37_79B9_7F4A_7C15);
     for round in 0..20_000 {
         let len = rng.below(512);
         let mut data: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
@@ -61,7 +49,7 @@ fn random_bytes_never_panic() {
 fn mutated_real_elf_headers_never_panic() {
     let original = sample_elf();
     let id = from_file_bytes(&original).expect("the test binary has a build-id");
-    let mut rng = Rng(42);
+    let mut rng = Rng::new(42);
     // Damage the ELF header, program headers and the area after them.
     let hot = original.len().min(4096);
     for _ in 0..3_000 {
@@ -77,4 +65,20 @@ fn mutated_real_elf_headers_never_panic() {
         let _ = from_image(&StrictReader(&data), 0, 0);
     }
     assert_eq!(from_file_bytes(&original).unwrap(), id);
+}
+
+/// Real libraries mutated anywhere (flips, cuts, inflated sizes and
+/// offsets): never a panic, never more memory than the file's size.
+#[test]
+fn mutated_real_libraries_never_panic() {
+    Campaign::new("buildid", mutation::elf_seeds()).memory(|len| len + 4096).run(|case| {
+        let found = from_file_bytes(case.data);
+        if case.mutations.is_empty() {
+            assert!(found.is_ok(), "{}: {found:?}", case.seed);
+        }
+        if let Ok(id) = found {
+            assert!(id.as_bytes().len() <= 64);
+        }
+        let _ = from_image(&StrictReader(case.data), 0, 0);
+    });
 }

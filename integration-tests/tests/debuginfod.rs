@@ -130,3 +130,54 @@ fn symbols_come_from_a_binary_a_debuginfod_server_has() {
     let source = resolver.describe(&build_id).unwrap();
     assert!(source.starts_with(".symtab of ") && source.contains(&cache.display().to_string()), "{source}");
 }
+
+/// A `--binary` without DWARF whose `.gnu_debuglink` names a file that is
+/// nowhere (the debug package not installed) does not end the search: the
+/// debug file comes from debuginfod, as the README's order has it (local
+/// trees, the client cache, the binaries' debug links, then servers), and
+/// frames resolve with file and line, not by the binary's symbols alone.
+#[test]
+fn debuginfod_is_asked_past_a_debug_link_that_leads_nowhere() {
+    if Command::new("debuginfod").arg("--version").output().is_err() {
+        return skip("debuginfod is not installed (apt-get install debuginfod)", InCi::Required);
+    }
+    let unstripped = native_fixture("unstripped/libremote.so");
+    let build_id = file_build_id(&unstripped).unwrap();
+    let dir = scratch_dir("debuginfod_debuglink");
+    let (served, local) = (dir.join("served"), dir.join("local"));
+    std::fs::create_dir_all(&served).unwrap();
+    std::fs::create_dir_all(&local).unwrap();
+    let debug = served.join("libremote.so.debug");
+    let run = |command: &mut Command| assert!(command.status().unwrap().success(), "{command:?}");
+    run(Command::new("objcopy").arg("--only-keep-debug").arg(&unstripped).arg(&debug));
+    // The binary: no DWARF, a debug link to `libremote.so.debug`, which is
+    // not beside it, nor in its `.debug/`, nor under /usr/lib/debug.
+    let binary = local.join("libremote.so");
+    run(Command::new("strip").arg("--strip-debug").arg("-o").arg(&binary).arg(&unstripped));
+    run(Command::new("objcopy").arg(format!("--add-gnu-debuglink={}", debug.display())).arg(&binary));
+    let sections = Command::new("readelf").arg("-S").arg(&binary).output().unwrap();
+    let sections = String::from_utf8_lossy(&sections.stdout);
+    assert!(sections.contains(".gnu_debuglink") && !sections.contains(".debug_info"), "{sections}");
+
+    let entry = symbol_offset(&debug, "hot_leaf");
+    // Offline: the dead link is the reason, and the binary's symbols name the function.
+    let mut offline = Resolver::new(Locator::new(&[], std::slice::from_ref(&binary), None).0);
+    assert_eq!(offline.resolve(&build_id, entry), Resolution::NameOnly("hot_leaf".to_owned()));
+    let source = offline.describe(&build_id).unwrap();
+    assert!(source.starts_with(".symtab of ") && source.contains(&binary.display().to_string()), "{source}");
+
+    let (_server, port) = serve(&dir, &served, &format!("/buildid/{build_id}/debuginfo"));
+    let cache = dir.join("cache");
+    let debuginfod = Debuginfod::new(vec![format!("http://127.0.0.1:{port}")], cache.clone());
+    let mut resolver = Resolver::new(Locator::new(&[], std::slice::from_ref(&binary), Some(debuginfod)).0);
+    resolver.prefetch(std::slice::from_ref(&build_id));
+    match resolver.resolve(&build_id, entry) {
+        Resolution::Frames(frames) => {
+            assert_eq!(frames[0].function, "hot_leaf");
+            assert!(frames[0].line.is_some(), "{frames:?}");
+        }
+        other => panic!("the debug file debuginfod has was not used: {other:?}"),
+    }
+    let source = resolver.describe(&build_id).unwrap();
+    assert!(source.contains(&cache.display().to_string()), "{source}");
+}

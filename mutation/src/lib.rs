@@ -181,6 +181,58 @@ impl fmt::Display for Mutation {
     }
 }
 
+// ------------------------------------------------------------------ ELF seeds
+
+/// Compiles C `source` into a shared library with `cc -shared -fPIC` and
+/// `flags`; its bytes, or `None` when the compiler fails (or is missing).
+pub fn compile_library(name: &str, source: &str, flags: &[&str]) -> Option<Vec<u8>> {
+    let dir = std::env::temp_dir().join(format!("mutation-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).ok()?;
+    let (c, library) = (dir.join("lib.c"), dir.join("lib.so"));
+    std::fs::write(&c, source).ok()?;
+    let status = std::process::Command::new("cc")
+        .args(flags)
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&library)
+        .arg(&c)
+        .status()
+        .ok()?;
+    let bytes = status.success().then(|| std::fs::read(&library).ok()).flatten();
+    let _ = std::fs::remove_dir_all(&dir);
+    bytes
+}
+
+const C_SOURCE: &str = r#"
+#include <string.h>
+static int leaf(int n) { int s = 0; for (int i = 0; i < n; i++) s += i * i; return s; }
+__attribute__((noinline)) int middle(int n) { volatile char pad[64]; pad[0] = n; return leaf(n + pad[0]) + 1; }
+int outer(int n, char *out) { int x = middle(n); memcpy(out, &x, sizeof x); return x * middle(x); }
+"#;
+
+/// Real ELF files to mutate: a library compiled here (DWARF, `.eh_frame`
+/// and its header, SFrame when the assembler can, a build-id, `.symtab`
+/// and `.dynsym`) and the small shared libraries this process has mapped.
+pub fn elf_seeds() -> Vec<(String, Vec<u8>)> {
+    let common = ["-O1", "-g", "-Wl,--build-id"];
+    let with_sframe = [&common[..], &["-Wa,--gsframe"]].concat();
+    let compiled = compile_library("elf-seed", C_SOURCE, &with_sframe)
+        .or_else(|| compile_library("elf-seed", C_SOURCE, &common))
+        .expect("cc builds a shared library");
+    let mut seeds = vec![("compiled lib.so".to_owned(), compiled)];
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    let mut mapped: Vec<&str> =
+        maps.lines().filter_map(|l| l.split_whitespace().nth(5)).filter(|p| p.contains(".so")).collect();
+    mapped.sort();
+    mapped.dedup();
+    for path in mapped {
+        match std::fs::read(path) {
+            Ok(bytes) if bytes.len() <= 512 * 1024 => seeds.push((path.to_owned(), bytes)),
+            _ => {}
+        }
+    }
+    seeds
+}
+
 // ------------------------------------------------------------ allocation meter
 
 thread_local! {

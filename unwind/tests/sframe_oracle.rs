@@ -3,7 +3,6 @@
 //! it panic.
 
 use object::{Object, ObjectSection};
-use std::process::Command;
 use test_skip::{skip, InCi};
 use unwind::sframe::SFrameSection;
 
@@ -17,18 +16,7 @@ long many(long a, long b, long c, long d, long e, long f, long g, long h) { retu
 /// Builds a shared library with SFrame, or returns None when the toolchain
 /// cannot (the assembler predates --gsframe).
 fn build_library() -> Option<Vec<u8>> {
-    let dir = std::env::temp_dir().join(format!("sframe-oracle-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let source = dir.join("lib.c");
-    let library = dir.join("lib.so");
-    std::fs::write(&source, SOURCE).unwrap();
-    let status = Command::new("cc")
-        .args(["-O1", "-fomit-frame-pointer", "-Wa,--gsframe", "-shared", "-fPIC", "-o"])
-        .arg(&library)
-        .arg(&source)
-        .status()
-        .ok()?;
-    status.success().then(|| std::fs::read(&library).unwrap())
+    mutation::compile_library("sframe-oracle", SOURCE, &["-O1", "-fomit-frame-pointer", "-Wa,--gsframe"])
 }
 
 #[test]
@@ -63,13 +51,8 @@ fn rules_match_the_reference_parser_at_every_pc() {
 
 #[test]
 fn garbage_never_panics() {
-    let mut seed = 0x1234_5678_9abc_def0u64;
-    let mut next = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let mut rng = mutation::Rng::new(0x1234_5678_9abc_def0);
+    let mut next = move || rng.next();
     for _ in 0..20_000 {
         let len = (next() % 256) as usize;
         let mut data: Vec<u8> = (0..len).map(|_| next() as u8).collect();
