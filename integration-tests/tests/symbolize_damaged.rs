@@ -96,7 +96,7 @@ fn assert_read_like_jfrs(name: &str, file: &Path) {
         .collect();
     expected.sort();
     read.sort();
-    assert!(expected.len() > 50, "{name}: only {} samples", expected.len());
+    assert!(expected.len() >= 10, "{name}: only {} samples", expected.len());
     assert!(read == expected, "{name}: {} samples read, jfrs read {}", read.len(), expected.len());
 }
 
