@@ -178,3 +178,62 @@ fn every_truncation_and_every_header_bit() {
         let _ = recording::read_bytes(&damaged, "flipped");
     }
 }
+
+/// The undamaged seeds read by `jfrs` (an independent reader): the same
+/// sample events, threads and frames as ours.
+#[test]
+fn seeds_read_like_jfrs_reads_them() {
+    use jfrs::reader::event::Accessor;
+    fn string(accessor: Option<Accessor<'_>>) -> String {
+        let Some(value) = accessor.and_then(Accessor::resolve) else { return String::new() };
+        if let Ok(s) = <&str>::try_from(value.value) {
+            return s.to_owned();
+        }
+        string(value.get_field("string").or_else(|| value.get_field("name")))
+    }
+    for (name, bytes) in seeds() {
+        let mut theirs = Vec::new();
+        let mut reader = jfrs::reader::JfrReader::new(std::io::Cursor::new(&bytes));
+        for chunk in reader.chunks() {
+            let (mut chunk_reader, chunk) = chunk.unwrap();
+            for event in chunk_reader.events(&chunk) {
+                let event = event.unwrap();
+                if symbolizer::events::event_type(event.class.name()).is_none() {
+                    continue;
+                }
+                let value = event.value();
+                let thread = value.get_field("eventThread").or_else(|| value.get_field("sampledThread"));
+                let thread = thread.and_then(Accessor::resolve);
+                let thread =
+                    [thread.as_ref().and_then(|t| t.get_field("javaName")), thread.and_then(|t| t.get_field("osName"))]
+                        .into_iter()
+                        .map(string)
+                        .find(|s| !s.is_empty())
+                        .unwrap_or_default();
+                let frames: Vec<String> = value
+                    .get_field("stackTrace")
+                    .and_then(|s| s.get_field("frames"))
+                    .and_then(Accessor::as_iter)
+                    .map(|frames| {
+                        frames.map(|f| string(f.get_field("method").and_then(|m| m.get_field("name")))).collect()
+                    })
+                    .unwrap_or_default();
+                theirs.push((event.class.name().to_owned(), thread, frames));
+            }
+        }
+        let ours: Vec<_> = recording::read_bytes(&bytes, &name)
+            .unwrap()
+            .recording
+            .samples()
+            .map(|s| {
+                (
+                    s.event.clone(),
+                    s.thread.name().to_owned(),
+                    s.frames.iter().map(|f| f.method.clone()).collect::<Vec<_>>(),
+                )
+            })
+            .collect();
+        assert!(ours.len() >= 24, "{name}: {} samples", ours.len());
+        assert_eq!(ours, theirs, "{name}");
+    }
+}
