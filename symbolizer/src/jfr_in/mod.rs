@@ -116,6 +116,12 @@ impl<'f> Chunk<'f> {
     /// byte `offset` of its file.
     pub fn read(data: &'f [u8], offset: u64, header: Header) -> Result<Self> {
         let bytes = Bytes::new(data, offset, header.compressed);
+        if header.ticks_per_second <= 0 {
+            return Err(Malformed {
+                offset: offset + 56,
+                what: format!("{} ticks per second", header.ticks_per_second),
+            });
+        }
         let (metadata_at, _) = event_at(&bytes, header.metadata_offset, "metadata")?;
         let mut event = metadata_at;
         if event.long()? != METADATA_EVENT {
@@ -224,5 +230,101 @@ fn class_index(bytes: &Bytes<'_>, metadata: &Metadata, id: i64) -> Result<usize>
     match metadata.by_id.get(&id) {
         Some(&index) => Ok(index),
         None => bytes.error(format!("undeclared type id {id}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jfr_writer::*;
+
+    /// A chunk with one CPU sample of stack trace `trace` (2 is defined).
+    fn chunk(trace: u64) -> Vec<u8> {
+        let clock = ChunkClock { start_nanos: 0, start_ticks: 0, ticks_per_second: 1_000_000_000 };
+        let mut writer = ChunkWriter::new(clock, Dialect::Jdk);
+        let mut pools = ConstantPools::new();
+        let method = pools.method(1, |p| MethodDef {
+            class: p.class("a/B", 1),
+            name: p.symbol("c"),
+            descriptor: p.symbol("()V"),
+            modifiers: 1,
+            hidden: false,
+        });
+        let frame = FrameDef { method, line: 1, bci: 0, frame_type: frames::FrameType::JitCompiled };
+        pools.stack_trace(2, false, &[frame]);
+        pools.thread(1, &ThreadDef { os_name: "t", os_thread_id: 1, java_name: None, java_thread_id: 1 });
+        writer.sample(&Sample {
+            kind: SampleKind::Cpu,
+            start_ticks: 0,
+            thread: 1,
+            stack_trace: trace,
+            state: ThreadState::Runnable,
+            weight: 1,
+            span_id: 0,
+            local_root_span_id: 0,
+            context: &[],
+        });
+        writer.finish(&mut pools, ChunkEnd { duration_nanos: 1, final_chunk: true }, &[])
+    }
+
+    fn set(bytes: &mut [u8], at: usize, value: i64) {
+        bytes[at..at + 8].copy_from_slice(&value.to_be_bytes());
+    }
+
+    fn read(bytes: &[u8]) -> Result<usize> {
+        let header = header(bytes, 0).expect("a complete chunk");
+        let chunk = Chunk::read(bytes, 0, header)?;
+        let mut events = 0;
+        chunk.events(|name| name == "jdk.ExecutionSample", |_| events += 1)?;
+        Ok(events)
+    }
+
+    #[test]
+    fn headers_tell_a_cut_chunk_from_bytes_that_are_no_chunk() {
+        let bytes = chunk(2);
+        let truncated = |r| matches!(r, Err(Split::Truncated { .. }));
+        let malformed = |r| matches!(r, Err(Split::Malformed(_)));
+        assert!(header(&bytes, 0).is_ok());
+        assert!(truncated(header(b"", 0)) && truncated(header(b"FL", 0)) && truncated(header(&bytes[..67], 0)));
+        assert!(truncated(header(&bytes[..bytes.len() - 1], 0)));
+        assert!(malformed(header(b"FLX\0", 0)) && malformed(header(b"\x7fELF", 0)));
+        let mut damaged = bytes.clone();
+        damaged[4..6].copy_from_slice(&3u16.to_be_bytes());
+        assert!(malformed(header(&damaged, 0)), "version 3");
+        let mut damaged = bytes.clone();
+        set(&mut damaged, 8, 0);
+        assert!(truncated(header(&damaged, 0)), "size 0: still being written");
+        set(&mut damaged, 8, 20);
+        assert!(malformed(header(&damaged, 0)), "smaller than a header");
+        set(&mut damaged, 8, -5);
+        assert!(malformed(header(&damaged, 0)));
+        set(&mut damaged, 8, i64::MAX);
+        assert!(truncated(header(&damaged, 0)));
+    }
+
+    #[test]
+    fn a_chunk_is_checked_before_its_events_are_read() {
+        let bytes = chunk(2);
+        assert_eq!(read(&bytes), Ok(1));
+        let error = |bytes: &[u8]| read(bytes).unwrap_err().what;
+        let mut damaged = bytes.clone();
+        set(&mut damaged, 56, 0);
+        assert!(error(&damaged).contains("0 ticks per second"));
+        for (field, name) in [(24, "metadata"), (16, "checkpoint")] {
+            for offset in [0, 67, bytes.len() as i64, -1, i64::MAX] {
+                let mut damaged = bytes.clone();
+                set(&mut damaged, field, offset);
+                assert!(error(&damaged).contains(&format!("{name} offset {offset} outside the chunk")), "{offset}");
+            }
+        }
+        let mut swapped = bytes.clone();
+        set(&mut swapped, 24, i64::from_be_bytes(bytes[16..24].try_into().unwrap()));
+        assert!(error(&swapped).contains("not a metadata event"));
+        // A sample of a stack trace the chunk does not define.
+        assert!(
+            error(&chunk(99)).contains("jdk.ExecutionSample refers to jdk.types.StackTrace 99"),
+            "{}",
+            error(&chunk(99))
+        );
     }
 }
