@@ -132,7 +132,7 @@ impl<'f> Chunk<'f> {
         }
         let metadata = metadata::read(&mut event)?;
         let mut reader = ValueReader::new(&metadata, data.len());
-        let mut pools = Pools::default();
+        let mut pools = Pools::new(metadata.classes.len());
         let mut at = header.checkpoint_offset;
         let mut seen = HashSet::new();
         while seen.insert(at) {
@@ -155,6 +155,7 @@ impl<'f> Chunk<'f> {
                 }
             }
             if delta == 0 {
+                pools.seal();
                 if let Some(dangling) = pools.values().find_map(|v| pools.dangling(v)) {
                     return bytes.error(dangling_message(&metadata, dangling, "a constant"));
                 }

@@ -7,7 +7,6 @@
 
 use super::bytes::{Bytes, JfrString, Result};
 use super::metadata::{Layout, Metadata, Primitive};
-use std::collections::HashMap;
 
 /// Inline (not pooled) classes nest this deep at most: the JDK's deepest
 /// is a handful.
@@ -121,19 +120,40 @@ impl<'m> ValueReader<'m> {
     }
 }
 
-/// A chunk's constant pools: per class index, key → value.
+/// A chunk's constant pools: per class index, its entries sorted by key
+/// (looked up by binary search: no hashing, so no key a file chooses can
+/// make lookups slow).
 #[derive(Debug, Default)]
 pub struct Pools {
-    by_class: HashMap<usize, HashMap<i64, Value>>,
+    by_class: Vec<Vec<(i64, Value)>>,
 }
 
 impl Pools {
+    pub fn new(classes: usize) -> Self {
+        Pools { by_class: (0..classes).map(|_| Vec::new()).collect() }
+    }
+
+    /// Adds an entry; [`Pools::seal`] must follow before lookups.
     pub fn insert(&mut self, class: usize, key: i64, value: Value) {
-        self.by_class.entry(class).or_default().insert(key, value);
+        if let Some(entries) = self.by_class.get_mut(class) {
+            entries.push((key, value));
+        }
+    }
+
+    /// Sorts the entries for lookup; of entries with one key, the last
+    /// added counts.
+    pub fn seal(&mut self) {
+        for entries in &mut self.by_class {
+            entries.sort_by_key(|e| e.0);
+            entries.reverse();
+            entries.dedup_by_key(|e| e.0);
+            entries.reverse();
+        }
     }
 
     pub fn get(&self, class: usize, key: i64) -> Option<&Value> {
-        self.by_class.get(&class)?.get(&key)
+        let entries = self.by_class.get(class)?;
+        entries.binary_search_by_key(&key, |e| e.0).ok().map(|i| &entries[i].1)
     }
 
     /// The first key in `value` (0 is null) that no pool holds: a writer
@@ -148,7 +168,7 @@ impl Pools {
     }
 
     pub fn values(&self) -> impl Iterator<Item = &Value> {
-        self.by_class.values().flat_map(HashMap::values)
+        self.by_class.iter().flatten().map(|(_, v)| v)
     }
 }
 
