@@ -237,3 +237,42 @@ fn seeds_read_like_jfrs_reads_them() {
         assert_eq!(ours, theirs, "{name}");
     }
 }
+
+/// Every event's size field (including the metadata's and the
+/// checkpoint's) of every seed's first chunk set to 0, 1, one more, one
+/// less and the largest value its varint width holds: the chunk is
+/// refused or reads, the chunks after it read as before.
+#[test]
+fn every_event_size_damaged() {
+    use jfr_writer::buffer::decode_varint;
+    for (name, file) in seeds() {
+        let original = recording::read_bytes(&file, &name).unwrap().recording;
+        let end = chunk_offsets(&file)[1];
+        let mut at = 68;
+        let mut events = 0;
+        while at < end {
+            let (size, width) = decode_varint(&file[at..]).unwrap();
+            let max = (1u64 << (7 * width as u32).min(63)) - 1;
+            for value in [0, 1, size + 1, size - 1, max] {
+                if value > max {
+                    continue;
+                }
+                let mut damaged = file.clone();
+                for i in 0..width {
+                    let more = if i + 1 < width { 0x80 } else { 0 };
+                    damaged[at + i] = ((value >> (7 * i)) & 0x7f) as u8 | more;
+                }
+                let outcome = recording::read_bytes(&damaged, &name).expect("the later chunks read");
+                let later = outcome.recording.chunks.len() - 2;
+                assert_eq!(
+                    summary(&recording::Recording { chunks: outcome.recording.chunks[later..].to_vec() }, 2),
+                    summary(&recording::Recording { chunks: original.chunks[1..].to_vec() }, 2),
+                    "{name}: event at {at} sized {value}"
+                );
+            }
+            at += size as usize;
+            events += 1;
+        }
+        assert!(events >= 15, "{name}: {events} events");
+    }
+}
