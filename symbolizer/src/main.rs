@@ -150,14 +150,15 @@ fn no_events(args: &Args, recording: &Recording, kind: EventKind) -> String {
     format!("{} has no {kind} events ({}): {has}", args.input.display(), types.join(", "))
 }
 
-/// How a run that wrote its output ended.
-enum Written {
-    Complete,
-    /// From the complete chunks of a damaged recording.
-    Partial,
+/// How a run that wrote its output ends.
+enum Finish {
+    Success,
+    /// Written from the complete chunks of a damaged recording, without
+    /// `--partial`: exit status [`EXIT_DAMAGED`].
+    Damaged,
 }
 
-fn run() -> Result<Written, String> {
+fn run() -> Result<Finish, String> {
     let args = parse_args()?;
     if !["collapsed", "flamegraph", "pprof", "jfr", "report"].contains(&args.command.as_str()) {
         return Err(format!("unknown command {}\n{USAGE}", args.command));
@@ -173,21 +174,18 @@ fn run() -> Result<Written, String> {
         let after = if damage.last { "; nothing after it can be read" } else { "; left out" };
         eprintln!("warning: {}: {damage}{after}", args.input.display());
     }
-    let written = if outcome.damage.is_empty() {
-        Written::Complete
-    } else {
+    let finish = if outcome.damage.is_empty() || args.partial { Finish::Success } else { Finish::Damaged };
+    if !outcome.damage.is_empty() {
+        let status = match finish {
+            Finish::Damaged => format!(" (exit status {EXIT_DAMAGED}; --partial accepts this with status 0)"),
+            Finish::Success => String::new(),
+        };
         eprintln!(
-            "warning: {} is damaged: the output holds the {} of its chunks that are complete{}",
+            "warning: {} is damaged: the output holds the {} of its chunks that are complete{status}",
             args.input.display(),
             outcome.recording.chunks.len(),
-            if args.partial { "" } else { " (exit status 3; --partial accepts this with status 0)" }
         );
-        if args.partial {
-            Written::Complete
-        } else {
-            Written::Partial
-        }
-    };
+    }
     let recording = outcome.recording;
     let mut resolver = resolver(&args);
     if args.command == "jfr" {
@@ -209,7 +207,7 @@ fn run() -> Result<Written, String> {
                 eprintln!("  {problem}");
             }
         }
-        return Ok(written);
+        return Ok(finish);
     }
     let kind = args.event.unwrap_or_default();
     if !recording.kinds().contains_key(&kind) {
@@ -232,13 +230,13 @@ fn run() -> Result<Written, String> {
     if args.command != "report" && (report.remote_frames > 0 || !report.categories.is_empty()) {
         eprint!("{report}");
     }
-    Ok(written)
+    Ok(finish)
 }
 
 fn main() -> ExitCode {
     match run() {
-        Ok(Written::Complete) => ExitCode::SUCCESS,
-        Ok(Written::Partial) => ExitCode::from(EXIT_DAMAGED),
+        Ok(Finish::Success) => ExitCode::SUCCESS,
+        Ok(Finish::Damaged) => ExitCode::from(EXIT_DAMAGED),
         Err(message) => {
             eprintln!("{message}");
             ExitCode::FAILURE
