@@ -146,7 +146,12 @@ fn check(case: &Case<'_>) {
 
 #[test]
 fn damaged_recordings_are_read_or_refused_never_misread() {
-    let report = Campaign::new("symbolizer reader", seeds()).budget(Duration::from_secs(4)).run(check);
+    // Reading, profiles and a JFR copy together stay within a few dozen
+    // times the input (about 27 times at most measured).
+    let report = Campaign::new("symbolizer reader", seeds())
+        .budget(Duration::from_secs(4))
+        .memory(|len| 64 * len + (1 << 20))
+        .run(check);
     assert!(report.cases > 100, "{report:?}");
 }
 

@@ -46,17 +46,19 @@ impl DwarfUnwinder {
     }
 
     /// Adds a module (not signal-safe: allocates). A damaged
-    /// `.eh_frame_hdr` is left out: framehop then indexes `.eh_frame`.
+    /// `.eh_frame_hdr` (see [`sound_eh_frame_hdr`]) leaves the module's
+    /// `.eh_frame` out with it, as a header that lies about its table is
+    /// no index to trust: the module unwinds by frame pointers.
     pub fn add_module(&mut self, module: &DwarfModule) {
-        let eh_frame_hdr = match (&module.eh_frame_hdr, &module.eh_frame) {
-            (Some(hdr), Some(eh_frame)) if sound_eh_frame_hdr(hdr, eh_frame) => Some(hdr),
-            _ => None,
+        let (eh_frame, eh_frame_hdr) = match (&module.eh_frame, &module.eh_frame_hdr) {
+            (Some(eh_frame), Some(hdr)) if !sound_eh_frame_hdr(hdr, eh_frame) => (None, None),
+            (eh_frame, hdr) => (eh_frame.as_ref(), hdr.as_ref()),
         };
         let info = ExplicitModuleSectionInfo {
             base_svma: 0,
             text_svma: module.text_svma.clone(),
-            eh_frame_svma: module.eh_frame.as_ref().map(|(r, _)| r.clone()),
-            eh_frame: module.eh_frame.as_ref().map(|(_, d)| d.clone()),
+            eh_frame_svma: eh_frame.map(|(r, _)| r.clone()),
+            eh_frame: eh_frame.map(|(_, d)| d.clone()),
             eh_frame_hdr_svma: eh_frame_hdr.map(|(r, _)| r.clone()),
             eh_frame_hdr: eh_frame_hdr.map(|(_, d)| d.clone()),
             debug_frame: module.debug_frame.clone(),
