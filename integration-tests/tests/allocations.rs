@@ -130,10 +130,32 @@ fn live_objects_show_the_leak_growing_dump_after_dump() {
         for pair in kept.windows(2) {
             assert!(pair[1] > pair[0] + 100, "{dialect}: live objects per dump {kept:?}");
         }
+        // `symbolize --event live`: the live bytes are keep's, in either
+        // dialect (Datadog's weight scales each object to the bytes its
+        // sample stands for; async-profiler's event counts the object).
+        let last = dir.join("live-3.jfr");
+        let output = std::process::Command::new(symbolize_binary())
+            .args(["collapsed", last.to_str().unwrap(), "--event", "live", "--no-debuginfod"])
+            .output()
+            .expect("run symbolize");
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let collapsed = String::from_utf8_lossy(&output.stdout).into_owned();
+        // The arrays' stacks (not those of the list's growing backing array).
+        let bytes_in = |method: &str| -> u64 {
+            collapsed
+                .lines()
+                .filter(|l| l.contains(method) && l.contains(";byte[] "))
+                .filter_map(|l| l.rsplit_once(' ').and_then(|(_, n)| n.parse::<u64>().ok()))
+                .sum()
+        };
+        let per_object = if dialect == "jdk" { 1040.0 } else { 64.0 * 1024.0 };
+        let expected = kept[3] as f64 * per_object;
+        let keep = bytes_in("LiveLeak.keep") as f64;
+        assert!((keep / expected - 1.0).abs() < 0.2, "{dialect}: {keep} live bytes in keep, ~{expected} expected");
+        assert!(bytes_in("LiveLeak.drop") as f64 <= per_object * 1.5, "{dialect}: {collapsed}");
         if dialect == "jdk" {
             // async-profiler's converter reads them too.
             let Some(jar) = converter_jar() else { continue };
-            let last = dir.join("live-3.jfr");
             let collapsed = converter_collapsed_as(&jar, &last, "--live");
             let count = |method: &str| -> i64 {
                 collapsed

@@ -84,18 +84,22 @@ impl Sample<'_> {
             return;
         }
         self.write_head(out);
-        match self.kind {
-            SampleKind::Alloc { size, .. } => {
-                out.put_varint(size);
-                out.put_varint(self.weight);
-            }
+        let size = match self.kind {
+            SampleKind::Alloc { size, .. } => Some(size),
             SampleKind::Live { size, age, .. } => {
                 out.put_varint(age);
+                Some(size)
+            }
+            _ => None,
+        };
+        match size {
+            // The Datadog profiler's weight of an object sample: the objects
+            // it stands for (bytes over size), a float.
+            Some(size) => {
                 out.put_varint(size);
-                // The Datadog profiler's weight: objects the sample stands for.
                 out.put_be_f32(if size == 0 { 0.0 } else { self.weight as f32 / size as f32 });
             }
-            _ => out.put_varint(self.weight),
+            None => out.put_varint(self.weight),
         }
         self.write_context(out);
     }

@@ -146,16 +146,19 @@ const SAMPLE_CONTEXT: &[F] = &[START_TIME, SAMPLED_THREAD, SPAN_ID, LOCAL_ROOT_S
 const OBJECT_CLASS: F = F::new("objectClass", id::CLASS, "Object Class").pooled();
 const ALLOCATION_WEIGHT: F = F::new("weight", id::LONG, "Sample Weight").unit(Unit::Bytes);
 const JDK_ALLOCATION_SAMPLE: &[F] = &[START_TIME, EVENT_THREAD, STACK_TRACE, OBJECT_CLASS, ALLOCATION_WEIGHT];
+/// `datadog.ObjectSample`: the Datadog profiler's fields (`weight`: the
+/// objects a sample stands for, a float).
 const DATADOG_OBJECT_SAMPLE: &[F] = &[
     START_TIME,
     EVENT_THREAD,
     STACK_TRACE,
     OBJECT_CLASS,
     F::new("size", id::LONG, "Object Size").unit(Unit::Bytes),
-    ALLOCATION_WEIGHT,
+    DATADOG_OBJECT_WEIGHT,
     SPAN_ID,
     LOCAL_ROOT_SPAN_ID,
 ];
+const DATADOG_OBJECT_WEIGHT: F = F::new("weight", id::FLOAT, "Sample weight");
 /// `profiler.LiveObject`: async-profiler's fields, in its order (its
 /// converter reads them by position).
 const JDK_LIVE_OBJECT: &[F] = &[
@@ -175,7 +178,7 @@ const DATADOG_LIVE_OBJECT: &[F] = &[
     OBJECT_CLASS,
     F::new("age", id::LONG, "Age"),
     F::new("size", id::LONG, "Original Size").unit(Unit::Bytes),
-    F::new("weight", id::FLOAT, "Sample weight"),
+    DATADOG_OBJECT_WEIGHT,
     SPAN_ID,
     LOCAL_ROOT_SPAN_ID,
 ];

@@ -1,7 +1,7 @@
 //! The kinds of events `symbolize` turns into profiles (`--event`), the
 //! JFR event types of each, and what weighs an event of each type. One
-//! profile shows one kind: CPU time, wall-clock time, allocated bytes and
-//! lock waits are never added together.
+//! profile shows one kind: CPU time, wall-clock time, allocated bytes, live
+//! bytes and lock waits are never added together.
 
 use frames::FrameType;
 use std::fmt;
@@ -13,6 +13,8 @@ pub enum EventKind {
     Cpu,
     Wall,
     Alloc,
+    /// Sampled objects still alive at a dump (`live`).
+    Live,
     Lock,
 }
 
@@ -43,6 +45,9 @@ pub enum Weight {
     Intervals(&'static [&'static str]),
     /// A size in bytes.
     Bytes(&'static str),
+    /// A size in bytes times the objects the sample stands for (the Datadog
+    /// profiler's `float` weight).
+    ScaledBytes { size: &'static str, objects: &'static str },
     /// The event's `duration`, converted from ticks to nanoseconds.
     Duration,
 }
@@ -68,7 +73,7 @@ const LOCK_CLASS: FrameType = FrameType::Inlined;
 /// Every event type read as a sample. The weights follow async-profiler's
 /// converter (`--total`): a TLAB allocation weighs the TLAB's size, one
 /// outside a TLAB its own size, a JDK allocation sample its `weight`.
-pub const EVENT_TYPES: [EventType; 10] = [
+pub const EVENT_TYPES: [EventType; 12] = [
     EventType {
         name: "jdk.ExecutionSample",
         kind: EventKind::Cpu,
@@ -102,7 +107,7 @@ pub const EVENT_TYPES: [EventType; 10] = [
     EventType {
         name: "datadog.ObjectSample",
         kind: EventKind::Alloc,
-        weight: Weight::Bytes("weight"),
+        weight: Weight::ScaledBytes { size: "size", objects: "weight" },
         class_field: Some(("objectClass", OUTSIDE_TLAB)),
     },
     EventType {
@@ -115,6 +120,18 @@ pub const EVENT_TYPES: [EventType; 10] = [
         name: "jdk.ObjectAllocationOutsideTLAB",
         kind: EventKind::Alloc,
         weight: Weight::Bytes("allocationSize"),
+        class_field: Some(("objectClass", OUTSIDE_TLAB)),
+    },
+    EventType {
+        name: "profiler.LiveObject",
+        kind: EventKind::Live,
+        weight: Weight::Bytes("allocationSize"),
+        class_field: Some(("objectClass", OUTSIDE_TLAB)),
+    },
+    EventType {
+        name: "datadog.HeapLiveObject",
+        kind: EventKind::Live,
+        weight: Weight::ScaledBytes { size: "size", objects: "weight" },
         class_field: Some(("objectClass", OUTSIDE_TLAB)),
     },
     EventType {
@@ -132,7 +149,8 @@ pub const EVENT_TYPES: [EventType; 10] = [
 ];
 
 impl EventKind {
-    pub const ALL: [EventKind; 4] = [EventKind::Cpu, EventKind::Wall, EventKind::Alloc, EventKind::Lock];
+    pub const ALL: [EventKind; 5] =
+        [EventKind::Cpu, EventKind::Wall, EventKind::Alloc, EventKind::Live, EventKind::Lock];
 
     /// The `--event` value.
     pub fn name(self) -> &'static str {
@@ -140,6 +158,7 @@ impl EventKind {
             EventKind::Cpu => "cpu",
             EventKind::Wall => "wall",
             EventKind::Alloc => "alloc",
+            EventKind::Live => "live",
             EventKind::Lock => "lock",
         }
     }
@@ -151,7 +170,7 @@ impl EventKind {
     pub fn unit(self) -> Unit {
         match self {
             EventKind::Cpu | EventKind::Wall => Unit::Samples,
-            EventKind::Alloc => Unit::Bytes,
+            EventKind::Alloc | EventKind::Live => Unit::Bytes,
             EventKind::Lock => Unit::Nanoseconds,
         }
     }
@@ -162,6 +181,7 @@ impl EventKind {
             EventKind::Cpu => "CPU time",
             EventKind::Wall => "wall-clock time",
             EventKind::Alloc => "allocated bytes",
+            EventKind::Live => "live bytes",
             EventKind::Lock => "lock waits",
         }
     }
@@ -224,7 +244,7 @@ mod tests {
         }
         assert_eq!(EventKind::from_name("CPU"), None);
         assert_eq!(EventKind::from_name("alloc,lock"), None);
-        assert_eq!(EventKind::accepted(), "cpu, wall, alloc, lock");
+        assert_eq!(EventKind::accepted(), "cpu, wall, alloc, live, lock");
     }
 
     #[test]
@@ -241,6 +261,7 @@ mod tests {
                 "jdk.ObjectAllocationOutsideTLAB"
             ]
         );
+        assert_eq!(of(EventKind::Live), ["profiler.LiveObject", "datadog.HeapLiveObject"]);
         assert_eq!(of(EventKind::Lock), ["jdk.JavaMonitorEnter", "jdk.ThreadPark"]);
         assert_eq!(event_type("jdk.ThreadPark").map(|t| t.weight), Some(Weight::Duration));
         assert_eq!(event_type("jdk.ObjectAllocationInNewTLAB").map(|t| t.weight), Some(Weight::Bytes("tlabSize")));

@@ -137,6 +137,7 @@ fn value_types(kind: EventKind) -> ((&'static str, &'static str), Option<(&'stat
         EventKind::Cpu => (("samples", "count"), Some(("cpu", "nanoseconds"))),
         EventKind::Wall => (("samples", "count"), Some(("wall", "nanoseconds"))),
         EventKind::Alloc => (("alloc_space", "bytes"), None),
+        EventKind::Live => (("inuse_space", "bytes"), None),
         EventKind::Lock => (("delay", "nanoseconds"), None),
     }
 }

@@ -281,6 +281,11 @@ fn weight(event_type: &EventType, event: &Accessor<'_>, clock: &Clock) -> u64 {
     match event_type.weight {
         Weight::Intervals(fields) => fields.iter().find_map(|f| long(event.get_field(f))).unwrap_or(1).max(1) as u64,
         Weight::Bytes(field) => long(event.get_field(field)).unwrap_or(0).max(0) as u64,
+        Weight::ScaledBytes { size, objects } => {
+            let size = long(event.get_field(size)).unwrap_or(0).max(0) as f64;
+            let objects = event.get_field(objects).and_then(|a| a.as_float()).unwrap_or(1.0).max(0.0);
+            (size * objects).round() as u64
+        }
         Weight::Duration => ticks_to_nanos(long(event.get_field("duration")).unwrap_or(0), clock.ticks_per_second),
     }
 }

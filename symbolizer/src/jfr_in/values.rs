@@ -230,6 +230,15 @@ impl<'a> Accessor<'a> {
         }
     }
 
+    /// A float, or an integer as one.
+    pub fn as_float(&self) -> Option<f64> {
+        match self.resolve()?.value {
+            Value::Float(v) => Some(*v),
+            Value::Int(v) => Some(*v as f64),
+            _ => None,
+        }
+    }
+
     pub fn as_bool(&self) -> Option<bool> {
         match self.resolve()?.value {
             Value::Bool(v) => Some(*v),
