@@ -270,7 +270,7 @@ pub unsafe fn parked(
 ) {
     let Some(samples) = sampler.jvmti_samples.as_ref() else { return };
     let Some(threshold) = samples.lock_threshold_ns else { return };
-    if waited < threshold || blocker.is_null() || !sampler.sampled(tid) {
+    if waited < threshold || blocker.is_null() || !sampler.sampled(tid) || env.clear_exception() {
         return;
     }
     env.with_local_frame(8, || {

@@ -14,6 +14,7 @@
 
 use crate::counters::{self, Counter};
 use crate::jni_env::JniEnv;
+use crate::storage::call_traces::TraceId;
 use frames::Frame;
 use jni::sys::jobject;
 use std::collections::HashMap;
@@ -115,12 +116,13 @@ impl LiveObjects {
         }
         // SAFETY: per the contract.
         let Some(weak) = (unsafe { env.new_weak_ref(object) }) else { return };
-        let stack = Arc::clone(
-            table
-                .stacks
-                .entry(sample.trace)
-                .or_insert_with(|| Arc::new(Stack { frames: sample.frames.into(), truncated: sample.truncated })),
-        );
+        let new_stack = || Arc::new(Stack { frames: sample.frames.into(), truncated: sample.truncated });
+        // The dropped id stands for no one stack: such an object keeps its own.
+        let stack = if sample.trace == TraceId::DROPPED.0 {
+            new_stack()
+        } else {
+            Arc::clone(table.stacks.entry(sample.trace).or_insert_with(new_stack))
+        };
         table.objects.push(Tracked {
             object: weak as usize,
             class: sample.class,

@@ -271,7 +271,7 @@ fn arm_engines(
     }
     let jvmti_engines = [
         (options.alloc.map(|interval| engine::jvmti_events::arm_alloc(vm.jvmti(), interval, options.live)), "alloc"),
-        (options.lock.map(|_| engine::jvmti_events::arm_lock(vm.jvmti(), env)), "lock"),
+        (options.lock.map(|threshold| engine::jvmti_events::arm_lock(vm.jvmti(), env, threshold)), "lock"),
     ];
     for (armed, name) in jvmti_engines {
         match armed {
@@ -442,6 +442,9 @@ fn stop(file: Option<&str>, env: Option<JniEnv>, checked: bool) -> CommandResult
     let mut recording = session.recording.lock().unwrap_or_else(|p| p.into_inner());
     log::info!("profiling stopped after {} s", session.started.elapsed().as_secs());
     if path.is_none() && recording.session_path().is_none() {
+        if let Some(env) = env {
+            recording.release_live_objects(env);
+        }
         return Ok("Profiling stopped; no file was given, so the data since the last dump was discarded".to_owned());
     }
     match write_recording(&mut recording, env, path, true) {

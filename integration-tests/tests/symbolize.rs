@@ -175,7 +175,7 @@ fn async_profiler_wall_profile_and_the_kinds_a_recording_lacks() {
     let output = symbolize(&["collapsed", path(&file), "--event", "heap"]);
     assert!(!output.status.success());
     assert!(
-        stderr(&output).contains("--event heap: unknown event kind; accepted: cpu, wall, alloc, lock"),
+        stderr(&output).contains("--event heap: unknown event kind; accepted: cpu, wall, alloc, live, lock"),
         "{}",
         stderr(&output)
     );

@@ -24,7 +24,7 @@ use crate::sampling;
 use crate::vm;
 use jni::sys::{jboolean, jclass, jfieldID, jint, jlong, jobject, jvalue, JNIEnv, JNINativeMethod};
 use std::ffi::{c_void, CStr};
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 type ParkFn = unsafe extern "system" fn(*mut JNIEnv, jobject, jboolean, jlong);
@@ -44,15 +44,21 @@ static UNSAFE_CLASS: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
 static PARK_BLOCKER: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
 /// Whether a session records parks.
 static TRACING: AtomicBool = AtomicBool::new(false);
+/// Whether `bind0`'s rebinding succeeded.
+static HOOK_BOUND: AtomicBool = AtomicBool::new(false);
+/// The shortest park recorded (`lock=`), in ns, while tracing: checked
+/// before the session is looked up, so short parks cost one load.
+static THRESHOLD_NS: AtomicU64 = AtomicU64::new(u64::MAX);
 /// The outcome of binding the hook, once per JVM.
 static BOUND: Mutex<Option<Result<(), String>>> = Mutex::new(None);
 
 /// Starts recording parks on `java.util.concurrent` locks, binding the
 /// hook the first time. Fails with the reason when this JVM's `Unsafe`
 /// cannot be traced (monitor waits are still recorded then).
-pub fn arm(jvmti: Jvmti, env: JniEnv) -> Result<(), String> {
+pub fn arm(jvmti: Jvmti, env: JniEnv, threshold_ns: u64) -> Result<(), String> {
     let mut bound = BOUND.lock().unwrap_or_else(|p| p.into_inner());
     bound.get_or_insert_with(|| bind(jvmti, env)).clone()?;
+    THRESHOLD_NS.store(threshold_ns, Ordering::SeqCst);
     TRACING.store(true, Ordering::SeqCst);
     Ok(())
 }
@@ -73,8 +79,7 @@ fn bind(jvmti: Jvmti, env: JniEnv) -> Result<(), String> {
         let register =
             env.static_method(unsafe_class, c"registerNatives", c"()V").ok_or("Unsafe.registerNatives not found")?;
         jvmti
-            .with_register_natives_hook(capture_park, |original| {
-                ORIGINAL_REGISTER.store(original as usize, Ordering::SeqCst);
+            .with_register_natives_hook(capture_park, &ORIGINAL_REGISTER, || {
                 // SAFETY: registerNatives is static and takes no arguments.
                 unsafe { env.call_static_void(unsafe_class, register, &[]) }
             })
@@ -97,9 +102,11 @@ fn bind(jvmti: Jvmti, env: JniEnv) -> Result<(), String> {
             .then(|| env.static_method(binder, c"bind", c"(J)V"))
             .flatten()
             .ok_or("cannot link the park binder class")?;
-        let entry = jvalue { j: park_hook as *const () as usize as jlong };
+        // The argument is not used: `bind0` binds `park_hook` alone.
+        let unused = jvalue { j: 0 };
+        HOOK_BOUND.store(false, Ordering::SeqCst);
         // SAFETY: `bind` is static and takes one long.
-        if unsafe { env.call_static_void(binder, rebind, &[entry]) } {
+        if unsafe { env.call_static_void(binder, rebind, &[unused]) } && HOOK_BOUND.load(Ordering::SeqCst) {
             Ok(())
         } else {
             Err("rebinding Unsafe.park failed".to_owned())
@@ -117,6 +124,9 @@ unsafe extern "system" fn capture_park(
     count: jint,
 ) -> jint {
     let original = ORIGINAL_REGISTER.load(Ordering::SeqCst);
+    if original == 0 {
+        return jni::sys::JNI_ERR;
+    }
     // SAFETY: the JVM passes its env; the stored class is a global reference.
     let ours = unsafe { JniEnv::from_raw(env) }
         .is_some_and(|e| unsafe { e.is_same_object(class, UNSAFE_CLASS.load(Ordering::SeqCst).cast()) });
@@ -138,14 +148,21 @@ unsafe extern "system" fn capture_park(
     0
 }
 
-/// `ParkBinder.bind0(long entry)`: binds `Unsafe.park` to `entry`.
-unsafe extern "system" fn bind0(env: *mut JNIEnv, _class: jclass, entry: jlong) {
+/// `ParkBinder.bind0(long)`: binds `Unsafe.park` to [`park_hook`] (only:
+/// the class is reachable by reflection, so its argument is ignored) and
+/// says whether that worked in [`HOOK_BOUND`].
+unsafe extern "system" fn bind0(env: *mut JNIEnv, _class: jclass, _unused: jlong) {
     ffi_boundary("ParkBinder.bind0", (), || {
         // SAFETY: the env the JVM passed.
         let Some(env) = (unsafe { JniEnv::from_raw(env) }) else { return };
+        let class = UNSAFE_CLASS.load(Ordering::SeqCst);
+        if class.is_null() || ORIGINAL_PARK.load(Ordering::SeqCst) == 0 {
+            return;
+        }
         // SAFETY: a global class reference, set before the binder exists.
-        let class = unsafe { ClassRef::from_raw(UNSAFE_CLASS.load(Ordering::SeqCst).cast()) };
-        env.register_natives(class, &[(PARK, PARK_SIGNATURE, entry as usize as *mut c_void)]);
+        let class = unsafe { ClassRef::from_raw(class.cast()) };
+        let hook = park_hook as *const () as *mut c_void;
+        HOOK_BOUND.store(env.register_natives(class, &[(PARK, PARK_SIGNATURE, hook)]), Ordering::SeqCst);
     })
 }
 
@@ -162,6 +179,9 @@ unsafe extern "system" fn park_hook(env: *mut JNIEnv, this: jobject, absolute: j
     // SAFETY: as above.
     unsafe { original(env, this, absolute, time) };
     let waited = clock::monotonic_ns().saturating_sub(start);
+    if waited < THRESHOLD_NS.load(Ordering::Relaxed) {
+        return;
+    }
     ffi_boundary("Unsafe.park", (), || {
         // SAFETY: the env the JVM passed to this native method.
         let (Some(vm), Some(env)) = (vm::get(), unsafe { JniEnv::from_raw(env) }) else { return };

@@ -51,6 +51,7 @@ jvm_handle!(
 );
 use std::ffi::{c_char, c_void, CStr};
 use std::ptr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// `JVMTI_VERSION_1_2`: the oldest version that has everything we use.
 pub const JVMTI_VERSION_1_2: jint = 0x3001_0200;
@@ -368,12 +369,14 @@ impl Jvmti {
     }
 
     /// Runs `f` with JNI's `RegisterNatives` replaced by `hook` in every
-    /// thread's function table, then puts the original back. `hook`
-    /// receives the original to forward calls that are not its concern.
+    /// thread's function table, then puts the original back. The original
+    /// is stored in `original` before any thread can reach `hook`, which
+    /// forwards the calls that are not its concern there.
     pub fn with_register_natives_hook<R>(
         &self,
         hook: RegisterNativesFn,
-        f: impl FnOnce(RegisterNativesFn) -> R,
+        original: &AtomicUsize,
+        f: impl FnOnce() -> R,
     ) -> JvmtiResult<R> {
         type Get = unsafe extern "C" fn(*mut c_void, *mut *mut jni::sys::JNINativeInterface_) -> jint;
         type Set = unsafe extern "C" fn(*mut c_void, *const jni::sys::JNINativeInterface_) -> jint;
@@ -390,12 +393,13 @@ impl Jvmti {
         // SAFETY: JVMTI returned a copy of the table, ours to change and free.
         let copy = unsafe { &mut *table };
         // SAFETY: the table is a JNI 1.1+ table, so its v1_1 view is valid.
-        let original = unsafe { copy.v1_1.RegisterNatives };
+        let jvm_register = unsafe { copy.v1_1.RegisterNatives };
+        original.store(jvm_register as usize, Ordering::SeqCst);
         copy.v1_1.RegisterNatives = hook;
         // SAFETY: a complete function table; the JVM copies it.
         let installed = self.check(unsafe { set(self.as_raw(), copy) });
-        let result = installed.map(|()| f(original));
-        copy.v1_1.RegisterNatives = original;
+        let result = installed.map(|()| f());
+        copy.v1_1.RegisterNatives = jvm_register;
         // SAFETY: as above, now with the original entry.
         let restored = self.check(unsafe { set(self.as_raw(), copy) });
         let result = result.and_then(|r| restored.map(|()| r));

@@ -107,6 +107,14 @@ impl Recording {
         self.chunk.add_samples(&self.drained, threads::key_for, class_key, weight);
     }
 
+    /// Stops tracking sampled objects (`live`) without writing them: the
+    /// session ends with nothing to write.
+    pub fn release_live_objects(&self, env: JniEnv) {
+        if let Some(live) = self.stores.sampler.jvmti_samples.as_ref().and_then(|s| s.live.as_ref()) {
+            live.release(env);
+        }
+    }
+
     /// Encodes the sampled objects still alive (`live`), their stacks
     /// stored anew for this chunk; at the session's end, stops tracking
     /// them.
