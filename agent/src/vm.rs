@@ -50,6 +50,26 @@ pub enum InitError {
     Failed(String),
 }
 
+/// Keeps this library mapped for the life of the process: the JVMTI
+/// environment made below calls into it, and JDK 21+ unloads an agent
+/// library whose `Agent_OnAttach` fails (a refused `start` through jcmd),
+/// which would leave those callbacks pointing at unmapped code.
+fn pin_library() {
+    // SAFETY: an all-zero Dl_info is a valid out parameter.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: the address of a function of this library and a valid out
+    // pointer.
+    let found = unsafe { libc::dladdr(pin_library as *const () as *const c_void, &mut info) } != 0;
+    if found && !info.dli_fname.is_null() {
+        // SAFETY: the path the loader reported for this library, already
+        // loaded (RTLD_NOLOAD): this only marks it never to be unloaded.
+        let handle = unsafe { libc::dlopen(info.dli_fname, libc::RTLD_NOW | libc::RTLD_NOLOAD | libc::RTLD_NODELETE) };
+        if handle.is_null() {
+            crate::log::warn!("cannot pin the agent library in memory; a failed attach may unload it");
+        }
+    }
+}
+
 /// Sets up our JVMTI environment, on a supported JDK only: capabilities,
 /// event callbacks, events. Idempotent; later calls return the first result.
 ///
@@ -59,6 +79,7 @@ pub unsafe fn init(java_vm: *mut JavaVM, callbacks: fn() -> EventCallbacks) -> R
     if let Some(vm) = VM.get() {
         return Ok(vm);
     }
+    pin_library();
     let mut env: *mut c_void = ptr::null_mut();
     // SAFETY: per the contract, a valid JavaVM*.
     let rc = unsafe { ((**java_vm).v1_2.GetEnv)(java_vm, &mut env, JVMTI_VERSION_1_2) };
