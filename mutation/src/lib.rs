@@ -17,6 +17,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -186,7 +187,11 @@ impl fmt::Display for Mutation {
 /// Compiles C `source` into a shared library with `cc -shared -fPIC` and
 /// `flags`; its bytes, or `None` when the compiler fails (or is missing).
 pub fn compile_library(name: &str, source: &str, flags: &[&str]) -> Option<Vec<u8>> {
-    let dir = std::env::temp_dir().join(format!("mutation-{name}-{}", std::process::id()));
+    // One directory per call: tests of one binary run in parallel and
+    // compile the same library name at the same time.
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("mutation-{name}-{}-{call}", std::process::id()));
     std::fs::create_dir_all(&dir).ok()?;
     let (c, library) = (dir.join("lib.c"), dir.join("lib.so"));
     std::fs::write(&c, source).ok()?;
