@@ -4,7 +4,8 @@
 //! `java.util.concurrent` locks (`lock=`, the `Unsafe.park` hook of
 //! `engine::park`). Each records the object's class, an amount (bytes, or
 //! nanoseconds waited) and the thread's Java stack next to the CPU and
-//! wall-clock samples.
+//! wall-clock samples; an allocation made by JNI code has that code's
+//! native frames on top (`cstack=`, as CPU samples have them).
 //!
 //! Not a signal handler (so it lives outside `sampling`): the callbacks run
 //! in the Java thread where JVMTI may be called, so they ask JVMTI for the
@@ -82,19 +83,31 @@ pub fn weight(size: u64, interval: u32) -> u64 {
     (size as f64 / p).round() as u64
 }
 
-/// The calling thread's Java stack, stored.
-fn java_trace(sampler: &Sampler, jvmti: &Jvmti, tid: u32) -> TraceId {
+/// The calling thread's stack, stored: for an allocation with native
+/// stacks on (`cstack=`) and stripe `stripe` held, the JNI code that
+/// allocated first (none when Java code did), then the Java frames.
+fn stack_trace(sampler: &Sampler, jvmti: &Jvmti, tid: u32, native_in: Option<usize>) -> TraceId {
     STACK.with_borrow_mut(|(raw, frames)| {
-        raw.resize(sampler.max_depth, FrameInfo { method: std::ptr::null_mut(), location: -1 });
+        frames.clear();
+        frames.resize(sampler.max_depth, Frame::default());
+        let native = match (native_in, sampler.native.as_ref()) {
+            // SAFETY: the caller holds stripe `stripe`; the registers are
+            // this thread's own, taken here.
+            (Some(stripe), Some(unwinder)) => unsafe {
+                unwinder.walk_jvm_caller(stripe, unwind::arch::current_registers(), frames)
+            },
+            _ => 0,
+        };
+        frames.truncate(native);
+        raw.resize(sampler.max_depth - native, FrameInfo { method: std::ptr::null_mut(), location: -1 });
         let count = jvmti.own_stack_trace(raw).unwrap_or_else(|_| {
             counters::increment(Counter::JvmtiStackFailed);
             0
         });
-        frames.clear();
         // JVMTI says -1 where a native method has no bytecode index.
         let bci = |f: &FrameInfo| if f.location < 0 { BCI_NATIVE_METHOD } else { f.location as i32 };
         frames.extend(raw[..count].iter().map(|f| Frame::java(f.method as u64, bci(f))));
-        sampler.traces.put(frames, count == sampler.max_depth, tid as usize)
+        sampler.traces.put(frames, frames.len() == sampler.max_depth, tid as usize)
     })
 }
 
@@ -129,9 +142,11 @@ fn record(
     counters: Counters,
 ) -> (u32, TraceId, Context) {
     let class = samples.class_id(jvmti, observed.class, tid);
-    let trace = java_trace(sampler, jvmti, tid);
+    let stripe = sampler.stripes.try_acquire(tid);
+    let native_in = stripe.as_ref().filter(|_| observed.kind == SampleKind::Alloc).map(|s| s.index());
+    let trace = stack_trace(sampler, jvmti, tid, native_in);
     let context = sampler.context.sample_context(tid);
-    let Some(mut stripe) = sampler.stripes.try_acquire(tid) else {
+    let Some(mut stripe) = stripe else {
         counters::increment(counters.1);
         return (class, trace, context);
     };

@@ -96,3 +96,34 @@ JNIEXPORT void JNICALL Java_NativeChain_runInAttachedThread(JNIEnv *env, jclass 
         pthread_join(thread, NULL);
     }
 }
+
+/*
+ * NativeChain.allocate -> alloc_outer -> alloc_middle -> JNI NewByteArray:
+ * heap allocations made by native code.
+ */
+__attribute__((noinline)) long alloc_middle(JNIEnv *env, int count) {
+    long total = 0;
+    for (int i = 0; i < count; i++) {
+        jbyteArray array = (*env)->NewByteArray(env, 4096);
+        if (array == NULL) {
+            return total;
+        }
+        total += (*env)->GetArrayLength(env, array);
+        (*env)->DeleteLocalRef(env, array);
+    }
+    __asm__ volatile("" ::: "memory");
+    return total;
+}
+
+__attribute__((noinline)) long alloc_outer(JNIEnv *env, int count) {
+    long r = alloc_middle(env, count);
+    __asm__ volatile("" ::: "memory");
+    return r + 1;
+}
+
+JNIEXPORT jlong JNICALL Java_NativeChain_allocate(JNIEnv *env, jclass cls, jint count) {
+    (void)cls;
+    long r = alloc_outer(env, count);
+    __asm__ volatile("" ::: "memory");
+    return r + 2;
+}

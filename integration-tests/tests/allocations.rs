@@ -72,6 +72,62 @@ fn allocation_samples_follow_the_bytes_each_method_allocated() {
     );
 }
 
+/// Allocations made by JNI code (`NewByteArray` under two C functions)
+/// carry those native frames above the Java native method, as CPU samples
+/// do, with each native unwinder; the JVM's and the agent's own frames are
+/// left out, and allocations by Java code have no native frames.
+#[test]
+fn allocations_by_jni_code_carry_its_native_frames() {
+    let chain = ["alloc_middle", "alloc_outer", "Java_NativeChain_allocate"];
+    for (cstack, library) in [("fp", "libchain_fp.so"), ("dwarf", "libchain_nofp.so"), ("no", "libchain_fp.so")] {
+        let library = native_fixture(library);
+        let name = library.file_name().unwrap().to_str().unwrap().to_owned();
+        let dir = scratch_dir(&format!("alloc_jni_{cstack}"));
+        let file = dir.join("alloc.jfr");
+        let options = format!("start,alloc=16k,cstack={cstack},file={}", file.display());
+        let args = [library.to_str().unwrap(), "3", "0", "alloc"];
+        let output = run_java(Some(&options), "NativeChain", &args, Duration::from_secs(60));
+        assert_success(&output);
+        let recording = read_recording(&file);
+        let samples: Vec<&Event> =
+            allocation_samples(&recording).into_iter().filter(|e| e.thread == "native-caller").collect();
+        let position = |e: &Event, method: &str| e.frames.iter().position(|f| f.method == method);
+        let by_jni: Vec<&&Event> = samples.iter().filter(|e| position(e, "allocate").is_some()).collect();
+        let by_java: Vec<&&Event> = samples.iter().filter(|e| position(e, "allocateInJava").is_some()).collect();
+        assert!(by_jni.len() >= 100 && by_java.len() >= 100, "{cstack}: {} and {}", by_jni.len(), by_java.len());
+        let expected: &[&str] = if cstack == "no" { &[] } else { &chain };
+        let whole = by_jni
+            .iter()
+            .filter(|e| {
+                let names: Vec<&str> = e.frames.iter().map(|f| f.method.as_str()).collect();
+                names.len() > expected.len()
+                    && names[..expected.len()] == *expected
+                    && e.frames[..expected.len()].iter().all(|f| f.frame_type == "Native" && f.class == name)
+                    && names[expected.len()] == "allocate"
+                    && e.frames[expected.len()].class == "NativeChain"
+            })
+            .count();
+        assert!(
+            whole as f64 >= 0.9 * by_jni.len() as f64,
+            "{cstack}: {whole} of {} JNI allocations have exactly {expected:?} on top: {:?}",
+            by_jni.len(),
+            by_jni[0].frames
+        );
+        let in_java = by_java.iter().filter(|e| position(e, "allocateInJava") == Some(0)).count();
+        assert!(
+            in_java as f64 >= 0.9 * by_java.len() as f64,
+            "{cstack}: {in_java} of {} Java allocations start in Java: {:?}",
+            by_java.len(),
+            by_java[0].frames
+        );
+        let internal = samples
+            .iter()
+            .flat_map(|e| &e.frames)
+            .find(|f| f.frame_type == "Native" && (f.class.contains("libjvm") || f.class.contains("libprofiler")));
+        assert!(internal.is_none(), "{cstack}: a frame of the JVM or the agent: {internal:?}");
+    }
+}
+
 #[test]
 fn bad_alloc_values_are_option_errors() {
     for bad in ["alloc=0", "alloc=-1", "alloc=1x"] {

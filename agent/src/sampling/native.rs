@@ -154,10 +154,45 @@ impl NativeUnwinder {
     pub unsafe fn walk_from(
         &self,
         stripe: usize,
+        regs: Registers,
+        kind: PcKind,
+        out: &mut [Frame],
+        marks_end: bool,
+    ) -> NativeWalk {
+        // SAFETY: the caller holds `stripe` (this function's contract).
+        unsafe { self.walk(stripe, regs, kind, out, marks_end, |_| false) }
+    }
+
+    /// Writes the native code between the Java code and the JVM into
+    /// `out`, walking outwards from `regs` (a pc of the agent's, called by
+    /// the JVM on this thread) to the first pc outside every library: the
+    /// JNI code that called the JVM (`NewObject`, `NewByteArray`), or
+    /// nothing when Java code did. Frames of the agent and of libjvm, and
+    /// every frame inside them, are left out. Returns how many frames.
+    ///
+    /// # Safety
+    /// The caller holds stripe `stripe`, and `regs` are the calling
+    /// thread's own (so the stack walked is its own).
+    pub unsafe fn walk_jvm_caller(&self, stripe: usize, regs: Registers, out: &mut [Frame]) -> usize {
+        let agent = Self::walk_jvm_caller as *const () as u64;
+        let inside_jvm = |library: &Library| library.is_jvm || library.image.contains(&agent);
+        // SAFETY: the caller holds `stripe` (this function's contract).
+        unsafe { self.walk(stripe, regs, PcKind::Interrupted, out, false, inside_jvm) }.frames
+    }
+
+    /// [`Self::walk_from`], where a frame in a library `left_out` accepts
+    /// is not written and drops the frames written before it.
+    ///
+    /// # Safety
+    /// As [`Self::walk_from`].
+    unsafe fn walk(
+        &self,
+        stripe: usize,
         mut regs: Registers,
         mut kind: PcKind,
         out: &mut [Frame],
         marks_end: bool,
+        left_out: impl Fn(&Library) -> bool,
     ) -> NativeWalk {
         let mut n = 0;
         let (Some(snapshot), Some(cache)) = (self.libraries.current(), self.caches.get(stripe)) else {
@@ -171,15 +206,19 @@ impl NativeUnwinder {
         let stop = loop {
             let address = kind.attribution(regs.pc);
             let Some(library) = snapshot.library_at(address) else { break NativeStop::OutsideLibraries };
-            let Some(slot) = out.get_mut(n) else {
-                counters::increment(Counter::NativeDepthCut);
-                break NativeStop::Full;
-            };
-            let mark = library.mark_at(address);
-            *slot = self.frame(library, address, mark);
-            n += 1;
-            if mark != Mark::None && marks_end {
-                break NativeStop::Mark;
+            if left_out(library) {
+                n = 0;
+            } else {
+                let Some(slot) = out.get_mut(n) else {
+                    counters::increment(Counter::NativeDepthCut);
+                    break NativeStop::Full;
+                };
+                let mark = library.mark_at(address);
+                *slot = self.frame(library, address, mark);
+                n += 1;
+                if mark != Mark::None && marks_end {
+                    break NativeStop::Mark;
+                }
             }
             match unwinder.step(kind, &mut regs, cache, &mut stack) {
                 Ok(true) => kind = PcKind::ReturnAddress,

@@ -31,6 +31,31 @@ pub fn registers(context: &libc::ucontext_t) -> Registers {
     Registers { pc: m.pc, sp: m.sp, fp: m.regs[29], lr: m.regs[30] }
 }
 
+/// The registers of the function this is inlined into, at this point:
+/// where a walk of the calling thread's own stack starts (its pc is of
+/// kind `Interrupted`). The frame pointer is that function's own only
+/// when it keeps one (`force-frame-pointers`).
+#[inline(always)]
+pub fn current_registers() -> Registers {
+    let (pc, sp, fp, lr): (u64, u64, u64, u64);
+    // SAFETY: copies the pc, sp, x29 and x30 into registers; no memory,
+    // no flags.
+    unsafe {
+        std::arch::asm!(
+            "adr {pc}, .",
+            "mov {sp}, sp",
+            "mov {fp}, x29",
+            "mov {lr}, x30",
+            pc = out(reg) pc,
+            sp = out(reg) sp,
+            fp = out(reg) fp,
+            lr = out(reg) lr,
+            options(nomem, nostack, preserves_flags),
+        );
+    }
+    Registers { pc, sp, fp, lr }
+}
+
 /// Makes an interrupted context resume at `pc`.
 pub fn set_pc(context: &mut libc::ucontext_t, pc: u64) {
     context.uc_mcontext.pc = pc;

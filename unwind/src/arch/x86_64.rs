@@ -36,6 +36,28 @@ pub fn registers(context: &libc::ucontext_t) -> Registers {
     }
 }
 
+/// The registers of the function this is inlined into, at this point:
+/// where a walk of the calling thread's own stack starts (its pc is of
+/// kind `Interrupted`). The frame pointer is that function's own only
+/// when it keeps one (`force-frame-pointers`).
+#[inline(always)]
+pub fn current_registers() -> Registers {
+    let (pc, sp, fp): (u64, u64, u64);
+    // SAFETY: copies rip, rsp and rbp into registers; no memory, no flags.
+    unsafe {
+        std::arch::asm!(
+            "lea {pc}, [rip]",
+            "mov {sp}, rsp",
+            "mov {fp}, rbp",
+            pc = out(reg) pc,
+            sp = out(reg) sp,
+            fp = out(reg) fp,
+            options(nomem, nostack, preserves_flags),
+        );
+    }
+    Registers { pc, sp, fp, lr: 0 }
+}
+
 /// Makes an interrupted context resume at `pc`.
 pub fn set_pc(context: &mut libc::ucontext_t, pc: u64) {
     context.uc_mcontext.gregs[libc::REG_RIP as usize] = pc as i64;
