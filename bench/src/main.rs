@@ -13,6 +13,8 @@
 //!   (`lock=1ms`) profiling of allocation- and lock-heavy workloads, ours
 //!   against async-profiler at the same settings and the JDK's Flight
 //!   Recorder: throughput, events, bytes per event, extra peak RSS.
+//! - `dumps`: dump latency (p50/p99) and dumps written in 20 s under
+//!   thread and class churn.
 //! - `walks`: time per walk, HotSpot walker against AsyncGetCallTrace on
 //!   the same samples.
 //! - `floor`: what signal delivery alone costs on this machine.
@@ -23,7 +25,7 @@
 //! - `dictionary`: `bounded_lookup`, insert and rotation latencies, alone
 //!   and under contention.
 //!
-//! Usage: `cargo run --release -p bench -- [--rounds N] [--seconds S] [--threads T] [--only overhead|wall|deep|alloc|lock|walks|floor|native|symbolizer|dictionary] [--baseline PATH]`
+//! Usage: `cargo run --release -p bench -- [--rounds N] [--seconds S] [--threads T] [--only overhead|wall|deep|alloc|lock|dumps|walks|floor|native|symbolizer|dictionary] [--baseline PATH]`
 //! (needs `cargo build --release` first, for the agent). `--baseline` names
 //! another build of `libprofiler.so` (say, the previous commit's): the
 //! `overhead`, `wall` and `deep` tables then run each agent configuration
@@ -31,6 +33,7 @@
 
 mod alloc_lock;
 mod dictionary;
+mod dumps;
 mod floor;
 mod native;
 mod overhead;
@@ -42,7 +45,7 @@ struct Options {
     rounds: usize,
     seconds: f64,
     threads: usize,
-    /// Run only this benchmark (`overhead`, `wall`, `deep`, `alloc`, `lock`, `walks`, `floor`, `native`,
+    /// Run only this benchmark (`overhead`, `wall`, `deep`, `alloc`, `lock`, `dumps`, `walks`, `floor`, `native`,
     /// `symbolizer` or `dictionary`).
     only: Option<String>,
     /// Another agent build to run side by side with this one.
@@ -93,6 +96,9 @@ fn main() {
         if options.wants(mode) {
             alloc_lock::run(&options, &agent, &scratch, mode);
         }
+    }
+    if options.wants("dumps") {
+        dumps::run(&options, &agent, &scratch);
     }
     if options.wants("walks") {
         walker::run(&scratch, &options, &agent);

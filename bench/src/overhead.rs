@@ -1,8 +1,11 @@
 //! Throughput, sample counts, file size and memory: the workload
-//! unprofiled, under our agent and under the JDK's Flight Recorder; and,
-//! for wall-clock sampling, 4 busy threads among 200.
+//! unprofiled, under our agent, under async-profiler at the same settings
+//! and under the JDK's Flight Recorder; and, for wall-clock sampling, 4
+//! busy threads among 200. Our agent runs with `overhead=0` here: its
+//! governor would otherwise stretch the interval asked for, and every row
+//! must sample at the same rate.
 
-use crate::support::{counter, javac, median, root, sample_counts, tool, value};
+use crate::support::{async_profiler, counter, javac, median, root, sample_counts, tool, value};
 use crate::Options;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -20,28 +23,36 @@ enum Kind {
     Baseline,
     Agent,
     AgentWall,
+    /// async-profiler, the peer, with its defaults otherwise.
+    Peer,
+    PeerWall,
     Jfr,
 }
 
 const CPU_CONFIGS: &[Config] = &[
     Config { name: "unprofiled", kind: Kind::Baseline, period_ms: 0, extra: "" },
     Config { name: "agent cpu=10ms", kind: Kind::Agent, period_ms: 10, extra: "" },
+    Config { name: "async-profiler cpu=10ms", kind: Kind::Peer, period_ms: 10, extra: "" },
     Config { name: "JFR 10ms", kind: Kind::Jfr, period_ms: 10, extra: "" },
     Config { name: "agent cpu=1ms", kind: Kind::Agent, period_ms: 1, extra: "" },
+    Config { name: "async-profiler cpu=1ms", kind: Kind::Peer, period_ms: 1, extra: "" },
     Config { name: "JFR 1ms", kind: Kind::Jfr, period_ms: 1, extra: "" },
 ];
 
 const WALL_CONFIGS: &[Config] = &[
     Config { name: "unprofiled", kind: Kind::Baseline, period_ms: 0, extra: "" },
     Config { name: "agent wall=5ms", kind: Kind::AgentWall, period_ms: 5, extra: "" },
+    Config { name: "async-profiler wall=5ms", kind: Kind::PeerWall, period_ms: 5, extra: "" },
 ];
 
 /// Deep stacks: AsyncGetCallTrace (with frame-pointer native stacks, the
-/// default) against the HotSpot walker, at 1 ms.
+/// default) against the HotSpot walker, at 1 ms; async-profiler with its
+/// default (its own VMStructs walker).
 const DEEP_CONFIGS: &[Config] = &[
     Config { name: "unprofiled", kind: Kind::Baseline, period_ms: 0, extra: "" },
     Config { name: "agent cpu=1ms", kind: Kind::Agent, period_ms: 1, extra: "" },
     Config { name: "agent cpu=1ms,cstack=vm", kind: Kind::Agent, period_ms: 1, extra: ",cstack=vm" },
+    Config { name: "async-profiler cpu=1ms", kind: Kind::Peer, period_ms: 1, extra: "" },
     Config { name: "JFR 1ms", kind: Kind::Jfr, period_ms: 1, extra: "" },
 ];
 
@@ -94,8 +105,18 @@ fn run_once(config: &Config, suite: &Suite, options: &Options, classes: &Path, s
         Kind::Agent | Kind::AgentWall => {
             let event = if config.kind == Kind::Agent { "cpu" } else { "wall" };
             command.arg(format!(
-                "-agentpath:{}=start,{event}={}ms{},file={}",
+                "-agentpath:{}=start,{event}={}ms{},overhead=0,file={}",
                 agent.display(),
+                config.period_ms,
+                config.extra,
+                file.display()
+            ));
+        }
+        Kind::Peer | Kind::PeerWall => {
+            let event = if config.kind == Kind::Peer { "event=cpu,interval" } else { "wall" };
+            command.arg(format!(
+                "-agentpath:{}=start,{event}={}ms{},file={}",
+                async_profiler().display(),
                 config.period_ms,
                 config.extra,
                 file.display()
@@ -137,7 +158,8 @@ fn run_once(config: &Config, suite: &Suite, options: &Options, classes: &Path, s
     let events: &[&str] = match config.kind {
         Kind::Agent => &["jdk.ExecutionSample", "datadog.ExecutionSample"],
         Kind::AgentWall => &["profiler.WallClockSample", "datadog.MethodSample"],
-        Kind::Jfr => &["jdk.ExecutionSample"],
+        Kind::Peer | Kind::Jfr => &["jdk.ExecutionSample"],
+        Kind::PeerWall => &["profiler.WallClockSample"],
         Kind::Baseline => return run,
     };
     (run.samples, run.worker_samples) = sample_counts(&file, events);
@@ -217,7 +239,7 @@ fn run_suite(suite: &Suite, options: &Options, agent: &Path, scratch: &Path) {
         }
         // Wall clock has no per-thread nominal count: walltpt threads per tick.
         let nominal = match config.kind {
-            Kind::AgentWall => "-".to_owned(),
+            Kind::AgentWall | Kind::PeerWall => "-".to_owned(),
             _ => {
                 let shares = runs.iter().map(|r| r.worker_samples / (r.cpu_ns / (f64::from(config.period_ms) * 1e6)));
                 format!("{:.1}%", median(shares.collect()) * 100.0)

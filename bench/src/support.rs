@@ -26,8 +26,17 @@ pub fn async_profiler() -> PathBuf {
 
 /// Compiles Java sources into `out`.
 pub fn javac(out: &Path, sources: &[PathBuf]) {
+    javac_with(out, sources, None);
+}
+
+/// Compiles Java sources into `out` against `classpath`, if given.
+pub fn javac_with(out: &Path, sources: &[PathBuf], classpath: Option<&Path>) {
     std::fs::create_dir_all(out).unwrap();
-    let status = Command::new(tool("javac")).arg("-d").arg(out).args(sources).status().expect("run javac");
+    let mut command = Command::new(tool("javac"));
+    if let Some(classpath) = classpath {
+        command.arg("-cp").arg(classpath);
+    }
+    let status = command.arg("-d").arg(out).args(sources).status().expect("run javac");
     assert!(status.success(), "javac failed");
 }
 
