@@ -237,9 +237,12 @@ fn run_suite(suite: &Suite, options: &Options, agent: &Path, scratch: &Path) {
             println!("| {} | 1.000 | - | - | - | - | - |", row.name);
             continue;
         }
-        // Wall clock has no per-thread nominal count: walltpt threads per tick.
+        // Wall clock has no per-thread nominal count (walltpt threads per
+        // tick): the samples a second instead.
         let nominal = match config.kind {
-            Kind::AgentWall | Kind::PeerWall => "-".to_owned(),
+            Kind::AgentWall | Kind::PeerWall => {
+                format!("{:.0}/s", median(runs.iter().map(|r| r.samples).collect()) / options.seconds)
+            }
             _ => {
                 let shares = runs.iter().map(|r| r.worker_samples / (r.cpu_ns / (f64::from(config.period_ms) * 1e6)));
                 format!("{:.1}%", median(shares.collect()) * 100.0)

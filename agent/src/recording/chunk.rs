@@ -20,12 +20,34 @@ use jfr_writer::{
 };
 use std::collections::{HashMap, HashSet};
 
-/// Event timestamps are CLOCK_MONOTONIC nanoseconds: one clock for every
-/// chunk (the JVM's own JFR ticks on Linux, so the two line up).
+/// Event ticks are CLOCK_MONOTONIC nanoseconds counted from a session's
+/// [`Ticks`] origin: one clock for every chunk of the session.
 const TICKS_PER_SECOND: i64 = 1_000_000_000;
+
+/// A session's tick origin, one second before the session began (so no
+/// time of the session, nor a chunk's start, is tick 0). Small ticks are
+/// short varints: 5 bytes for the first 33 s of a session, 6 bytes for
+/// 76 minutes, 7 bytes for 13 days, where nanoseconds since boot take 7
+/// to 8 bytes on a host up for a day or more.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ticks {
+    origin_mono_ns: u64,
+}
+
+impl Ticks {
+    pub fn starting_at(session_start_mono_ns: u64) -> Self {
+        Self { origin_mono_ns: session_start_mono_ns.saturating_sub(1_000_000_000) }
+    }
+
+    /// The tick of a CLOCK_MONOTONIC time (0 for a time before the origin).
+    pub fn at(self, mono_ns: u64) -> i64 {
+        mono_ns.saturating_sub(self.origin_mono_ns) as i64
+    }
+}
 
 pub struct ChunkBuilder {
     writer: ChunkWriter,
+    ticks: Ticks,
     start_mono_ns: u64,
     format: Format,
     traces: HashSet<u32>,
@@ -77,10 +99,17 @@ pub struct Finished {
 }
 
 impl ChunkBuilder {
-    /// A chunk starting at `start_mono_ns` (CLOCK_MONOTONIC), which is
-    /// `start_epoch_ns` in wall-clock time, opening with the settings.
-    pub fn new(start_mono_ns: u64, start_epoch_ns: i64, settings: &[(String, String)], format: &Format) -> Self {
-        let start_ticks = ticks(start_mono_ns);
+    /// A chunk of the session whose clock is `ticks`, starting at
+    /// `start_mono_ns` (CLOCK_MONOTONIC), which is `start_epoch_ns` in
+    /// wall-clock time, opening with the settings.
+    pub fn new(
+        ticks: Ticks,
+        start_mono_ns: u64,
+        start_epoch_ns: i64,
+        settings: &[(String, String)],
+        format: &Format,
+    ) -> Self {
+        let start_ticks = ticks.at(start_mono_ns);
         let clock = ChunkClock { start_nanos: start_epoch_ns, start_ticks, ticks_per_second: TICKS_PER_SECOND };
         let mut writer = ChunkWriter::new(clock, format.dialect);
         for (name, value) in settings {
@@ -88,6 +117,7 @@ impl ChunkBuilder {
         }
         Self {
             writer,
+            ticks,
             start_mono_ns,
             format: format.clone(),
             traces: HashSet::new(),
@@ -98,7 +128,7 @@ impl ChunkBuilder {
 
     /// Records a setting that changed at `now_mono_ns` (CLOCK_MONOTONIC).
     pub fn add_setting(&mut self, now_mono_ns: u64, name: &str, value: &str) {
-        let start_ticks = ticks(now_mono_ns);
+        let start_ticks = self.ticks.at(now_mono_ns);
         self.writer.write(&ActiveSetting { start_ticks, event_type: schema::id::EXECUTION_SAMPLE, name, value });
     }
 
@@ -159,7 +189,7 @@ impl ChunkBuilder {
             let kind = Kind::Live {
                 class: class_key(object.class),
                 size: object.size,
-                allocation_ticks: ticks(object.time_ns),
+                allocation_ticks: self.ticks.at(object.time_ns),
                 age: object.age,
             };
             let context = Context { span_id: object.span_id, root_span_id: object.root_span_id, ..Context::default() };
@@ -193,7 +223,7 @@ impl ChunkBuilder {
         }
         self.writer.sample(&Sample {
             kind,
-            start_ticks: ticks(time_ns),
+            start_ticks: self.ticks.at(time_ns),
             thread,
             stack_trace: u64::from(trace),
             state,
@@ -206,7 +236,7 @@ impl ChunkBuilder {
 
     /// Writes counters, the constant pools and the metadata.
     pub fn finish(mut self, sources: ChunkSources<'_>, end_mono_ns: u64, final_chunk: bool) -> Finished {
-        let end_ticks = ticks(end_mono_ns);
+        let end_ticks = self.ticks.at(end_mono_ns);
         for &(name, count) in sources.counters {
             self.writer.write(&ProfilerCounter { start_ticks: end_ticks, name, count: count as i64 });
         }
@@ -243,7 +273,7 @@ impl ChunkBuilder {
             used.insert(event.endpoint);
             used.insert(event.operation);
             self.writer.write(&Endpoint {
-                start_ticks: ticks(event.time_ns),
+                start_ticks: self.ticks.at(event.time_ns),
                 thread,
                 endpoint: u64::from(event.endpoint),
                 operation: u64::from(event.operation),
@@ -317,11 +347,6 @@ impl ChunkBuilder {
     }
 }
 
-/// The tick of a CLOCK_MONOTONIC time.
-fn ticks(mono_ns: u64) -> i64 {
-    mono_ns as i64
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -330,7 +355,7 @@ mod tests {
     #[test]
     fn a_chunk_comes_from_its_sources_alone_and_reports_unknown_context_values() {
         let format = Format { attributes: vec!["route".to_owned()], ..Format::default() };
-        let mut chunk = ChunkBuilder::new(1_000, 0, &[], &format);
+        let mut chunk = ChunkBuilder::new(Ticks::starting_at(1_000), 1_000, 0, &[], &format);
         let mut known = SampleRecord { time_ns: 2_000, tid: 7, ..Default::default() };
         known.context.values[0] = 1;
         let mut unknown = known;
@@ -355,5 +380,14 @@ mod tests {
         );
         assert!(finished.bytes.starts_with(b"FLR\0"));
         assert_eq!(finished.context_values_expired, 1, "value 2 is not among the sources");
+    }
+
+    #[test]
+    fn ticks_count_from_a_second_before_the_session() {
+        let ticks = Ticks::starting_at(5_000_000_000);
+        assert_eq!(ticks.at(5_000_000_000), 1_000_000_000);
+        assert_eq!(ticks.at(5_000_000_123), 1_000_000_123);
+        assert_eq!(ticks.at(3_000_000_000), 0, "before the origin");
+        assert_eq!(Ticks::starting_at(10).at(10), 10, "a session in the first second of the clock");
     }
 }

@@ -30,7 +30,7 @@ use crate::jvmti::Jvmti;
 use crate::jvmti_samples::{self, JvmtiSamples};
 use crate::storage::samples::SampleRecord;
 use crate::threads;
-use chunk::{ChunkBuilder, ChunkSources, LiveRecord};
+use chunk::{ChunkBuilder, ChunkSources, LiveRecord, Ticks};
 use jfr_writer::{ConstantPools, Dialect};
 use methods::MethodCache;
 use rotation::Stores;
@@ -59,6 +59,8 @@ pub struct Format {
 
 pub struct Recording {
     chunk: ChunkBuilder,
+    /// The session's clock: every chunk's ticks count from one origin.
+    ticks: Ticks,
     /// Wall-clock minus CLOCK_MONOTONIC nanoseconds, taken once: every
     /// chunk's header maps ticks to time by it, so that all chunks convert
     /// alike (the JDK's parser converts them all with the first one's).
@@ -80,8 +82,10 @@ impl Recording {
     pub fn new(settings: Vec<(String, String)>, format: Format, stores: Stores, sink: Sink) -> Self {
         let now = clock::monotonic_ns();
         let epoch_offset = clock::epoch_ns() - now as i64;
+        let ticks = Ticks::starting_at(now);
         Self {
-            chunk: ChunkBuilder::new(now, now as i64 + epoch_offset, &settings, &format),
+            chunk: ChunkBuilder::new(ticks, now, now as i64 + epoch_offset, &settings, &format),
+            ticks,
             epoch_offset,
             settings,
             format,
@@ -157,7 +161,7 @@ impl Recording {
         self.drain();
         let context_values = self.stores.context.values.live_entries();
         let now = clock::monotonic_ns();
-        let next = ChunkBuilder::new(now, now as i64 + self.epoch_offset, &self.settings, &self.format);
+        let next = ChunkBuilder::new(self.ticks, now, now as i64 + self.epoch_offset, &self.settings, &self.format);
         let finished = std::mem::replace(&mut self.chunk, next);
         counters::increment(Counter::ChunksWritten);
         let counter_values = counters::snapshot();
