@@ -7,6 +7,11 @@ use crate::frame::FrameKind;
 /// a marker): no Java method has it, since `L;` names no class.
 pub const NON_JAVA_DESCRIPTOR: &str = "()L;";
 
+/// The line number and bytecode index of a frame that is not a Java
+/// method's, as async-profiler writes them: 0, one varint byte each (-1,
+/// a 32-bit all-ones, takes five). Readers show no line for 0.
+pub const NON_JAVA_POSITION: i32 = 0;
+
 /// A frame's type, as named in the `jdk.types.FrameType` pool. Every variant
 /// is written to every chunk, so any id an event uses resolves. Not what a
 /// stored frame's fields mean ([`FrameKind`]); `From<FrameKind>` below maps

@@ -18,6 +18,6 @@ mod marker;
 mod remote;
 
 pub use frame::{Frame, FrameKind, JavaFrameKind, BCI_NATIVE_FRAME_REMOTE, BCI_NATIVE_METHOD};
-pub use jfr::{FrameType, NON_JAVA_DESCRIPTOR};
+pub use jfr::{FrameType, NON_JAVA_DESCRIPTOR, NON_JAVA_POSITION};
 pub use marker::{CallTraceError, Marker, UnknownNative};
 pub use remote::{Mark, RemoteFrame, REMOTE_METHOD_NAME};

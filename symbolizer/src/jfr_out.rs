@@ -14,7 +14,7 @@ use crate::events::EventKind;
 use crate::profile::{library_name, library_names};
 use crate::recording::{Chunk, Frame, Recording, Sample, Thread};
 use crate::resolve::{Resolution, Resolver, Tier};
-use frames::{FrameType, NON_JAVA_DESCRIPTOR};
+use frames::{FrameType, NON_JAVA_DESCRIPTOR, NON_JAVA_POSITION};
 use jfr_writer::{
     schema, ActiveSetting, ChunkClock, ChunkEnd, ChunkWriter, ConstantPools, Dialect, Endpoint, FrameDef, MethodDef,
     NativeLibrary, ProfilerCounter, Sample as SampleEvent, SampleKind, ThreadDef, ThreadState,
@@ -87,7 +87,8 @@ impl Rewriter<'_> {
         let frame_type = if frame.kind == Some(FrameType::Cpp) { FrameType::Cpp } else { FrameType::Native };
         let native = |rewriter: &mut Self, name: &str, line: Option<u32>| {
             let method = rewriter.method(&library, name, NON_JAVA_DESCRIPTOR, ACC_NATIVE);
-            FrameDef { method, line: line.map_or(-1, |l| l as i32), bci: -1, frame_type }
+            let line = line.and_then(|l| i32::try_from(l).ok()).unwrap_or(NON_JAVA_POSITION);
+            FrameDef { method, line, bci: NON_JAVA_POSITION, frame_type }
         };
         match resolution {
             // Inlined native functions are native frames too (the JFR type
@@ -348,8 +349,8 @@ mod tests {
             method: format!("[{library}+{offset:#x}]"),
             descriptor: "()L;".to_owned(),
             modifiers: 0x100,
-            line: -1,
-            bci: -1,
+            line: NON_JAVA_POSITION,
+            bci: NON_JAVA_POSITION,
             kind,
             build_id: None,
         }
@@ -410,7 +411,7 @@ mod tests {
         // Named as async-profiler names native frames: the library as class.
         assert_eq!(
             (named.class.as_str(), named.descriptor.as_str(), named.kind, named.bci),
-            ("libfoo.so", "()L;", NATIVE, -1)
+            ("libfoo.so", "()L;", NATIVE, NON_JAVA_POSITION)
         );
         assert!(named.line > 0, "{named:?}");
         assert!(named.remote().is_none() && named.is_native_code());

@@ -7,7 +7,7 @@ use super::methods::{MethodInfo, MethodSource};
 use crate::libraries::{Library, LibraryTable};
 use frames::{
     CallTraceError, Frame, FrameKind, FrameType, Mark, Marker, RemoteFrame, UnknownNative, BCI_NATIVE_METHOD,
-    NON_JAVA_DESCRIPTOR, REMOTE_METHOD_NAME,
+    NON_JAVA_DESCRIPTOR, NON_JAVA_POSITION, REMOTE_METHOD_NAME,
 };
 use jfr_writer::{ConstantPools, Dialect, FrameDef, MethodDef, MethodId};
 use std::collections::HashMap;
@@ -43,7 +43,8 @@ impl<'a> FrameNames<'a> {
 
     /// A marker frame (`[storage_full]`, `[GC_active]`, ...).
     pub fn marker(&mut self, pools: &mut ConstantPools, name: &str) -> FrameDef {
-        FrameDef { method: synthetic(pools, name), line: -1, bci: -1, frame_type: FrameType::Native }
+        let (line, bci) = (NON_JAVA_POSITION, NON_JAVA_POSITION);
+        FrameDef { method: synthetic(pools, name), line, bci, frame_type: FrameType::Native }
     }
 
     pub fn frame(&mut self, pools: &mut ConstantPools, frame: &Frame) -> FrameDef {
@@ -51,11 +52,11 @@ impl<'a> FrameNames<'a> {
             FrameKind::Native => {
                 let native = self.native_name(frame.method);
                 let method = native_method(pools, &native.name, &native.library);
-                FrameDef { method, line: -1, bci: -1, frame_type: native.frame_type }
+                FrameDef { method, line: NON_JAVA_POSITION, bci: NON_JAVA_POSITION, frame_type: native.frame_type }
             }
             FrameKind::RemoteNative => {
                 let (method, frame_type) = self.remote(pools, RemoteFrame::unpack(frame.method));
-                FrameDef { method, line: -1, bci: -1, frame_type }
+                FrameDef { method, line: NON_JAVA_POSITION, bci: NON_JAVA_POSITION, frame_type }
             }
             // A frame whose method had no jmethodID when it was sampled.
             FrameKind::Java | FrameKind::Interpreted | FrameKind::C1Compiled | FrameKind::Inlined
