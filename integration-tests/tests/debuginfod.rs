@@ -75,16 +75,16 @@ fn debug_files_come_from_a_debuginfod_server() {
     resolver.prefetch(&[build_id.clone(), unknown.clone()]);
     let entry = symbol_offset(&library.with_file_name("libremote.so.debug"), "hot_leaf");
     match resolver.resolve(&build_id, entry) {
-        Resolution::Frames(frames) => assert_eq!(frames[0].function, "hot_leaf"),
+        Resolution::Frames(frames) => assert_eq!(&*frames[0].function, "hot_leaf"),
         other => panic!("fetched debug file did not resolve: {other:?}"),
     }
-    assert_eq!(resolver.resolve(&unknown, 0x1000), Resolution::Unresolved(Unresolved::UnknownBuildId));
+    assert_eq!(resolver.resolve(&unknown, 0x1000), &Resolution::Unresolved(Unresolved::UnknownBuildId));
 
     // An unreachable server: reported for the build-id, not fatal.
     let mut offline =
         Resolver::new(Locator::new(&[], &[], Some(Debuginfod::new(vec![unreachable], dir.join("cache3")))).0);
     offline.prefetch(std::slice::from_ref(&build_id));
-    assert_eq!(offline.resolve(&build_id, entry), Resolution::Unresolved(Unresolved::DebugFileMissing));
+    assert_eq!(offline.resolve(&build_id, entry), &Resolution::Unresolved(Unresolved::DebugFileMissing));
     assert!(
         offline.problems().iter().any(|p| p.starts_with(&build_id) && p.contains("debuginfod")),
         "{:?}",
@@ -126,7 +126,7 @@ fn symbols_come_from_a_binary_a_debuginfod_server_has() {
     let cached = symbolizer::debuginfod::cache_path_of(&cache, &build_id, Artifact::Executable);
     assert_eq!(file_build_id(&cached).as_deref(), Some(build_id.as_str()), "the binary is in the cache");
     let entry = symbol_offset(&binary, "hot_leaf");
-    assert_eq!(resolver.resolve(&build_id, entry + 1), Resolution::NameOnly("hot_leaf".to_owned()));
+    assert_eq!(resolver.resolve(&build_id, entry + 1), &Resolution::NameOnly("hot_leaf".to_owned()));
     let source = resolver.describe(&build_id).unwrap();
     assert!(source.starts_with(".symtab of ") && source.contains(&cache.display().to_string()), "{source}");
 }
@@ -162,7 +162,7 @@ fn debuginfod_is_asked_past_a_debug_link_that_leads_nowhere() {
     let entry = symbol_offset(&debug, "hot_leaf");
     // Offline: the dead link is the reason, and the binary's symbols name the function.
     let mut offline = Resolver::new(Locator::new(&[], std::slice::from_ref(&binary), None).0);
-    assert_eq!(offline.resolve(&build_id, entry), Resolution::NameOnly("hot_leaf".to_owned()));
+    assert_eq!(offline.resolve(&build_id, entry), &Resolution::NameOnly("hot_leaf".to_owned()));
     let source = offline.describe(&build_id).unwrap();
     assert!(source.starts_with(".symtab of ") && source.contains(&binary.display().to_string()), "{source}");
 
@@ -173,7 +173,7 @@ fn debuginfod_is_asked_past_a_debug_link_that_leads_nowhere() {
     resolver.prefetch(std::slice::from_ref(&build_id));
     match resolver.resolve(&build_id, entry) {
         Resolution::Frames(frames) => {
-            assert_eq!(frames[0].function, "hot_leaf");
+            assert_eq!(&*frames[0].function, "hot_leaf");
             assert!(frames[0].line.is_some(), "{frames:?}");
         }
         other => panic!("the debug file debuginfod has was not used: {other:?}"),

@@ -98,7 +98,7 @@ fn check_resolution(test: &str, library: &str, cstack: &str) {
             .iter()
             .map(|f| {
                 (
-                    f.function.clone(),
+                    f.function.to_string(),
                     format!(
                         "{}:{}",
                         f.file.as_deref().unwrap_or("??"),

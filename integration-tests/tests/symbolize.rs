@@ -449,7 +449,7 @@ fn libjvm_is_named_from_its_symbol_table() {
         let mut resolver = symbolizer::resolve::Resolver::new(locator);
         for (start, _, name) in &stubs {
             let resolved = resolver.resolve(&build_id, start + 4);
-            assert_eq!(resolved, symbolizer::resolve::Resolution::NameOnly(name.clone()), "{start:#x}");
+            assert_eq!(resolved, &symbolizer::resolve::Resolution::NameOnly(name.clone()), "{start:#x}");
         }
     }
     let text = report(&file, &[]);

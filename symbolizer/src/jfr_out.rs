@@ -78,7 +78,7 @@ impl Rewriter<'_> {
             return;
         };
         let resolution = match self.resolver.as_deref_mut() {
-            Some(resolver) => resolver.resolve(build_id, offset),
+            Some(resolver) => resolver.resolve(build_id, offset).clone(),
             None => Resolution::Unresolved(crate::resolve::Unresolved::DebugFileMissing),
         };
         *self.tiers.entry(resolution.tier()).or_default() += 1;

@@ -109,7 +109,7 @@ fn expand(
     let remote = Some((build_id.to_owned(), offset));
     let resolution = match resolver {
         Some(r) => r.resolve(build_id, offset),
-        None => Resolution::Unresolved(Unresolved::DebugFileMissing),
+        None => &Resolution::Unresolved(Unresolved::DebugFileMissing),
     };
     if let Some(problem) = resolution.problem() {
         problems.push(problem);
@@ -121,12 +121,12 @@ fn expand(
         Resolution::Frames(frames) => {
             let last = frames.len() - 1;
             frames
-                .into_iter()
+                .iter()
                 .enumerate()
                 .map(|(i, f)| StackFrame {
-                    name: f.function,
+                    name: f.function.to_string(),
                     kind: Some(native),
-                    file: f.file,
+                    file: f.file.as_deref().map(str::to_owned),
                     line: f.line,
                     remote: remote.clone(),
                     inlined: i < last,
@@ -134,7 +134,7 @@ fn expand(
                 .collect()
         }
         Resolution::NameOnly(name) => {
-            vec![StackFrame { name, kind: Some(native), file: None, line: None, remote, inlined: false }]
+            vec![StackFrame { name: name.clone(), kind: Some(native), file: None, line: None, remote, inlined: false }]
         }
         Resolution::Unresolved(_) => {
             let name = format!("[{}+{offset:#x}]", library_name(frame, build_id, libraries));

@@ -2,7 +2,8 @@
 //! a debug file — function, file, line and the inline chain; (b) the
 //! symbol table (`.symtab`, else `.dynsym`) of the library's debug file
 //! or binary — the function's name; (c) nothing — the frame stays
-//! `[library+0xoffset]`. Results are cached by (build-id, address). The
+//! `[library+0xoffset]`. Results are cached by (build-id, address); a
+//! recording's distinct addresses are resolved up front on all cores. The
 //! offset is already the attribution address (the agent subtracted one
 //! from return addresses): it is looked up as is.
 
@@ -10,13 +11,17 @@ use crate::debuginfo::{has_dwarf, mmap, Locator, Missing};
 use crate::recording::Recording;
 use crate::symbols::SymbolTable;
 use addr2line::Loader;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ResolvedFrame {
-    pub function: String,
-    pub file: Option<String>,
+    /// Demangled; shared by every frame of the function.
+    pub function: Arc<str>,
+    pub file: Option<Arc<str>>,
     pub line: Option<u32>,
 }
 
@@ -119,6 +124,7 @@ enum Source {
     Dwarf {
         loader: Box<Loader>,
         symbols: Option<SymbolTable>,
+        names: Names,
         path: PathBuf,
     },
     Symbols {
@@ -152,46 +158,81 @@ fn symbol_table(path: &Path) -> Option<SymbolTable> {
     SymbolTable::parse(&mmap(path).ok()?)
 }
 
+/// Fewer uncached addresses of one library than this are resolved on the
+/// calling thread: a thread's own loader is not worth it.
+const PARALLEL_MIN: usize = 4096;
+
+/// Resolves remote frames, caching every result by (build-id, address).
 pub struct Resolver {
+    sources: Sources,
+    /// Each build-id's cache, by the index `cache_index` gave it.
+    caches: Vec<FxHashMap<u64, Resolution>>,
+    cache_index: HashMap<String, usize>,
+    stats: Stats,
+}
+
+/// Where frames are resolved from, found once per build-id.
+struct Sources {
     locator: Locator,
     sources: HashMap<String, Result<Source, Failure>>,
-    cache: HashMap<(String, u64), Resolution>,
     problems: Vec<String>,
-    stats: Stats,
+}
+
+/// Demangled function names and file names already seen, so that a name
+/// is demangled and copied once, however many addresses share it.
+#[derive(Default)]
+struct Names {
+    functions: FxHashMap<String, Arc<str>>,
+    files: FxHashMap<String, Arc<str>>,
+}
+
+impl Names {
+    fn intern(map: &mut FxHashMap<String, Arc<str>>, key: &str, make: impl FnOnce() -> Arc<str>) -> Arc<str> {
+        if let Some(name) = map.get(key) {
+            return name.clone();
+        }
+        let name = make();
+        map.insert(key.to_owned(), name.clone());
+        name
+    }
 }
 
 impl Resolver {
     pub fn new(locator: Locator) -> Self {
-        Self { locator, sources: HashMap::new(), cache: HashMap::new(), problems: Vec::new(), stats: Stats::default() }
+        let sources = Sources { locator, sources: HashMap::new(), problems: Vec::new() };
+        Self { sources, caches: Vec::new(), cache_index: HashMap::new(), stats: Stats::default() }
     }
 
-    /// Learns the library files the recording names (`jdk.NativeLibrary`)
-    /// and fetches the debug files of its remote frames' build-ids from
-    /// debuginfod servers, concurrently, before resolving.
+    /// Learns the library files the recording names (`jdk.NativeLibrary`),
+    /// fetches the debug files of its remote frames' build-ids from
+    /// debuginfod servers, concurrently, and resolves every distinct remote
+    /// frame, each library's addresses on all cores.
     pub fn prepare(&mut self, recording: &Recording) {
         for library in recording.libraries() {
             if let Some(build_id) = &library.build_id {
-                self.locator.add_recorded_library(build_id, Path::new(&library.name));
+                self.sources.locator.add_recorded_library(build_id, Path::new(&library.name));
             }
         }
-        let mut ids: Vec<String> = recording
-            .samples()
-            .flat_map(|s| s.frames.iter().filter_map(|f| f.remote().map(|(id, _)| id.to_owned())))
-            .collect();
-        ids.sort();
-        ids.dedup();
+        let mut offsets: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
+        for (build_id, offset) in recording.samples().flat_map(|s| s.frames.iter().filter_map(|f| f.remote())) {
+            offsets.entry(build_id).or_default().push(offset);
+        }
+        let ids: Vec<String> = offsets.keys().map(|&id| id.to_owned()).collect();
         self.prefetch(&ids);
+        for (build_id, offsets) in offsets {
+            self.resolve_all(build_id, offsets);
+        }
     }
 
     /// Fetches the debug files of these build-ids from debuginfod servers,
     /// concurrently, before resolving.
     pub fn prefetch(&mut self, build_ids: &[String]) {
-        self.locator.prefetch(build_ids);
+        self.sources.locator.prefetch(build_ids);
     }
 
     /// What went wrong, one line per build-id.
     pub fn problems(&self) -> &[String] {
-        &self.problems
+        &self.sources.problems
     }
 
     pub fn stats(&self) -> Stats {
@@ -201,21 +242,101 @@ impl Resolver {
     /// What the frames of `build_id` were resolved from (after resolving
     /// one), or why they were not.
     pub fn describe(&self, build_id: &str) -> Option<String> {
-        Some(match self.sources.get(build_id)? {
+        Some(match self.sources.sources.get(build_id)? {
             Ok(source) => source.describe(),
             Err(failure) => failure.to_string(),
         })
     }
 
+    fn cache_of(&mut self, build_id: &str) -> usize {
+        if let Some(&index) = self.cache_index.get(build_id) {
+            return index;
+        }
+        self.caches.push(FxHashMap::default());
+        self.cache_index.insert(build_id.to_owned(), self.caches.len() - 1);
+        self.caches.len() - 1
+    }
+
+    /// Resolves `offset` (a link-time address) in the library `build_id`.
+    pub fn resolve(&mut self, build_id: &str, offset: u64) -> &Resolution {
+        self.stats.lookups += 1;
+        let index = self.cache_of(build_id);
+        match self.caches[index].entry(offset) {
+            Entry::Occupied(hit) => {
+                self.stats.cache_hits += 1;
+                hit.into_mut()
+            }
+            Entry::Vacant(slot) => slot.insert(self.sources.resolve(build_id, offset)),
+        }
+    }
+
+    /// Resolves every address of `offsets` in the library `build_id` into
+    /// the cache: with DWARF and many addresses, on all cores, each thread
+    /// with its own loader over a contiguous run of the sorted addresses
+    /// (so each parses only the compilation units its addresses are in).
+    pub fn resolve_all(&mut self, build_id: &str, mut offsets: Vec<u64>) {
+        let index = self.cache_of(build_id);
+        let cache = &mut self.caches[index];
+        offsets.retain(|o| !cache.contains_key(o));
+        offsets.sort_unstable();
+        offsets.dedup();
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let parallel = match self.sources.source(build_id) {
+            Ok(Source::Dwarf { path, symbols, .. }) if threads > 1 && offsets.len() >= PARALLEL_MIN => {
+                let part = offsets.len().div_ceil(threads);
+                let (path, symbols) = (path.as_path(), symbols.as_ref());
+                std::thread::scope(|scope| {
+                    let parts: Vec<_> = offsets
+                        .chunks(part)
+                        .map(|part| scope.spawn(move || resolve_part(path, symbols, part)))
+                        .collect();
+                    parts.into_iter().filter_map(|p| p.join().ok().flatten()).flatten().collect::<Vec<_>>()
+                })
+            }
+            _ => Vec::new(),
+        };
+        let cache = &mut self.caches[index];
+        cache.extend(parallel);
+        // What no thread resolved (a loader that could not open the file).
+        for offset in offsets {
+            if !self.caches[index].contains_key(&offset) {
+                let resolution = self.sources.resolve(build_id, offset);
+                self.caches[index].insert(offset, resolution);
+            }
+        }
+    }
+}
+
+/// One thread's share of [`Resolver::resolve_all`]: `offsets` resolved
+/// with a loader of its own over the debug file at `path` (`None` if it
+/// cannot be opened).
+fn resolve_part(path: &Path, symbols: Option<&SymbolTable>, offsets: &[u64]) -> Option<Vec<(u64, Resolution)>> {
+    let loader = Loader::new(path).ok()?;
+    let mut names = Names::default();
+    Some(offsets.iter().map(|&offset| (offset, lookup(&loader, symbols, offset, &mut names))).collect())
+}
+
+impl Sources {
     /// The source of `build_id`'s frames: a debug file with DWARF, else the
     /// first binary or symbol-only debug file with a `.symtab`, else the
     /// first with a `.dynsym`.
-    fn source(&mut self, build_id: &str) -> Result<&Source, Unresolved> {
+    fn source(&mut self, build_id: &str) -> Result<&mut Source, Unresolved> {
         if !self.sources.contains_key(build_id) {
             let source = self.find_source(build_id);
             self.sources.insert(build_id.to_owned(), source);
         }
-        self.sources[build_id].as_ref().map_err(|f| f.why)
+        self.sources.get_mut(build_id).expect("inserted above").as_mut().map_err(|f| f.why)
+    }
+
+    fn resolve(&mut self, build_id: &str, offset: u64) -> Resolution {
+        match self.source(build_id) {
+            Ok(Source::Dwarf { loader, symbols, names, .. }) => lookup(loader, symbols.as_ref(), offset, names),
+            Ok(Source::Symbols { table, .. }) => match table.lookup(offset) {
+                Some(name) => Resolution::NameOnly(name),
+                None => Resolution::Unresolved(Unresolved::NoSymbol),
+            },
+            Err(why) => Resolution::Unresolved(why),
+        }
     }
 
     fn find_source(&mut self, build_id: &str) -> Result<Source, Failure> {
@@ -223,7 +344,12 @@ impl Resolver {
         let mut missing = match self.locator.locate(build_id) {
             Ok(path) if has_dwarf(&path) => match Loader::new(&path) {
                 Ok(loader) => {
-                    return Ok(Source::Dwarf { symbols: symbol_table(&path), loader: Box::new(loader), path })
+                    return Ok(Source::Dwarf {
+                        symbols: symbol_table(&path),
+                        loader: Box::new(loader),
+                        names: Names::default(),
+                        path,
+                    })
                 }
                 Err(e) => Some(format!("{} is not a usable debug file: {e}", path.display())),
             },
@@ -263,39 +389,20 @@ impl Resolver {
         self.problems.push(format!("{build_id}: {failure}"));
         Err(failure)
     }
-
-    /// Resolves `offset` (a link-time address) in the library `build_id`.
-    pub fn resolve(&mut self, build_id: &str, offset: u64) -> Resolution {
-        self.stats.lookups += 1;
-        let key = (build_id.to_owned(), offset);
-        if let Some(hit) = self.cache.get(&key) {
-            self.stats.cache_hits += 1;
-            return hit.clone();
-        }
-        let resolution = match self.source(build_id) {
-            Ok(Source::Dwarf { loader, symbols, .. }) => lookup(loader, symbols.as_ref(), offset),
-            Ok(Source::Symbols { table, .. }) => match table.lookup(offset) {
-                Some(name) => Resolution::NameOnly(name),
-                None => Resolution::Unresolved(Unresolved::NoSymbol),
-            },
-            Err(why) => Resolution::Unresolved(why),
-        };
-        self.cache.insert(key, resolution.clone());
-        resolution
-    }
 }
 
-fn lookup(loader: &Loader, symbols: Option<&SymbolTable>, address: u64) -> Resolution {
+fn lookup(loader: &Loader, symbols: Option<&SymbolTable>, address: u64, names: &mut Names) -> Resolution {
     let mut frames = Vec::new();
     if let Ok(mut iter) = loader.find_frames(address) {
         while let Ok(Some(frame)) = iter.next() {
-            let Some(function) = frame.function.as_ref().and_then(|f| f.demangle().ok()) else { continue };
-            let location = frame.location.as_ref();
-            frames.push(ResolvedFrame {
-                function: function.into_owned(),
-                file: location.and_then(|l| l.file).map(str::to_owned),
-                line: location.and_then(|l| l.line),
+            let Some(function) = frame.function.as_ref() else { continue };
+            let Ok(raw) = function.raw_name() else { continue };
+            let function = Names::intern(&mut names.functions, &raw, || {
+                addr2line::demangle_auto(raw.clone(), function.language).into()
             });
+            let location = frame.location.as_ref();
+            let file = location.and_then(|l| l.file).map(|f| Names::intern(&mut names.files, f, || f.into()));
+            frames.push(ResolvedFrame { function, file, line: location.and_then(|l| l.line) });
         }
     }
     if !frames.is_empty() {
@@ -324,14 +431,14 @@ mod tests {
         link_in_build_id_tree(&tree, ID, &std::env::current_exe().unwrap());
         let mut resolver = resolver(tree);
         let address = known_function_address();
-        let first = resolver.resolve(ID, address);
+        let first = resolver.resolve(ID, address).clone();
         let Resolution::Frames(frames) = &first else { panic!("{first:?}") };
         let function = frames.last().unwrap();
         assert!(function.function.ends_with("known_function"), "{function:?}");
         assert!(function.file.as_deref().is_some_and(|f| f.ends_with("src/testing.rs")), "{function:?}");
         assert!(function.line.is_some_and(|l| l > 0), "{function:?}");
         assert_eq!(first.problem(), None);
-        assert_eq!(resolver.resolve(ID, address), first);
+        assert_eq!(resolver.resolve(ID, address), &first);
         assert_eq!(resolver.stats(), Stats { lookups: 2, cache_hits: 1 });
         assert!(resolver.problems().is_empty(), "{:?}", resolver.problems());
     }
@@ -340,7 +447,7 @@ mod tests {
     fn an_unknown_build_id_is_reported_once() {
         let mut resolver = resolver(scratch_dir("resolve_unknown"));
         for offset in [0x10, 0x20, 0x10] {
-            assert_eq!(resolver.resolve(ID, offset), Resolution::Unresolved(Unresolved::UnknownBuildId));
+            assert_eq!(resolver.resolve(ID, offset), &Resolution::Unresolved(Unresolved::UnknownBuildId));
         }
         assert_eq!(resolver.stats(), Stats { lookups: 3, cache_hits: 1 });
         assert_eq!(resolver.problems().len(), 1, "{:?}", resolver.problems());
@@ -356,8 +463,8 @@ mod tests {
         let dangling = "0123456789abcdef0123456789abcdef01234567";
         link_in_build_id_tree(&tree, dangling, &tree.join("nowhere"));
         let mut resolver = resolver(tree);
-        assert_eq!(resolver.resolve(ID, 0x10), Resolution::Unresolved(Unresolved::DebugFileMissing));
-        assert_eq!(resolver.resolve(dangling, 0x10), Resolution::Unresolved(Unresolved::DebugFileMissing));
+        assert_eq!(resolver.resolve(ID, 0x10), &Resolution::Unresolved(Unresolved::DebugFileMissing));
+        assert_eq!(resolver.resolve(dangling, 0x10), &Resolution::Unresolved(Unresolved::DebugFileMissing));
         let problems = resolver.problems();
         assert!(problems[0].contains("is not a usable debug file"), "{problems:?}");
         assert!(problems[1].contains("dangling link"), "{problems:?}");
@@ -367,13 +474,13 @@ mod tests {
     fn an_address_outside_every_function_has_no_name() {
         let tree = scratch_dir("resolve_no_line");
         link_in_build_id_tree(&tree, ID, &std::env::current_exe().unwrap());
-        let resolution = resolver(tree).resolve(ID, u64::MAX - 1);
-        assert_eq!(resolution, Resolution::Unresolved(Unresolved::NoSymbol));
+        let mut resolver = resolver(tree);
+        assert_eq!(resolver.resolve(ID, u64::MAX - 1), &Resolution::Unresolved(Unresolved::NoSymbol));
     }
 
     #[test]
     fn only_frames_all_with_lines_are_fully_resolved() {
-        let frame = |line| ResolvedFrame { function: "f".to_owned(), file: None, line };
+        let frame = |line| ResolvedFrame { function: "f".into(), file: None, line };
         assert_eq!(Resolution::Frames(vec![frame(Some(1)), frame(Some(2))]).problem(), None);
         assert_eq!(Resolution::Frames(vec![frame(Some(1)), frame(None)]).problem(), Some(Unresolved::NoLineInfo));
         assert_eq!(Resolution::NameOnly("f".to_owned()).problem(), Some(Unresolved::NoLineInfo));
