@@ -495,3 +495,66 @@ fn libjvm_is_named_from_its_symbol_table() {
     let unnamed = whole.samples().flat_map(|e| &e.frames).filter(|f| f.method.starts_with("[libjvm.so+")).count();
     assert!(named > 0 && unnamed == 0, "{named} libjvm frames in the copy, {unnamed} unnamed");
 }
+
+/// Several recordings in one run: a directory's recordings merged into one
+/// profile (a file that is not a recording reported and left out, status
+/// 3 unless `--partial`), or one output per recording with `--output-dir`
+/// (each the same as that recording's own run); the JFR copy takes several
+/// only one per recording.
+#[test]
+fn several_recordings_merge_or_go_one_output_each() {
+    let dir = scratch_dir("symbolize_batch");
+    let fleet = dir.join("fleet");
+    std::fs::create_dir_all(&fleet).unwrap();
+    let (library, unstripped) = (native_fixture("libremote.so"), native_fixture("unstripped/libremote.so"));
+    for name in ["a", "b"] {
+        let file = fleet.join(format!("{name}.jfr"));
+        let options = format!("start,interval=1ms,cstack=fp,remotesym=true,file={}", file.display());
+        let output = run_java(Some(&options), "RemoteChain", &[path(&library), "2", "chain"], Duration::from_secs(60));
+        assert_success(&output);
+    }
+    let (a, b) = (fleet.join("a.jfr"), fleet.join("b.jfr"));
+    let binary = ["--binary", path(&unstripped)];
+    let (alone_a, alone_b) = (collapsed(&a, "cpu", &binary), collapsed(&b, "cpu", &binary));
+    let in_leaf = |c: &Collapsed| c.iter().filter(|((_, f), _)| f[0] == "hot_leaf").map(|(_, n)| n).sum::<i64>();
+    assert!(in_leaf(&alone_a) >= 100 && in_leaf(&alone_b) >= 100, "{} {}", in_leaf(&alone_a), in_leaf(&alone_b));
+    std::fs::write(fleet.join("junk.jfr"), b"not a recording").unwrap();
+
+    // Merged: the two profiles added up; the junk file named and left out.
+    let merged = dir.join("merged.collapsed");
+    let args = ["collapsed", path(&fleet), "--threads", "--binary", path(&unstripped), "-o", path(&merged)];
+    let output = symbolize(&args);
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    assert!(stderr(&output).contains("junk.jfr"), "{}", stderr(&output));
+    let both = parse_collapsed(&std::fs::read_to_string(&merged).unwrap());
+    assert_eq!(total(&both), total(&alone_a) + total(&alone_b));
+    assert_eq!(in_leaf(&both), in_leaf(&alone_a) + in_leaf(&alone_b));
+    let output = symbolize(&[&args[..], &["--partial"]].concat());
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+
+    // One output per recording, each its own run's.
+    let out = dir.join("out");
+    let output = symbolize(&[
+        "collapsed",
+        path(&a),
+        path(&b),
+        "--threads",
+        "--binary",
+        path(&unstripped),
+        "--output-dir",
+        path(&out),
+    ]);
+    assert_success(&output);
+    for (name, alone) in [("a", &alone_a), ("b", &alone_b)] {
+        let text = std::fs::read_to_string(out.join(format!("{name}.collapsed"))).unwrap();
+        assert_eq!(&parse_collapsed(&text), alone, "{name}");
+    }
+    let output = symbolize(&["jfr", path(&a), path(&b), "-o", path(&dir.join("x.jfr"))]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(stderr(&output).contains("--output-dir"), "{}", stderr(&output));
+    let output = symbolize(&["jfr", path(&a), path(&b), "--binary", path(&unstripped), "--output-dir", path(&out)]);
+    assert_success(&output);
+    for name in ["a", "b"] {
+        assert_jfr_tool_accepts(&out.join(format!("{name}.symbolized.jfr")));
+    }
+}

@@ -269,7 +269,7 @@ pub fn rewrite(recording: &Recording, resolver: Option<&mut Resolver>) -> Vec<u8
 /// [`rewrite`], and what it did.
 pub fn rewrite_counting(recording: &Recording, mut resolver: Option<&mut Resolver>) -> Rewritten {
     if let Some(r) = resolver.as_deref_mut() {
-        r.prepare(recording);
+        r.prepare([recording]);
     }
     let libraries = library_names(recording);
     let mut rewriter = Rewriter {

@@ -1,10 +1,15 @@
 //! `symbolize`: resolves remote native frames and converts recordings.
 //!
 //! ```text
-//! symbolize <command> <recording.jfr> [options]
+//! symbolize <command> <recording.jfr | DIR>... [options]
 //!
 //! commands:  collapsed | flamegraph | pprof | jfr | report
+//! inputs:    one recording, or several (a directory stands for its *.jfr files): merged into one
+//!            profile, or one output per recording with --output-dir; either way every debug file is
+//!            found, fetched and parsed once, and each library's addresses are resolved on all cores
 //! options:   -o, --output PATH        where to write (default: stdout; required for pprof and jfr)
+//!            --output-dir DIR         one output per recording: DIR/<name>.collapsed, .html, .pb.gz,
+//!                                     .symbolized.jfr or .txt (the only way jfr takes several)
 //!            --event KIND             cpu (default), wall, alloc or lock: the events a profile shows
 //!            --debug-dir DIR          a tree with .build-id/ab/cdef….debug files (repeatable)
 //!            --binary PATH            a library or executable, found by its build-id: its DWARF (itself
@@ -18,10 +23,11 @@
 //!
 //! exit status: 0 written; 1 error, nothing written (not a recording, no chunk readable, no events
 //!              of the kind, bad arguments); 3 written from the complete chunks of a damaged
-//!              recording (some chunks cut short or unreadable), unless --partial
+//!              recording (some chunks cut short or unreadable), or from the readable recordings
+//!              of several (the others reported and left out), unless --partial
 //! ```
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use symbolizer::debuginfo::Locator;
 use symbolizer::debuginfod::{default_cache, urls_from_env, Debuginfod};
@@ -30,9 +36,9 @@ use symbolizer::recording::Recording;
 use symbolizer::resolve::{Resolver, Tier};
 use symbolizer::{collapsed, flamegraph, jfr_out, pprof, profile, recording};
 
-const USAGE: &str = "usage: symbolize <collapsed|flamegraph|pprof|jfr|report> <recording.jfr> [-o OUTPUT] \
-[--event cpu|wall|alloc|lock] [--debug-dir DIR]... [--binary PATH]... [--debuginfod URL]... \
-[--debuginfod-cache DIR] [--no-debuginfod] [--threads] [--title TITLE] [--partial]";
+const USAGE: &str = "usage: symbolize <collapsed|flamegraph|pprof|jfr|report> <recording.jfr|DIR>... \
+[-o OUTPUT | --output-dir DIR] [--event cpu|wall|alloc|live|lock] [--debug-dir DIR]... [--binary PATH]... \
+[--debuginfod URL]... [--debuginfod-cache DIR] [--no-debuginfod] [--threads] [--title TITLE] [--partial]";
 
 /// The exit status of a run that wrote its output from a damaged
 /// recording's complete chunks (without `--partial`).
@@ -41,8 +47,9 @@ const EXIT_DAMAGED: u8 = 3;
 #[derive(Default)]
 struct Args {
     command: String,
-    input: PathBuf,
+    inputs: Vec<PathBuf>,
     output: Option<PathBuf>,
+    output_dir: Option<PathBuf>,
     /// `None`: not given (the default, CPU).
     event: Option<EventKind>,
     debug_dirs: Vec<PathBuf>,
@@ -58,11 +65,11 @@ struct Args {
 fn parse_args() -> Result<Args, String> {
     let mut args = std::env::args().skip(1);
     let mut parsed = Args { command: args.next().ok_or(USAGE)?, ..Args::default() };
-    let mut input = None;
     let value = |args: &mut dyn Iterator<Item = String>, flag: &str| args.next().ok_or(format!("{flag} needs a value"));
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "-o" | "--output" => parsed.output = Some(value(&mut args, &arg)?.into()),
+            "--output-dir" => parsed.output_dir = Some(value(&mut args, &arg)?.into()),
             "--event" => {
                 let kind = value(&mut args, &arg)?;
                 let accepted = EventKind::accepted();
@@ -80,10 +87,12 @@ fn parse_args() -> Result<Args, String> {
             "--partial" => parsed.partial = true,
             "-h" | "--help" => return Err(USAGE.to_owned()),
             other if other.starts_with('-') => return Err(format!("unknown option {other}\n{USAGE}")),
-            other => input = Some(PathBuf::from(other)),
+            other => parsed.inputs.push(PathBuf::from(other)),
         }
     }
-    parsed.input = input.ok_or(USAGE)?;
+    if parsed.inputs.is_empty() {
+        return Err(USAGE.to_owned());
+    }
     Ok(parsed)
 }
 
@@ -102,8 +111,8 @@ fn resolver(args: &Args) -> Resolver {
 
 /// Writes the output whole or not at all: into a temporary file beside
 /// it, renamed into place once complete.
-fn write(args: &Args, bytes: &[u8]) -> Result<(), String> {
-    match &args.output {
+fn write(output: Option<&Path>, bytes: &[u8]) -> Result<(), String> {
+    match output {
         Some(path) => {
             let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
             let temp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
@@ -138,7 +147,7 @@ fn period(recording: &Recording, kind: EventKind) -> i64 {
 
 /// The error for a recording without events of the chosen kind, naming
 /// the kinds it has.
-fn no_events(args: &Args, recording: &Recording, kind: EventKind) -> String {
+fn no_events(name: &str, recording: &Recording, kind: EventKind) -> String {
     let kinds = recording.kinds();
     let has = if kinds.is_empty() {
         format!("it has no sample events of any kind ({})", EventKind::accepted())
@@ -147,7 +156,7 @@ fn no_events(args: &Args, recording: &Recording, kind: EventKind) -> String {
         format!("it has {}; choose one with --event", listed.join(", "))
     };
     let types: Vec<&str> = kind.event_types().collect();
-    format!("{} has no {kind} events ({}): {has}", args.input.display(), types.join(", "))
+    format!("{name} has no {kind} events ({}): {has}", types.join(", "))
 }
 
 /// How a run that wrote its output ends.
@@ -158,43 +167,150 @@ enum Finish {
     Damaged,
 }
 
+/// The recordings `inputs` name: files as given, directories as their
+/// `*.jfr` files in name order.
+fn expand_inputs(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let mut files = Vec::new();
+    for input in inputs {
+        if !input.is_dir() {
+            files.push(input.clone());
+            continue;
+        }
+        let entries = std::fs::read_dir(input).map_err(|e| format!("cannot list {}: {e}", input.display()))?;
+        let mut found: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "jfr"))
+            .collect();
+        if found.is_empty() {
+            return Err(format!("{} holds no .jfr file", input.display()));
+        }
+        found.sort();
+        files.extend(found);
+    }
+    Ok(files)
+}
+
+/// Reads every recording; with several, one that cannot be read is
+/// reported and left out (the run then ends as damaged).
+fn read_all(args: &Args, inputs: &[PathBuf]) -> Result<(Vec<(String, Recording)>, Finish), String> {
+    let mut finish = Finish::Success;
+    let mut recordings = Vec::new();
+    for input in inputs {
+        let outcome = match recording::read(input) {
+            Ok(outcome) => outcome,
+            Err(e) if inputs.len() > 1 => {
+                eprintln!("warning: {e}; left out");
+                finish = Finish::Damaged;
+                continue;
+            }
+            Err(e) => return Err(e.to_string()),
+        };
+        for damage in &outcome.damage {
+            let after = if damage.last { "; nothing after it can be read" } else { "; left out" };
+            eprintln!("warning: {}: {damage}{after}", input.display());
+        }
+        if !outcome.damage.is_empty() {
+            eprintln!(
+                "warning: {} is damaged: the output holds the {} of its chunks that are complete",
+                input.display(),
+                outcome.recording.chunks.len(),
+            );
+            finish = Finish::Damaged;
+        }
+        recordings.push((input.display().to_string(), outcome.recording));
+    }
+    if recordings.is_empty() {
+        return Err("no recording could be read".to_owned());
+    }
+    if let (Finish::Damaged, false) = (&finish, args.partial) {
+        eprintln!("exit status {EXIT_DAMAGED}: written from what could be read (--partial accepts this with status 0)");
+    }
+    Ok((recordings, if args.partial { Finish::Success } else { finish }))
+}
+
+/// The file `--output-dir` gets for the recording `input`.
+fn output_in(dir: &Path, input: &str, command: &str) -> PathBuf {
+    let name = Path::new(input).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let stem = name.strip_suffix(".jfr").unwrap_or(&name);
+    let extension = match command {
+        "collapsed" => "collapsed",
+        "flamegraph" => "html",
+        "pprof" => "pb.gz",
+        "jfr" => "symbolized.jfr",
+        _ => "txt",
+    };
+    dir.join(format!("{stem}.{extension}"))
+}
+
 fn run() -> Result<Finish, String> {
     let args = parse_args()?;
     if !["collapsed", "flamegraph", "pprof", "jfr", "report"].contains(&args.command.as_str()) {
         return Err(format!("unknown command {}\n{USAGE}", args.command));
     }
-    if ["pprof", "jfr"].contains(&args.command.as_str()) && args.output.is_none() {
+    if args.output.is_some() && args.output_dir.is_some() {
+        return Err("-o and --output-dir: give one (one output, or one per recording)".to_owned());
+    }
+    let binary = ["pprof", "jfr"].contains(&args.command.as_str());
+    if binary && args.output.is_none() && args.output_dir.is_none() {
         return Err(format!("{} writes a binary file: give -o PATH", args.command));
     }
     if args.command == "jfr" && args.event.is_some() {
         return Err("--event does not apply to jfr: the copy keeps every event".to_owned());
     }
-    let outcome = recording::read(&args.input).map_err(|e| e.to_string())?;
-    for damage in &outcome.damage {
-        let after = if damage.last { "; nothing after it can be read" } else { "; left out" };
-        eprintln!("warning: {}: {damage}{after}", args.input.display());
+    let inputs = expand_inputs(&args.inputs)?;
+    if args.command == "jfr" && inputs.len() > 1 && args.output_dir.is_none() {
+        return Err("jfr copies each recording on its own: give --output-dir DIR for several".to_owned());
     }
-    let finish = if outcome.damage.is_empty() || args.partial { Finish::Success } else { Finish::Damaged };
-    if !outcome.damage.is_empty() {
-        let status = match finish {
-            Finish::Damaged => format!(" (exit status {EXIT_DAMAGED}; --partial accepts this with status 0)"),
-            Finish::Success => String::new(),
-        };
-        eprintln!(
-            "warning: {} is damaged: the output holds the {} of its chunks that are complete{status}",
-            args.input.display(),
-            outcome.recording.chunks.len(),
-        );
+    if let Some(dir) = &args.output_dir {
+        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
-    let recording = outcome.recording;
+    let (recordings, finish) = read_all(&args, &inputs)?;
     let mut resolver = resolver(&args);
+    // Every recording's remote frames at once: each debug file found,
+    // fetched and parsed once, each library's addresses on all cores.
+    resolver.prepare(recordings.iter().map(|(_, r)| r));
+    match &args.output_dir {
+        Some(dir) => {
+            let mut written = 0;
+            for (name, recording) in &recordings {
+                let output = output_in(dir, name, &args.command);
+                match produce(&args, name, recording, &mut resolver, Some(&output)) {
+                    Ok(()) => written += 1,
+                    Err(e) => eprintln!("warning: {e}; no output for it"),
+                }
+            }
+            if written == 0 {
+                return Err("no recording gave an output".to_owned());
+            }
+        }
+        None => {
+            let name = match recordings.as_slice() {
+                [(name, _)] => name.clone(),
+                _ => format!("{} recordings", recordings.len()),
+            };
+            let merged = Recording { chunks: recordings.into_iter().flat_map(|(_, r)| r.chunks).collect() };
+            produce(&args, &name, &merged, &mut resolver, args.output.as_deref())?;
+        }
+    }
+    Ok(finish)
+}
+
+/// Writes `args.command`'s output for `recording` (named `name`) to
+/// `output` (stdout: `None`).
+fn produce(
+    args: &Args,
+    name: &str,
+    recording: &Recording,
+    resolver: &mut Resolver,
+    output: Option<&Path>,
+) -> Result<(), String> {
     if args.command == "jfr" {
-        let jfr_out::Rewritten { bytes, tiers, skipped } = jfr_out::rewrite_counting(&recording, Some(&mut resolver));
-        write(&args, &bytes)?;
+        let jfr_out::Rewritten { bytes, tiers, skipped } = jfr_out::rewrite_counting(recording, Some(resolver));
+        write(output, &bytes)?;
         if !skipped.is_empty() {
             let kinds: Vec<String> = skipped.iter().map(|(kind, n)| format!("{n} {kind}")).collect();
             eprintln!(
-                "warning: not copied: {} sample events (the copy carries this profiler's CPU and wall-clock samples)",
+                "warning: {name}: not copied: {} sample events (the copy carries this profiler's CPU and wall-clock samples)",
                 kinds.join(", ")
             );
         }
@@ -207,30 +323,27 @@ fn run() -> Result<Finish, String> {
                 eprintln!("  {problem}");
             }
         }
-        return Ok(finish);
+        return Ok(());
     }
     let kind = args.event.unwrap_or_default();
     if !recording.kinds().contains_key(&kind) {
-        return Err(no_events(&args, &recording, kind));
+        return Err(no_events(name, recording, kind));
     }
-    let (profile, report) = profile::build(&recording, kind, Some(&mut resolver));
+    let (profile, report) = profile::build(recording, kind, Some(resolver));
     let bytes = match args.command.as_str() {
         "collapsed" => collapsed::collapse(&profile, args.by_thread).into_bytes(),
         "flamegraph" => {
-            let title = args
-                .title
-                .clone()
-                .unwrap_or_else(|| format!("Flame graph of {}: {}", args.input.display(), kind.describe()));
+            let title = args.title.clone().unwrap_or_else(|| format!("Flame graph of {name}: {}", kind.describe()));
             flamegraph::render(&profile, &title, args.by_thread).into_bytes()
         }
-        "pprof" => pprof::encode(&pprof::to_pprof(&profile, period(&recording, kind))),
+        "pprof" => pprof::encode(&pprof::to_pprof(&profile, period(recording, kind))),
         _ => report.to_string().into_bytes(),
     };
-    write(&args, &bytes)?;
+    write(output, &bytes)?;
     if args.command != "report" && (report.remote_frames > 0 || !report.categories.is_empty()) {
         eprint!("{report}");
     }
-    Ok(finish)
+    Ok(())
 }
 
 fn main() -> ExitCode {

@@ -156,7 +156,7 @@ fn expand(
 pub fn build(recording: &Recording, kind: EventKind, mut resolver: Option<&mut Resolver>) -> (Profile, Report) {
     let libraries = library_names(recording);
     if let Some(r) = resolver.as_deref_mut() {
-        r.prepare(recording);
+        r.prepare([recording]);
     }
     let mut profile = Profile::new(kind);
     let mut report = Report::new(kind, recording.kinds());

@@ -203,19 +203,21 @@ impl Resolver {
         Self { sources, caches: Vec::new(), cache_index: HashMap::new(), stats: Stats::default() }
     }
 
-    /// Learns the library files the recording names (`jdk.NativeLibrary`),
-    /// fetches the debug files of its remote frames' build-ids from
+    /// Learns the library files the recordings name (`jdk.NativeLibrary`),
+    /// fetches the debug files of their remote frames' build-ids from
     /// debuginfod servers, concurrently, and resolves every distinct remote
     /// frame, each library's addresses on all cores.
-    pub fn prepare(&mut self, recording: &Recording) {
-        for library in recording.libraries() {
-            if let Some(build_id) = &library.build_id {
-                self.sources.locator.add_recorded_library(build_id, Path::new(&library.name));
-            }
-        }
+    pub fn prepare<'r>(&mut self, recordings: impl IntoIterator<Item = &'r Recording>) {
         let mut offsets: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
-        for (build_id, offset) in recording.samples().flat_map(|s| s.frames.iter().filter_map(|f| f.remote())) {
-            offsets.entry(build_id).or_default().push(offset);
+        for recording in recordings {
+            for library in recording.libraries() {
+                if let Some(build_id) = &library.build_id {
+                    self.sources.locator.add_recorded_library(build_id, Path::new(&library.name));
+                }
+            }
+            for (build_id, offset) in recording.samples().flat_map(|s| s.frames.iter().filter_map(|f| f.remote())) {
+                offsets.entry(build_id).or_default().push(offset);
+            }
         }
         let ids: Vec<String> = offsets.keys().map(|&id| id.to_owned()).collect();
         self.prefetch(&ids);
