@@ -13,8 +13,8 @@
 //!   (`lock=1ms`) profiling of allocation- and lock-heavy workloads, ours
 //!   against async-profiler at the same settings and the JDK's Flight
 //!   Recorder: throughput, events, bytes per event, extra peak RSS.
-//! - `dumps`: dump latency (p50/p99) and dumps written in 20 s under
-//!   thread and class churn.
+//! - `dumps`: the integration tests' churn fixture (thread and class
+//!   churn, a dump every 100 ms) for 20 s: dumps written, dump time p50/p99.
 //! - `walks`: time per walk, HotSpot walker against AsyncGetCallTrace on
 //!   the same samples.
 //! - `floor`: what signal delivery alone costs on this machine.
