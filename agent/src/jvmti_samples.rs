@@ -83,13 +83,26 @@ pub fn weight(size: u64, interval: u32) -> u64 {
     (size as f64 / p).round() as u64
 }
 
-/// The calling thread's stack, stored: for an allocation with native
-/// stacks on (`cstack=`) and stripe `stripe` held, the JNI code that
-/// allocated first (none when Java code did), then the Java frames.
-fn stack_trace(sampler: &Sampler, jvmti: &Jvmti, tid: u32, native_in: Option<usize>) -> TraceId {
+/// The calling thread's Java frames from JVMTI, into `STACK`'s raw
+/// frames. No stripe may be held: JVMTI may wait out a safepoint.
+fn java_frames(sampler: &Sampler, jvmti: &Jvmti) {
+    STACK.with_borrow_mut(|(raw, _)| {
+        raw.resize(sampler.max_depth, FrameInfo { method: std::ptr::null_mut(), location: -1 });
+        let count = jvmti.own_stack_trace(raw).unwrap_or_else(|_| {
+            counters::increment(Counter::JvmtiStackFailed);
+            0
+        });
+        raw.truncate(count);
+    })
+}
+
+/// The calling thread's stack, stored: with native stacks on (`cstack=`)
+/// and stripe `native_in` held, the JNI code that called the JVM first
+/// (none when Java code did), then the Java frames [`java_frames`] took.
+fn stored_trace(sampler: &Sampler, tid: u32, native_in: Option<usize>) -> TraceId {
     STACK.with_borrow_mut(|(raw, frames)| {
         frames.clear();
-        frames.resize(sampler.max_depth, Frame::default());
+        frames.resize(sampler.max_depth - raw.len(), Frame::default());
         let native = match (native_in, sampler.native.as_ref()) {
             // SAFETY: the caller holds stripe `stripe`; the registers are
             // this thread's own, taken here.
@@ -99,14 +112,9 @@ fn stack_trace(sampler: &Sampler, jvmti: &Jvmti, tid: u32, native_in: Option<usi
             _ => 0,
         };
         frames.truncate(native);
-        raw.resize(sampler.max_depth - native, FrameInfo { method: std::ptr::null_mut(), location: -1 });
-        let count = jvmti.own_stack_trace(raw).unwrap_or_else(|_| {
-            counters::increment(Counter::JvmtiStackFailed);
-            0
-        });
         // JVMTI says -1 where a native method has no bytecode index.
         let bci = |f: &FrameInfo| if f.location < 0 { BCI_NATIVE_METHOD } else { f.location as i32 };
-        frames.extend(raw[..count].iter().map(|f| Frame::java(f.method as u64, bci(f))));
+        frames.extend(raw.iter().map(|f| Frame::java(f.method as u64, bci(f))));
         sampler.traces.put(frames, frames.len() == sampler.max_depth, tid as usize)
     })
 }
@@ -142,9 +150,11 @@ fn record(
     counters: Counters,
 ) -> (u32, TraceId, Context) {
     let class = samples.class_id(jvmti, observed.class, tid);
+    java_frames(sampler, jvmti);
+    // Held from here to the push: a native walk uses the stripe's caches.
     let stripe = sampler.stripes.try_acquire(tid);
     let native_in = stripe.as_ref().filter(|_| observed.kind == SampleKind::Alloc).map(|s| s.index());
-    let trace = stack_trace(sampler, jvmti, tid, native_in);
+    let trace = stored_trace(sampler, tid, native_in);
     let context = sampler.context.sample_context(tid);
     let Some(mut stripe) = stripe else {
         counters::increment(counters.1);

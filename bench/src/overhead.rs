@@ -80,6 +80,8 @@ struct Run {
     worker_samples: f64,
     file_bytes: f64,
     handler_ns: f64,
+    /// The run's wall time, JVM start to exit: a recording spans it.
+    elapsed_s: f64,
 }
 
 fn jfc(dir: &Path, period_ms: u32) -> PathBuf {
@@ -132,6 +134,7 @@ fn run_once(config: &Config, suite: &Suite, options: &Options, classes: &Path, s
     }
     // A fixed, pre-touched heap keeps the JVM's own resident memory constant,
     // so differences in peak RSS are the profiler's.
+    let started = std::time::Instant::now();
     let output = command
         .args(["-Xms128m", "-Xmx128m", "-XX:+AlwaysPreTouch"])
         .arg("-cp")
@@ -149,6 +152,7 @@ fn run_once(config: &Config, suite: &Suite, options: &Options, classes: &Path, s
         ops: value(&stdout, "ops "),
         cpu_ns: value(&stdout, "cpu_ns "),
         peak_rss_kb: value(&stdout, "peak_rss_kb "),
+        elapsed_s: started.elapsed().as_secs_f64(),
         ..Run::default()
     };
     if config.kind != Kind::Baseline {
@@ -238,10 +242,10 @@ fn run_suite(suite: &Suite, options: &Options, agent: &Path, scratch: &Path) {
             continue;
         }
         // Wall clock has no per-thread nominal count (walltpt threads per
-        // tick): the samples a second instead.
+        // tick): the events a second of the run instead.
         let nominal = match config.kind {
             Kind::AgentWall | Kind::PeerWall => {
-                format!("{:.0}/s", median(runs.iter().map(|r| r.samples).collect()) / options.seconds)
+                format!("{:.0}/s", median(runs.iter().map(|r| r.samples / r.elapsed_s).collect()))
             }
             _ => {
                 let shares = runs.iter().map(|r| r.worker_samples / (r.cpu_ns / (f64::from(config.period_ms) * 1e6)));

@@ -549,6 +549,13 @@ fn several_recordings_merge_or_go_one_output_each() {
         let text = std::fs::read_to_string(out.join(format!("{name}.collapsed"))).unwrap();
         assert_eq!(&parse_collapsed(&text), alone, "{name}");
     }
+    // Two recordings that would be written to the same file: refused.
+    let output = symbolize(&["collapsed", path(&a), path(&a), "--output-dir", path(&dir.join("twice"))]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(stderr(&output).contains("same file"), "{}", stderr(&output));
+    // A recording without events of the kind gives no output, and the run says so.
+    let output = symbolize(&["collapsed", path(&a), path(&b), "--event", "alloc", "--output-dir", path(&out)]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let output = symbolize(&["jfr", path(&a), path(&b), "-o", path(&dir.join("x.jfr"))]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     assert!(stderr(&output).contains("--output-dir"), "{}", stderr(&output));

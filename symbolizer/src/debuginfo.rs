@@ -183,10 +183,12 @@ impl Locator {
 
     /// Fetches, concurrently, the debug file of every build-id without a
     /// local one, then the binary of every build-id still without a debug
-    /// file or a binary.
+    /// file or a binary. A build-id is asked for once per run, whatever
+    /// the answer.
     pub fn prefetch(&mut self, build_ids: &[String]) {
         let Some(client) = self.debuginfod.as_ref().filter(|d| d.has_servers()) else { return };
-        let wanted: Vec<String> = build_ids.iter().filter(|id| self.local(id).is_err()).cloned().collect();
+        let wanted: Vec<String> =
+            build_ids.iter().filter(|id| !self.fetched.contains_key(*id) && self.local(id).is_err()).cloned().collect();
         if wanted.is_empty() {
             return;
         }

@@ -24,9 +24,11 @@
 //! exit status: 0 written; 1 error, nothing written (not a recording, no chunk readable, no events
 //!              of the kind, bad arguments); 3 written from the complete chunks of a damaged
 //!              recording (some chunks cut short or unreadable), or from the readable recordings
-//!              of several (the others reported and left out), unless --partial
+//!              of several (the others reported and left out), unless --partial; also when, with
+//!              --output-dir, some recordings gave no output (no events of the kind, unwritable)
 //! ```
 
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use symbolizer::debuginfo::Locator;
@@ -162,8 +164,10 @@ fn no_events(name: &str, recording: &Recording, kind: EventKind) -> String {
 /// How a run that wrote its output ends.
 enum Finish {
     Success,
-    /// Written from the complete chunks of a damaged recording, without
-    /// `--partial`: exit status [`EXIT_DAMAGED`].
+    /// Written from the complete chunks of a damaged recording, or from
+    /// the readable recordings of several, without `--partial`; or, with
+    /// `--output-dir`, some recordings gave no output: exit status
+    /// [`EXIT_DAMAGED`].
     Damaged,
 }
 
@@ -264,23 +268,35 @@ fn run() -> Result<Finish, String> {
     if let Some(dir) = &args.output_dir {
         std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
-    let (recordings, finish) = read_all(&args, &inputs)?;
+    let (recordings, mut finish) = read_all(&args, &inputs)?;
+    if let Some(dir) = &args.output_dir {
+        let mut outputs: HashMap<PathBuf, &str> = HashMap::new();
+        for (name, _) in &recordings {
+            if let Some(other) = outputs.insert(output_in(dir, name, &args.command), name) {
+                return Err(format!("--output-dir: {other} and {name} would both be written to the same file"));
+            }
+        }
+    }
     let mut resolver = resolver(&args);
     // Every recording's remote frames at once: each debug file found,
     // fetched and parsed once, each library's addresses on all cores.
     resolver.prepare(recordings.iter().map(|(_, r)| r));
     match &args.output_dir {
         Some(dir) => {
-            let mut written = 0;
+            let mut failed = 0;
             for (name, recording) in &recordings {
                 let output = output_in(dir, name, &args.command);
-                match produce(&args, name, recording, &mut resolver, Some(&output)) {
-                    Ok(()) => written += 1,
-                    Err(e) => eprintln!("warning: {e}; no output for it"),
+                if let Err(e) = produce(&args, name, recording, &mut resolver, Some(&output)) {
+                    eprintln!("error: {e}; no output for it");
+                    failed += 1;
                 }
             }
-            if written == 0 {
+            if failed == recordings.len() {
                 return Err("no recording gave an output".to_owned());
+            }
+            if failed > 0 {
+                eprintln!("exit status {EXIT_DAMAGED}: {failed} of {} recordings gave no output", recordings.len());
+                finish = Finish::Damaged;
             }
         }
         None => {
@@ -288,6 +304,13 @@ fn run() -> Result<Finish, String> {
                 [(name, _)] => name.clone(),
                 _ => format!("{} recordings", recordings.len()),
             };
+            let kind = args.event.unwrap_or_default();
+            let periods: HashSet<i64> = recordings.iter().map(|(_, r)| period(r, kind)).collect();
+            if args.command == "pprof" && periods.len() > 1 {
+                eprintln!(
+                    "warning: the recordings were sampled at different intervals; the pprof period is the first's"
+                );
+            }
             let merged = Recording { chunks: recordings.into_iter().flat_map(|(_, r)| r.chunks).collect() };
             produce(&args, &name, &merged, &mut resolver, args.output.as_deref())?;
         }

@@ -26,9 +26,12 @@ const TICKS_PER_SECOND: i64 = 1_000_000_000;
 
 /// A session's tick origin, one second before the session began (so no
 /// time of the session, nor a chunk's start, is tick 0). Small ticks are
-/// short varints: 5 bytes for the first 33 s of a session, 6 bytes for
-/// 76 minutes, 7 bytes for 13 days, where nanoseconds since boot take 7
-/// to 8 bytes on a host up for a day or more.
+/// short varints: 5 bytes for the first 33 s of a session, 6 bytes up to
+/// 73 minutes, 7 bytes up to 6.5 days, where nanoseconds since boot take
+/// 7 to 8 bytes on a host up for a day or more. A time before the origin
+/// (a wait that began more than a second before the session) is stamped
+/// at the origin. The ticks are this session's own: nothing lines them up
+/// with another clock's (the JVM's own JFR ticks by its TSC when it can).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ticks {
     origin_mono_ns: u64,

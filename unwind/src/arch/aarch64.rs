@@ -38,18 +38,19 @@ pub fn registers(context: &libc::ucontext_t) -> Registers {
 #[inline(always)]
 pub fn current_registers() -> Registers {
     let (pc, sp, fp, lr): (u64, u64, u64, u64);
-    // SAFETY: copies the pc, sp, x29 and x30 into registers; no memory,
-    // no flags.
+    // SAFETY: copies the pc, sp, x29 and x30 into the scratch registers
+    // x9-x12 (named, so none of them can be x29 or x30 before it is read);
+    // no memory, no flags.
     unsafe {
         std::arch::asm!(
-            "adr {pc}, .",
-            "mov {sp}, sp",
-            "mov {fp}, x29",
-            "mov {lr}, x30",
-            pc = out(reg) pc,
-            sp = out(reg) sp,
-            fp = out(reg) fp,
-            lr = out(reg) lr,
+            "mov x12, x30",
+            "mov x11, x29",
+            "mov x10, sp",
+            "adr x9, .",
+            out("x9") pc,
+            out("x10") sp,
+            out("x11") fp,
+            out("x12") lr,
             options(nomem, nostack, preserves_flags),
         );
     }
