@@ -553,6 +553,7 @@ fn several_recordings_merge_or_go_one_output_each() {
     let output = symbolize(&["collapsed", path(&a), path(&a), "--output-dir", path(&dir.join("twice"))]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     assert!(stderr(&output).contains("same file"), "{}", stderr(&output));
+    assert!(!dir.join("twice").exists(), "a refused run creates nothing");
     // A recording without events of the kind gives no output, and the run says so.
     let output = symbolize(&["collapsed", path(&a), path(&b), "--event", "alloc", "--output-dir", path(&out)]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));

@@ -265,9 +265,6 @@ fn run() -> Result<Finish, String> {
     if args.command == "jfr" && inputs.len() > 1 && args.output_dir.is_none() {
         return Err("jfr copies each recording on its own: give --output-dir DIR for several".to_owned());
     }
-    if let Some(dir) = &args.output_dir {
-        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    }
     let (recordings, mut finish) = read_all(&args, &inputs)?;
     if let Some(dir) = &args.output_dir {
         let mut outputs: HashMap<PathBuf, &str> = HashMap::new();
@@ -276,6 +273,7 @@ fn run() -> Result<Finish, String> {
                 return Err(format!("--output-dir: {other} and {name} would both be written to the same file"));
             }
         }
+        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
     let mut resolver = resolver(&args);
     // Every recording's remote frames at once: each debug file found,
