@@ -3,8 +3,8 @@
 //! (the handler-time counter), the wall-clock sampler thread and the
 //! ticker thread itself (draining samples, writing chunks) — and, when a
 //! window's share of one core passes the ceiling, stretches the CPU and
-//! wall-clock sampling intervals (doubling them, up to the parser's
-//! ceiling). Each stretch is counted (`overhead_stretches`) and recorded in
+//! wall-clock sampling intervals (by the power of two that brings the
+//! cost under the ceiling, up to the parser's ceiling). Each stretch is counted (`overhead_stretches`) and recorded in
 //! the settings (`overhead_stretch`, and the `interval` and `wall` now in
 //! force); the first one is logged. Intervals are
 //! never shrunk back within a session. Control plane only.
@@ -29,16 +29,24 @@ use std::time::{Duration, Instant};
 const WINDOW: Duration = Duration::from_secs(2);
 
 /// The stretch after a window in which the profiler used `cost` of CPU
-/// time over `elapsed`: doubled while above `ceiling_percent` of one core,
-/// up to where `base * stretch` would pass the interval ceiling.
+/// time over `elapsed`: while above `ceiling_percent` of one core,
+/// multiplied by the power of two that brings the cost (taken to fall in
+/// proportion to the rate) back under the ceiling in one step, so that
+/// the first window over it is also the last; never so far that
+/// `base * stretch` would pass the interval ceiling.
 pub fn next_stretch(stretch: u32, cost: Duration, elapsed: Duration, ceiling_percent: u32, base: Duration) -> u32 {
-    let over = cost.as_nanos() * 100 > elapsed.as_nanos() * u128::from(ceiling_percent);
-    let doubled = stretch.saturating_mul(2);
-    if over && base.saturating_mul(doubled) <= MAX_INTERVAL {
-        doubled
-    } else {
-        stretch
+    let allowed = elapsed.as_nanos() * u128::from(ceiling_percent);
+    let used = cost.as_nanos() * 100;
+    if used <= allowed {
+        return stretch;
     }
+    // used / allowed < 2^71: the power of two above it fits.
+    let mut factor = used.div_ceil(allowed.max(1)).next_power_of_two();
+    let stretched = |factor: u128| base.as_nanos().saturating_mul(u128::from(stretch)).saturating_mul(factor);
+    while factor > 1 && stretched(factor) > MAX_INTERVAL.as_nanos() {
+        factor /= 2;
+    }
+    u32::try_from(u128::from(stretch) * factor).unwrap_or(stretch)
 }
 
 pub struct Governor {
@@ -140,7 +148,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn intervals_double_while_the_profiler_is_over_its_ceiling() {
+    fn intervals_stretch_in_one_step_while_the_profiler_is_over_its_ceiling() {
         let ms = Duration::from_millis;
         let second = Duration::from_secs(1);
         // 40 ms of CPU a second is 4%: under a 5% ceiling, over a 3% one.
@@ -149,9 +157,18 @@ mod tests {
         assert_eq!(next_stretch(2, ms(40), second, 3, ms(1)), 4);
         // Exactly at the ceiling is not over it.
         assert_eq!(next_stretch(1, ms(50), second, 5, ms(1)), 1);
+        // 28% against 5% needs 5.6x: the next power of two, at once.
+        assert_eq!(next_stretch(1, ms(280), second, 5, ms(1)), 8);
+        assert_eq!(next_stretch(4, ms(280), second, 5, ms(1)), 32);
         // Never past the interval ceiling (60 s): 20 s doubles once, no more.
         assert_eq!(next_stretch(1, second, second, 5, Duration::from_secs(20)), 2);
         assert_eq!(next_stretch(2, second, second, 5, Duration::from_secs(20)), 2);
+        // 10,000x over: the next power of two, 16384x.
+        assert_eq!(next_stretch(1, second * 100, second, 1, ms(1)), 16384);
+        // 1 ms may go up to 60 s, but only by powers of two: 32768x.
+        assert_eq!(next_stretch(1, second * 1000, second, 1, ms(1)), 32768);
         assert_eq!(next_stretch(u32::MAX, second, second, 5, ms(1)), u32::MAX);
+        // A cost of zero time over zero time is no cost.
+        assert_eq!(next_stretch(1, Duration::ZERO, Duration::ZERO, 5, ms(1)), 1);
     }
 }
