@@ -103,7 +103,7 @@ fn run_once(config: &Config, mode: &str, seconds: f64, classes: &Path, scratch: 
     if config.profiler != Profiler::None {
         run.file_bytes = std::fs::metadata(&file).map(|m| m.len() as f64).unwrap_or(0.0);
         let events = if mode == "alloc" { ALLOC_EVENTS } else { LOCK_EVENTS };
-        run.events = sample_counts(&file, events).0;
+        run.events = sample_counts(&file, events).events;
     }
     run
 }

@@ -3,9 +3,13 @@
 //! and under the JDK's Flight Recorder; and, for wall-clock sampling, 4
 //! busy threads among 200. Our agent runs with `overhead=0` here: its
 //! governor would otherwise stretch the interval asked for, and every row
-//! must sample at the same rate.
+//! must sample at the same rate. The governor table is the exception: it
+//! samples deep stacks at the interval floor, where only the governor
+//! (on by default) holds the cost down.
 
-use crate::support::{async_profiler, counter, javac, median, root, sample_counts, tool, value};
+use crate::support::{
+    async_profiler, counter, debian_jar, javac, javac_with, median, root, sample_counts, setting, tool, value,
+};
 use crate::Options;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,8 +17,9 @@ use std::process::Command;
 struct Config {
     name: &'static str,
     kind: Kind,
-    period_ms: u32,
-    /// More agent options (`,cstack=vm`).
+    /// The sampling interval in microseconds.
+    period_us: u32,
+    /// More options (`,cstack=vm`; our agent's rows name `overhead`).
     extra: &'static str,
 }
 
@@ -29,31 +34,57 @@ enum Kind {
     Jfr,
 }
 
+/// Our agent with its overhead governor off (see the module comment).
+const UNGOVERNED: &str = ",overhead=0";
+
 const CPU_CONFIGS: &[Config] = &[
-    Config { name: "unprofiled", kind: Kind::Baseline, period_ms: 0, extra: "" },
-    Config { name: "agent cpu=10ms", kind: Kind::Agent, period_ms: 10, extra: "" },
-    Config { name: "async-profiler cpu=10ms", kind: Kind::Peer, period_ms: 10, extra: "" },
-    Config { name: "JFR 10ms", kind: Kind::Jfr, period_ms: 10, extra: "" },
-    Config { name: "agent cpu=1ms", kind: Kind::Agent, period_ms: 1, extra: "" },
-    Config { name: "async-profiler cpu=1ms", kind: Kind::Peer, period_ms: 1, extra: "" },
-    Config { name: "JFR 1ms", kind: Kind::Jfr, period_ms: 1, extra: "" },
+    Config { name: "unprofiled", kind: Kind::Baseline, period_us: 0, extra: "" },
+    Config { name: "agent cpu=10ms", kind: Kind::Agent, period_us: 10_000, extra: UNGOVERNED },
+    Config { name: "async-profiler cpu=10ms", kind: Kind::Peer, period_us: 10_000, extra: "" },
+    Config { name: "JFR 10ms", kind: Kind::Jfr, period_us: 10_000, extra: "" },
+    Config { name: "agent cpu=1ms", kind: Kind::Agent, period_us: 1_000, extra: UNGOVERNED },
+    Config { name: "async-profiler cpu=1ms", kind: Kind::Peer, period_us: 1_000, extra: "" },
+    Config { name: "JFR 1ms", kind: Kind::Jfr, period_us: 1_000, extra: "" },
 ];
 
 const WALL_CONFIGS: &[Config] = &[
-    Config { name: "unprofiled", kind: Kind::Baseline, period_ms: 0, extra: "" },
-    Config { name: "agent wall=5ms", kind: Kind::AgentWall, period_ms: 5, extra: "" },
-    Config { name: "async-profiler wall=5ms", kind: Kind::PeerWall, period_ms: 5, extra: "" },
+    Config { name: "unprofiled", kind: Kind::Baseline, period_us: 0, extra: "" },
+    Config { name: "agent wall=5ms", kind: Kind::AgentWall, period_us: 5_000, extra: UNGOVERNED },
+    Config { name: "async-profiler wall=5ms", kind: Kind::PeerWall, period_us: 5_000, extra: "" },
 ];
 
 /// Deep stacks: AsyncGetCallTrace (with frame-pointer native stacks, the
 /// default) against the HotSpot walker, at 1 ms; async-profiler with its
 /// default (its own VMStructs walker).
 const DEEP_CONFIGS: &[Config] = &[
-    Config { name: "unprofiled", kind: Kind::Baseline, period_ms: 0, extra: "" },
-    Config { name: "agent cpu=1ms", kind: Kind::Agent, period_ms: 1, extra: "" },
-    Config { name: "agent cpu=1ms,cstack=vm", kind: Kind::Agent, period_ms: 1, extra: ",cstack=vm" },
-    Config { name: "async-profiler cpu=1ms", kind: Kind::Peer, period_ms: 1, extra: "" },
-    Config { name: "JFR 1ms", kind: Kind::Jfr, period_ms: 1, extra: "" },
+    Config { name: "unprofiled", kind: Kind::Baseline, period_us: 0, extra: "" },
+    Config { name: "agent cpu=1ms", kind: Kind::Agent, period_us: 1_000, extra: UNGOVERNED },
+    Config { name: "agent cpu=1ms,cstack=vm", kind: Kind::Agent, period_us: 1_000, extra: ",cstack=vm,overhead=0" },
+    Config { name: "async-profiler cpu=1ms", kind: Kind::Peer, period_us: 1_000, extra: "" },
+    Config { name: "JFR 1ms", kind: Kind::Jfr, period_us: 1_000, extra: "" },
+];
+
+/// The governor at work: deep stacks sampled at the CPU interval's floor
+/// (100 us), where the handlers alone would take far more than the
+/// default ceiling (5% of one core): ungoverned, governed by default, and
+/// async-profiler at the same interval (it has no governor).
+const GOVERNOR_CONFIGS: &[Config] = &[
+    Config { name: "unprofiled", kind: Kind::Baseline, period_us: 0, extra: "" },
+    Config { name: "agent cpu=100us,overhead=0", kind: Kind::Agent, period_us: 100, extra: UNGOVERNED },
+    Config { name: "agent cpu=100us (overhead=5)", kind: Kind::Agent, period_us: 100, extra: "" },
+    Config { name: "async-profiler cpu=100us", kind: Kind::Peer, period_us: 100, extra: "" },
+];
+
+/// A real application: the H2 SQL engine (Debian's libh2-java) under
+/// load, default settings otherwise on every side.
+const H2_CONFIGS: &[Config] = &[
+    Config { name: "unprofiled", kind: Kind::Baseline, period_us: 0, extra: "" },
+    Config { name: "agent cpu=10ms", kind: Kind::Agent, period_us: 10_000, extra: UNGOVERNED },
+    Config { name: "async-profiler cpu=10ms", kind: Kind::Peer, period_us: 10_000, extra: "" },
+    Config { name: "JFR 10ms", kind: Kind::Jfr, period_us: 10_000, extra: "" },
+    Config { name: "agent cpu=1ms", kind: Kind::Agent, period_us: 1_000, extra: UNGOVERNED },
+    Config { name: "agent cpu=1ms,cstack=vm", kind: Kind::Agent, period_us: 1_000, extra: ",cstack=vm,overhead=0" },
+    Config { name: "async-profiler cpu=1ms", kind: Kind::Peer, period_us: 1_000, extra: "" },
 ];
 
 /// The recursion depth of the deep-stack table.
@@ -63,12 +94,25 @@ pub const DEEP_DEPTH: usize = 400;
 const WALL_BUSY: usize = 4;
 const WALL_IDLE: usize = 196;
 
+/// The Java program a table runs.
+#[derive(Clone, Copy, PartialEq)]
+enum Program {
+    /// `bench/java/Workload.java`: arithmetic and sorting, optionally deep
+    /// or among idle threads.
+    Workload,
+    /// `bench/java/H2Workload.java`: SQL against embedded H2.
+    H2,
+}
+
 /// One benchmark: its configurations and workload shape.
 struct Suite {
     configs: &'static [Config],
+    program: Program,
     busy: usize,
     idle: usize,
     depth: usize,
+    /// Also print the governor's table (stretches, handler CPU).
+    governor: bool,
 }
 
 #[derive(Default, Clone)]
@@ -76,15 +120,27 @@ struct Run {
     ops: f64,
     cpu_ns: f64,
     peak_rss_kb: f64,
+    /// Events recorded; of them on worker threads; the samples they
+    /// stand for (async-profiler folds idle wall-clock samples).
     samples: f64,
     worker_samples: f64,
+    folded_samples: f64,
     file_bytes: f64,
     handler_ns: f64,
+    /// Signal handler CPU time in all (our agent).
+    handler_total_ns: f64,
+    /// The governor's stretches and the CPU interval in force at the end,
+    /// in microseconds (our agent).
+    stretches: f64,
+    interval_us: f64,
     /// The run's wall time, JVM start to exit: a recording spans it.
     elapsed_s: f64,
 }
 
-fn jfc(dir: &Path, period_ms: u32) -> PathBuf {
+/// A JFR configuration sampling CPU every `period_us` (whole milliseconds).
+fn jfc(dir: &Path, period_us: u32) -> PathBuf {
+    assert_eq!(period_us % 1000, 0, "JFR rows sample at whole milliseconds");
+    let period_ms = period_us / 1000;
     let path = dir.join(format!("cpu-{period_ms}ms.jfc"));
     let text = format!(
         r#"<?xml version="1.0" encoding="UTF-8"?>
@@ -98,7 +154,7 @@ fn jfc(dir: &Path, period_ms: u32) -> PathBuf {
     path
 }
 
-fn run_once(config: &Config, suite: &Suite, options: &Options, classes: &Path, scratch: &Path, agent: &Path) -> Run {
+fn run_once(config: &Config, suite: &Suite, options: &Options, classpath: &str, scratch: &Path, agent: &Path) -> Run {
     let file = scratch.join("bench.jfr");
     let _ = std::fs::remove_file(&file);
     let mut command = Command::new(tool("java"));
@@ -107,9 +163,9 @@ fn run_once(config: &Config, suite: &Suite, options: &Options, classes: &Path, s
         Kind::Agent | Kind::AgentWall => {
             let event = if config.kind == Kind::Agent { "cpu" } else { "wall" };
             command.arg(format!(
-                "-agentpath:{}=start,{event}={}ms{},overhead=0,file={}",
+                "-agentpath:{}=start,{event}={}us{},file={}",
                 agent.display(),
-                config.period_ms,
+                config.period_us,
                 config.extra,
                 file.display()
             ));
@@ -117,9 +173,9 @@ fn run_once(config: &Config, suite: &Suite, options: &Options, classes: &Path, s
         Kind::Peer | Kind::PeerWall => {
             let event = if config.kind == Kind::Peer { "event=cpu,interval" } else { "wall" };
             command.arg(format!(
-                "-agentpath:{}=start,{event}={}ms{},file={}",
+                "-agentpath:{}=start,{event}={}us{},file={}",
                 async_profiler().display(),
-                config.period_ms,
+                config.period_us,
                 config.extra,
                 file.display()
             ));
@@ -127,25 +183,24 @@ fn run_once(config: &Config, suite: &Suite, options: &Options, classes: &Path, s
         Kind::Jfr => {
             command.arg(format!(
                 "-XX:StartFlightRecording=settings={},filename={}",
-                jfc(scratch, config.period_ms).display(),
+                jfc(scratch, config.period_us).display(),
                 file.display()
             ));
         }
     }
     // A fixed, pre-touched heap keeps the JVM's own resident memory constant,
     // so differences in peak RSS are the profiler's.
+    command.args(["-Xms128m", "-Xmx128m", "-XX:+AlwaysPreTouch", "-cp", classpath]);
+    match suite.program {
+        Program::Workload => command.arg("Workload"),
+        Program::H2 => command.arg("H2Workload"),
+    };
+    command.arg(suite.busy.to_string()).arg(options.seconds.to_string());
+    if suite.program == Program::Workload {
+        command.arg(suite.idle.to_string()).arg(suite.depth.to_string());
+    }
     let started = std::time::Instant::now();
-    let output = command
-        .args(["-Xms128m", "-Xmx128m", "-XX:+AlwaysPreTouch"])
-        .arg("-cp")
-        .arg(classes)
-        .arg("Workload")
-        .arg(suite.busy.to_string())
-        .arg(options.seconds.to_string())
-        .arg(suite.idle.to_string())
-        .arg(suite.depth.to_string())
-        .output()
-        .expect("run java");
+    let output = command.output().expect("run java");
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(output.status.success(), "{}: {}", config.name, String::from_utf8_lossy(&output.stderr));
     let mut run = Run {
@@ -166,27 +221,86 @@ fn run_once(config: &Config, suite: &Suite, options: &Options, classes: &Path, s
         Kind::PeerWall => &["profiler.WallClockSample"],
         Kind::Baseline => return run,
     };
-    (run.samples, run.worker_samples) = sample_counts(&file, events);
+    let counts = sample_counts(&file, events);
+    (run.samples, run.worker_samples, run.folded_samples) = (counts.events, counts.workers, counts.samples);
     if matches!(config.kind, Kind::Agent | Kind::AgentWall) {
         run.handler_ns = counter(&file, "handler_ns_p50");
+        run.handler_total_ns = counter(&file, "handler_ns_total");
+        run.stretches = counter(&file, "overhead_stretches");
+        // "100000 ns"
+        run.interval_us = setting(&file, "interval")
+            .and_then(|v| v.strip_suffix(" ns").and_then(|ns| ns.parse::<f64>().ok()))
+            .map_or(0.0, |ns| ns / 1000.0);
     }
     run
 }
 
 /// The CPU table: `--threads` busy threads, no idle ones.
 pub fn run(options: &Options, agent: &Path, scratch: &Path) {
-    run_suite(&Suite { configs: CPU_CONFIGS, busy: options.threads, idle: 0, depth: 0 }, options, agent, scratch);
+    run_suite(
+        &Suite {
+            configs: CPU_CONFIGS,
+            program: Program::Workload,
+            busy: options.threads,
+            idle: 0,
+            depth: 0,
+            governor: false,
+        },
+        options,
+        agent,
+        scratch,
+    );
 }
 
 /// The deep-stack table: `--threads` busy threads working 400 frames deep.
 pub fn run_deep(options: &Options, agent: &Path, scratch: &Path) {
-    let suite = Suite { configs: DEEP_CONFIGS, busy: options.threads, idle: 0, depth: DEEP_DEPTH };
+    let suite = Suite {
+        configs: DEEP_CONFIGS,
+        program: Program::Workload,
+        busy: options.threads,
+        idle: 0,
+        depth: DEEP_DEPTH,
+        governor: false,
+    };
+    run_suite(&suite, options, agent, scratch);
+}
+
+/// The real-application table: H2 with `--threads` workers.
+pub fn run_h2(options: &Options, agent: &Path, scratch: &Path) {
+    let suite =
+        Suite { configs: H2_CONFIGS, program: Program::H2, busy: options.threads, idle: 0, depth: 0, governor: false };
+    run_suite(&suite, options, agent, scratch);
+}
+
+/// The governor table: `--threads` busy threads 400 frames deep, sampled
+/// at 100 us.
+pub fn run_governor(options: &Options, agent: &Path, scratch: &Path) {
+    let suite = Suite {
+        configs: GOVERNOR_CONFIGS,
+        program: Program::Workload,
+        busy: options.threads,
+        idle: 0,
+        depth: DEEP_DEPTH,
+        governor: true,
+    };
     run_suite(&suite, options, agent, scratch);
 }
 
 /// The wall-clock table: 4 busy threads among 200 at `wall=5ms`.
 pub fn run_wall(options: &Options, agent: &Path, scratch: &Path) {
-    run_suite(&Suite { configs: WALL_CONFIGS, busy: WALL_BUSY, idle: WALL_IDLE, depth: 0 }, options, agent, scratch);
+    run_suite(
+        &Suite {
+            configs: WALL_CONFIGS,
+            program: Program::Workload,
+            busy: WALL_BUSY,
+            idle: WALL_IDLE,
+            depth: 0,
+            governor: false,
+        },
+        options,
+        agent,
+        scratch,
+    );
 }
 
 /// One row of a table: a configuration and the agent build it runs.
@@ -212,12 +326,22 @@ fn rows<'a>(configs: &'a [Config], agent: &'a Path, baseline: Option<&'a Path>) 
 /// Runs every row round by round and prints the table.
 fn run_suite(suite: &Suite, options: &Options, agent: &Path, scratch: &Path) {
     let classes = scratch.join("classes");
-    javac(&classes, &[root().join("bench/java/Workload.java")]);
+    let classpath = match suite.program {
+        Program::Workload => {
+            javac(&classes, &[root().join("bench/java/Workload.java")]);
+            classes.display().to_string()
+        }
+        Program::H2 => {
+            let h2 = debian_jar("libh2-java", "h2.jar");
+            javac_with(&classes, &[root().join("bench/java/H2Workload.java")], Some(&h2));
+            format!("{}:{}", classes.display(), h2.display())
+        }
+    };
     let rows = rows(suite.configs, agent, options.baseline.as_deref());
     let mut runs: Vec<Vec<Run>> = vec![Vec::new(); rows.len()];
     for round in 0..options.rounds {
         for (i, row) in rows.iter().enumerate() {
-            let run = run_once(row.config, suite, options, &classes, scratch, row.agent);
+            let run = run_once(row.config, suite, options, &classpath, scratch, row.agent);
             eprintln!("round {} {:>15}: {:.0} ops", round + 1, row.name, run.ops);
             runs[i].push(run);
         }
@@ -242,13 +366,16 @@ fn run_suite(suite: &Suite, options: &Options, agent: &Path, scratch: &Path) {
             continue;
         }
         // Wall clock has no per-thread nominal count (walltpt threads per
-        // tick): the events a second of the run instead.
+        // tick): the events a second of the run instead, and the samples
+        // they stand for.
         let nominal = match config.kind {
-            Kind::AgentWall | Kind::PeerWall => {
-                format!("{:.0}/s", median(runs.iter().map(|r| r.samples / r.elapsed_s).collect()))
-            }
+            Kind::AgentWall | Kind::PeerWall => format!(
+                "{:.0}/s ({:.0} samples/s)",
+                median(runs.iter().map(|r| r.samples / r.elapsed_s).collect()),
+                median(runs.iter().map(|r| r.folded_samples / r.elapsed_s).collect())
+            ),
             _ => {
-                let shares = runs.iter().map(|r| r.worker_samples / (r.cpu_ns / (f64::from(config.period_ms) * 1e6)));
+                let shares = runs.iter().map(|r| r.worker_samples / (r.cpu_ns / (f64::from(config.period_us) * 1e3)));
                 format!("{:.1}%", median(shares.collect()) * 100.0)
             }
         };
@@ -269,5 +396,45 @@ fn run_suite(suite: &Suite, options: &Options, agent: &Path, scratch: &Path) {
             rss / 1024.0,
             handler
         );
+    }
+    if suite.governor {
+        print_governor(&rows, &runs);
+    }
+    if suite.configs.iter().any(|c| matches!(c.kind, Kind::AgentWall | Kind::PeerWall)) {
+        print_cost_per_sample(suite, &rows, &runs, base_ops);
+    }
+}
+
+/// Wall-clock rows: the application's CPU lost per sample taken, the
+/// throughput lost (as a share of the cores the busy threads can use)
+/// over the samples a second the events stand for.
+fn print_cost_per_sample(suite: &Suite, rows: &[Row], runs: &[Vec<Run>], base_ops: f64) {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()).min(suite.busy) as f64;
+    println!("\n| configuration | samples / s | CPU lost per sample |");
+    println!("|---|---|---|");
+    for (row, runs) in rows.iter().zip(runs) {
+        if !matches!(row.config.kind, Kind::AgentWall | Kind::PeerWall) {
+            continue;
+        }
+        let loss = 1.0 - median(runs.iter().map(|r| r.ops).collect()) / base_ops;
+        let per_second = median(runs.iter().map(|r| r.folded_samples / r.elapsed_s).collect());
+        println!("| {} | {per_second:.0} | {:.1} µs |", row.name, loss * cores * 1e6 / per_second.max(1.0));
+    }
+}
+
+/// Per agent row: the governor's stretches, the CPU interval in force at
+/// the end and the signal handlers' CPU time as a share of one core over
+/// the run.
+fn print_governor(rows: &[Row], runs: &[Vec<Run>]) {
+    println!("\n| configuration | stretches | interval in force | handler CPU (share of one core) |");
+    println!("|---|---|---|---|");
+    for (row, runs) in rows.iter().zip(runs) {
+        if row.config.kind != Kind::Agent {
+            continue;
+        }
+        let stretches = median(runs.iter().map(|r| r.stretches).collect());
+        let interval_us = median(runs.iter().map(|r| r.interval_us).collect());
+        let share = median(runs.iter().map(|r| r.handler_total_ns / (r.elapsed_s * 1e9)).collect());
+        println!("| {} | {stretches:.0} | {interval_us:.0} us | {:.1}% |", row.name, share * 100.0);
     }
 }

@@ -40,6 +40,18 @@ pub fn javac_with(out: &Path, sources: &[PathBuf], classpath: Option<&Path>) {
     assert!(status.success(), "javac failed");
 }
 
+/// A jar of a Debian Java package (`/usr/share/java/JAR`), the package
+/// installed first if it is not.
+pub fn debian_jar(package: &str, jar: &str) -> PathBuf {
+    let path = Path::new("/usr/share/java").join(jar);
+    if !path.exists() {
+        eprintln!("installing {package} (for {})", path.display());
+        let status = Command::new("apt-get").args(["install", "-y", package]).status().expect("run apt-get");
+        assert!(status.success() && path.exists(), "`apt-get install -y {package}` did not give {}", path.display());
+    }
+    path
+}
+
 pub fn value(stdout: &str, key: &str) -> f64 {
     stdout
         .lines()
@@ -49,19 +61,38 @@ pub fn value(stdout: &str, key: &str) -> f64 {
         .unwrap()
 }
 
-/// Number of events of the `events` types recorded (an agent's in either
-/// dialect), and how many of them sampled the workload's worker threads,
-/// from `jfr print`.
-pub fn sample_counts(file: &Path, events: &[&str]) -> (f64, f64) {
+/// What a recording holds of the `events` types (an agent's in either
+/// dialect), from `jfr print`.
+pub struct SampleCounts {
+    pub events: f64,
+    /// Of them, those that sampled the workload's worker threads.
+    pub workers: f64,
+    /// The samples the events stand for: their `samples` fields summed
+    /// where they have one (async-profiler folds a thread's idle wall-clock
+    /// samples into one event), else one each.
+    pub samples: f64,
+}
+
+pub fn sample_counts(file: &Path, events: &[&str]) -> SampleCounts {
     let out = Command::new(tool("jfr"))
         .args(["print", "--events", &events.join(",")])
         .arg(file)
         .output()
         .expect("run jfr print");
     let text = String::from_utf8_lossy(&out.stdout);
-    let all = text.lines().filter(|l| events.iter().any(|e| l.starts_with(&format!("{e} {{")))).count();
-    let workers = text.lines().filter(|l| l.contains("Thread = \"worker-")).count();
-    (all as f64, workers as f64)
+    let mut counts = SampleCounts { events: 0.0, workers: 0.0, samples: 0.0 };
+    for line in text.lines() {
+        if events.iter().any(|e| line.starts_with(&format!("{e} {{"))) {
+            counts.events += 1.0;
+            counts.samples += 1.0;
+        } else if line.contains("Thread = \"worker-") {
+            counts.workers += 1.0;
+        } else if let Some(n) = line.trim().strip_prefix("samples = ").and_then(|n| n.parse::<f64>().ok()) {
+            // The current event stands for `n` samples, not one.
+            counts.samples += n - 1.0;
+        }
+    }
+    counts
 }
 
 pub fn counter(file: &Path, name: &str) -> f64 {
@@ -79,6 +110,25 @@ pub fn counter(file: &Path, name: &str) -> f64 {
         }
     }
     0.0
+}
+
+/// The last value a recording gives the setting `name` (a setting
+/// updated mid-recording, such as a stretched interval, is written again).
+pub fn setting(file: &Path, name: &str) -> Option<String> {
+    let out = Command::new(tool("jfr"))
+        .args(["print", "--events", "jdk.ActiveSetting"])
+        .arg(file)
+        .output()
+        .expect("run jfr print");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut lines = text.lines();
+    let mut last = None;
+    while let Some(line) = lines.next() {
+        if line.trim() == format!("name = \"{name}\"") {
+            last = lines.next().and_then(|l| l.trim().strip_prefix("value = ")).map(|v| v.trim_matches('"').to_owned());
+        }
+    }
+    last
 }
 
 pub fn median(mut values: Vec<f64>) -> f64 {
