@@ -47,14 +47,19 @@ fn run_once(agent: &Path, classpath: &str, scratch: &Path) -> Run {
     }
 }
 
-pub fn run(options: &Options, agent: &Path, scratch: &Path) {
+/// Compiles the churn fixture; returns its class path (with the Java API).
+pub fn churn_classpath(scratch: &Path) -> String {
     let jar = root().join("target/release/profiler.jar");
     assert!(jar.exists(), "{} missing: run `cargo build --release` first", jar.display());
     let classes = scratch.join("churn-classes");
     let fixtures = root().join("integration-tests/java/fixtures");
     let sources = ["Churn.java", "ChurnPayload.java", "FixtureSupport.java"].map(|name| fixtures.join(name));
     javac_with(&classes, &sources, Some(&jar));
-    let classpath = format!("{}:{}", classes.display(), jar.display());
+    format!("{}:{}", classes.display(), jar.display())
+}
+
+pub fn run(options: &Options, agent: &Path, scratch: &Path) {
+    let classpath = churn_classpath(scratch);
     let mut agents = vec![("this build", agent)];
     if let Some(baseline) = options.baseline.as_deref() {
         agents.push(("baseline", baseline));

@@ -25,7 +25,17 @@
 //! - `dictionary`: `bounded_lookup`, insert and rotation latencies, alone
 //!   and under contention.
 //!
-//! Usage: `cargo run --release -p bench -- [--rounds N] [--seconds S] [--threads T] [--only overhead|wall|deep|alloc|lock|dumps|walks|floor|native|symbolizer|dictionary] [--baseline PATH]`
+//! - `h2`: a real application, the H2 SQL engine (Debian's libh2-java,
+//!   installed by the bench if missing) embedded, under SQL load from
+//!   `--threads` workers: the `overhead` columns at 10 ms and 1 ms.
+//! - `governor` (`--only governor`): deep stacks sampled at the CPU
+//!   interval's floor (100 us), ungoverned, under the default governor and
+//!   under async-profiler; the governor's stretches and handler CPU.
+//! - `soak` (only with `--only soak`): 10 minutes (`--soak-seconds`) of
+//!   thread and class churn with every kind of profiling and a dump a
+//!   second; resident memory, descriptors and threads over time.
+//!
+//! Usage: `cargo run --release -p bench -- [--rounds N] [--seconds S] [--threads T] [--only overhead|wall|deep|h2|governor|alloc|lock|dumps|walks|floor|native|symbolizer|dictionary|soak] [--soak-seconds S] [--baseline PATH]`
 //! (needs `cargo build --release` first, for the agent). `--baseline` names
 //! another build of `libprofiler.so` (say, the previous commit's): the
 //! `overhead`, `wall` and `deep` tables then run each agent configuration
@@ -37,6 +47,7 @@ mod dumps;
 mod floor;
 mod native;
 mod overhead;
+mod soak;
 mod support;
 mod symbolization;
 mod walker;
@@ -45,9 +56,11 @@ struct Options {
     rounds: usize,
     seconds: f64,
     threads: usize,
-    /// Run only this benchmark (`overhead`, `wall`, `deep`, `alloc`, `lock`, `dumps`, `walks`, `floor`, `native`,
-    /// `symbolizer` or `dictionary`).
+    /// Run only this benchmark (`overhead`, `wall`, `deep`, `h2`, `governor`, `alloc`, `lock`, `dumps`, `walks`, `floor`,
+    /// `native`, `symbolizer`, `dictionary` or `soak`).
     only: Option<String>,
+    /// How long the soak runs.
+    soak_seconds: u64,
     /// Another agent build to run side by side with this one.
     baseline: Option<std::path::PathBuf>,
 }
@@ -59,7 +72,7 @@ impl Options {
 }
 
 fn parse_options() -> Options {
-    let mut options = Options { rounds: 5, seconds: 8.0, threads: 2, only: None, baseline: None };
+    let mut options = Options { rounds: 5, seconds: 8.0, threads: 2, only: None, soak_seconds: 600, baseline: None };
     let args: Vec<String> = std::env::args().skip(1).collect();
     for pair in args.chunks(2) {
         let value = pair.get(1).unwrap_or_else(|| panic!("{} needs a value", pair[0]));
@@ -68,12 +81,13 @@ fn parse_options() -> Options {
             "--seconds" => options.seconds = value.parse().expect("--seconds S"),
             "--threads" => options.threads = value.parse().expect("--threads T"),
             "--only" => options.only = Some(value.clone()),
+            "--soak-seconds" => options.soak_seconds = value.parse().expect("--soak-seconds S"),
             "--baseline" => {
                 let path = std::path::PathBuf::from(value);
                 assert!(path.is_file(), "--baseline {}: no such file", path.display());
                 options.baseline = Some(path);
             }
-            other => panic!("unknown argument {other} (accepted: --rounds, --seconds, --threads, --only, --baseline)"),
+            other => panic!("unknown argument {other} (accepted: --rounds, --seconds, --threads, --only, --soak-seconds, --baseline)"),
         }
     }
     options
@@ -91,6 +105,12 @@ fn main() {
     }
     if options.wants("deep") {
         overhead::run_deep(&options, &agent, &scratch);
+    }
+    if options.wants("h2") {
+        overhead::run_h2(&options, &agent, &scratch);
+    }
+    if options.wants("governor") {
+        overhead::run_governor(&options, &agent, &scratch);
     }
     for mode in ["alloc", "lock"] {
         if options.wants(mode) {
@@ -114,5 +134,9 @@ fn main() {
     }
     if options.wants("dictionary") {
         dictionary::run(&options);
+    }
+    // Ten minutes: only when asked for by name.
+    if options.only.as_deref() == Some("soak") {
+        soak::run(options.soak_seconds, &agent, &scratch);
     }
 }

@@ -1,0 +1,182 @@
+//! The soak run (`--only soak`, never part of a plain run): the churn
+//! fixture of the integration tests (16 short-lived threads started and
+//! joined continuously, a class loaded into a throwaway loader and dropped
+//! over and over, four threads contending for a monitor and a lock) under
+//! CPU and wall clock at 1 ms, allocation and lock profiling, with a dump
+//! through the Java API every second, for `--soak-seconds` (600). The
+//! JVM's resident memory, open descriptors and threads are read from
+//! `/proc` every 5 s, and once a minute the memory the JVM itself has
+//! committed (Native Memory Tracking, through `jcmd`): what matters is
+//! that they are flat after the first minute, and that what grows is not
+//! the agent's (resident memory less the JVM's committed memory). The heap
+//! is fixed and pre-touched, so that its pages do not count as growth.
+
+use crate::dumps::churn_classpath;
+use crate::support::{tool, value};
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How often `/proc` is read.
+const EVERY: Duration = Duration::from_secs(5);
+
+/// Where "after the first minute" starts.
+const SETTLED: Duration = Duration::from_secs(60);
+
+#[derive(Clone, Copy)]
+struct Reading {
+    at: Duration,
+    rss_kb: u64,
+    fds: u64,
+    threads: u64,
+    /// The JVM's committed memory (NMT), read once a minute.
+    jvm_committed_kb: Option<u64>,
+}
+
+/// The process's resident memory and threads (`/proc/PID/status`) and
+/// open descriptors; `None` once it has gone.
+fn read(pid: u32, at: Duration) -> Option<Reading> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| -> Option<u64> {
+        let line = status.lines().find(|l| l.starts_with(name))?;
+        line[name.len()..].split_whitespace().next()?.parse().ok()
+    };
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count() as u64;
+    Some(Reading { at, rss_kb: field("VmRSS:")?, fds, threads: field("Threads:")?, jvm_committed_kb: None })
+}
+
+/// The JVM's committed memory by its own Native Memory Tracking:
+/// `Total: reserved=…KB, committed=…KB` of `jcmd PID VM.native_memory summary`.
+fn jvm_committed_kb(pid: u32) -> Option<u64> {
+    let out = Command::new(tool("jcmd")).arg(pid.to_string()).args(["VM.native_memory", "summary"]).output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let total = text.lines().find(|l| l.trim_start().starts_with("Total:"))?;
+    total.split("committed=").nth(1)?.trim_end_matches("KB").split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+}
+
+pub fn run(seconds: u64, agent: &Path, scratch: &Path) {
+    let classpath = churn_classpath(scratch);
+    let dir = scratch.join("soak");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut child = Command::new(tool("java"))
+        .arg(format!("-agentpath:{}=", agent.display()))
+        .args(["-Xms256m", "-Xmx256m", "-XX:+AlwaysPreTouch", "-XX:NativeMemoryTracking=summary"])
+        .args(["-cp", &classpath, "Churn"])
+        .arg(&dir)
+        .arg(seconds.to_string())
+        .args(["alloc,lock=1ms", "1000"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("run java");
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        stdout.read_to_string(&mut text).expect("read the fixture's output");
+        text
+    });
+    let started = Instant::now();
+    let mut readings = Vec::new();
+    let mut next_minute = Duration::ZERO;
+    while child.try_wait().expect("wait for java").is_none() {
+        if let Some(mut reading) = read(child.id(), started.elapsed()) {
+            if reading.at >= next_minute {
+                reading.jvm_committed_kb = jvm_committed_kb(child.id());
+                next_minute += SETTLED;
+            }
+            eprintln!(
+                "{:>4} s: {:.1} MiB, {} fds, {} threads, JVM committed {:?} KiB",
+                reading.at.as_secs(),
+                reading.rss_kb as f64 / 1024.0,
+                reading.fds,
+                reading.threads,
+                reading.jvm_committed_kb
+            );
+            readings.push(reading);
+        }
+        std::thread::sleep(EVERY);
+    }
+    let status = child.wait().expect("wait for java");
+    let stdout = reader.join().unwrap();
+    assert!(status.success(), "Churn exited with {status}: {stdout}");
+    assert!(!stdout.contains("ERROR"), "Churn: {stdout}");
+    report(seconds, &readings, &stdout);
+}
+
+fn report(seconds: u64, readings: &[Reading], stdout: &str) {
+    println!(
+        "\nSoak: thread and class churn, CPU and wall clock at 1 ms, allocation and lock profiling, a dump a second, {seconds} s\n"
+    );
+    println!(
+        "{:.0} dumps written and read back, {:.0} threads and {:.0} classes run; {:.0} CPU, {:.0} wall-clock, {:.0} allocation samples, {:.0} monitor and {:.0} park events read from the dumps\n",
+        value(stdout, "VERIFIED "),
+        value(stdout, "THREADS "),
+        value(stdout, "CLASSES_LOADED "),
+        value(stdout, "SAMPLES "),
+        value(stdout, "WALL_SAMPLES "),
+        value(stdout, "ALLOC_SAMPLES "),
+        value(stdout, "MONITOR_WAITS "),
+        value(stdout, "PARK_WAITS "),
+    );
+    println!(
+        "| minute | resident memory | JVM committed (NMT) | resident less JVM committed | open descriptors | threads |"
+    );
+    println!("|---|---|---|---|---|---|");
+    let mib = |kb: u64| kb as f64 / 1024.0;
+    for reading in readings {
+        let Some(jvm) = reading.jvm_committed_kb else { continue };
+        println!(
+            "| {} | {:.1} MiB | {:.1} MiB | {:.1} MiB | {} | {} |",
+            reading.at.as_secs() / 60,
+            mib(reading.rss_kb),
+            mib(jvm),
+            mib(reading.rss_kb) - mib(jvm),
+            reading.fds,
+            reading.threads
+        );
+    }
+    let settled: Vec<&Reading> = readings.iter().filter(|r| r.at >= SETTLED).collect();
+    let (Some(first), Some(last)) = (settled.first(), settled.last()) else {
+        println!("\n(the run was shorter than a minute: nothing to compare)");
+        return;
+    };
+    let range = |f: fn(&Reading) -> u64| {
+        let values = settled.iter().map(|r| f(r));
+        (values.clone().min().unwrap(), values.max().unwrap())
+    };
+    let (rss_min, rss_max) = range(|r| r.rss_kb);
+    let (fds_min, fds_max) = range(|r| r.fds);
+    let minutes = (last.at - first.at).as_secs_f64() / 60.0;
+    println!(
+        "\nAfter the first minute ({} readings over {minutes:.1} min): resident memory {:.1} to {:.1} MiB ({:+.2} MiB from the first to the last reading; least-squares trend {:+.3} MiB a minute), open descriptors {fds_min} to {fds_max} ({:+} from first to last)",
+        settled.len(),
+        rss_min as f64 / 1024.0,
+        rss_max as f64 / 1024.0,
+        (last.rss_kb as f64 - first.rss_kb as f64) / 1024.0,
+        trend_per_minute(&settled, |r| r.rss_kb as f64 / 1024.0),
+        last.fds as i64 - first.fds as i64
+    );
+    let minutes: Vec<&Reading> = settled.iter().copied().filter(|r| r.jvm_committed_kb.is_some()).collect();
+    if minutes.len() >= 2 {
+        println!(
+            "Resident memory less the JVM's committed memory (the agent, the C library's heap, thread stacks), from minute to minute: least-squares trend {:+.3} MiB a minute; the JVM's committed memory: {:+.3} MiB a minute",
+            trend_per_minute(&minutes, |r| (r.rss_kb as f64 - r.jvm_committed_kb.unwrap_or(0) as f64) / 1024.0),
+            trend_per_minute(&minutes, |r| r.jvm_committed_kb.unwrap_or(0) as f64 / 1024.0)
+        );
+    }
+}
+
+/// The least-squares slope of `f` over the readings, per minute.
+fn trend_per_minute(readings: &[&Reading], f: fn(&Reading) -> f64) -> f64 {
+    let n = readings.len() as f64;
+    let xs = readings.iter().map(|r| r.at.as_secs_f64() / 60.0);
+    let mean_x = xs.clone().sum::<f64>() / n;
+    let mean_y = readings.iter().map(|r| f(r)).sum::<f64>() / n;
+    let covariance: f64 = readings.iter().map(|r| (r.at.as_secs_f64() / 60.0 - mean_x) * (f(r) - mean_y)).sum();
+    let variance: f64 = xs.map(|x| (x - mean_x).powi(2)).sum();
+    if variance > 0.0 {
+        covariance / variance
+    } else {
+        0.0
+    }
+}
