@@ -16,6 +16,7 @@ use crate::jvmti::{ClassRef, Jvmti};
 use crate::os_thread::current_tid;
 use crate::profiler::{self, CommandResult, ErrorKind};
 use crate::recording::endpoints::endpoints;
+use crate::sampling;
 use jni::sys::{jboolean, jclass, jint, jlong, jstring, JNIEnv};
 use std::ffi::{c_void, CStr};
 
@@ -142,7 +143,14 @@ extern "system" fn record_trace_root(
             return false;
         };
         let limit = u32::try_from(size_limit).unwrap_or(0);
-        endpoints().is_ok_and(|e| e.record(current_tid(), root_span_id as u64, &endpoint, &operation, limit))
+        // Recorded while the session's sampler is published: `stop` hides
+        // it and waits for such calls before its final rotation, so an
+        // event lands in this session's last chunk or is refused, never in
+        // the next session's first one.
+        sampling::with_active(|_| {
+            endpoints().is_ok_and(|e| e.record(current_tid(), root_span_id as u64, &endpoint, &operation, limit))
+        })
+        .unwrap_or(false)
     })
 }
 
