@@ -145,8 +145,9 @@ extern "system" fn record_trace_root(
         let limit = u32::try_from(size_limit).unwrap_or(0);
         // Recorded while the session's sampler is published: `stop` hides
         // it and waits for such calls before its final rotation, so an
-        // event lands in this session's last chunk or is refused, never in
-        // the next session's first one.
+        // event lands in this session's last chunk, or is refused, or (a
+        // `stop` that writes nothing) is dropped by the next `start`;
+        // never in the next session's first chunk.
         sampling::with_active(|_| {
             endpoints().is_ok_and(|e| e.record(current_tid(), root_span_id as u64, &endpoint, &operation, limit))
         })

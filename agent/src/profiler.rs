@@ -345,6 +345,7 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
     let blocking = env.map(|env| preload_methods(vm, env, options.wall.is_some()));
     counters::reset();
     let endpoints = endpoints::endpoints().map_err(io)?;
+    endpoints.discard();
     let sampler = Arc::new(build_sampler(vm, options, env, blocking.unwrap_or_default())?);
     if let Some(env) = env {
         // After an attach, threads already running get their Java names

@@ -97,6 +97,14 @@ impl Endpoints {
         std::mem::take(&mut *self.ended.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
+    /// Drops what an earlier session left behind (a `stop` that wrote no
+    /// chunk). Called at `start`, before the new session's sampler is
+    /// published, so no call can be recording for the new session yet.
+    pub fn discard(&self) {
+        self.rotate();
+        drop(self.take_ended());
+    }
+
     /// Ends a chunk: the events since the last rotation with their labels.
     fn end_chunk(&self) -> Batch {
         #[cfg(test)]
@@ -136,6 +144,17 @@ impl Rotate for Endpoints {
 mod tests {
     use super::*;
     use std::collections::HashSet;
+
+    #[test]
+    fn a_discarded_session_leaves_nothing_for_the_next() {
+        let store = Endpoints::new().unwrap();
+        assert!(store.record(1, 7, "GET /old", "old", 100));
+        store.discard();
+        assert!(store.record(1, 8, "GET /new", "new", 100));
+        store.rotate();
+        let batch = store.take_ended();
+        assert_eq!(batch.events.iter().map(|e| e.root_span_id).collect::<Vec<_>>(), [8]);
+    }
 
     /// Every event of a batch has its labels in that batch.
     fn consistent(batch: &Batch) -> bool {
