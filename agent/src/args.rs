@@ -141,7 +141,7 @@ pub struct Options {
     pub wall_threads_per_tick: u32,
     /// Output path template (`%p` = pid, `%t` = timestamp).
     pub file: Option<String>,
-    /// How stacks are walked (`cstack=`; frame pointers by default).
+    /// How stacks are walked (`cstack=`; the HotSpot walker by default).
     pub cstack: StackPlan,
     pub jstackdepth: u32,
     pub remote_symbolication: bool,

@@ -4,10 +4,11 @@
 //! ticker thread itself (draining samples, writing chunks) — and, when a
 //! window's share of one core passes the ceiling, stretches the CPU and
 //! wall-clock sampling intervals (by the power of two that brings the
-//! cost under the ceiling, up to the parser's ceiling). Each stretch is counted (`overhead_stretches`) and recorded in
-//! the settings (`overhead_stretch`, and the `interval` and `wall` now in
-//! force); the first one is logged. Intervals are
-//! never shrunk back within a session. Control plane only.
+//! cost under the ceiling, up to the parser's ceiling). Each stretch is
+//! counted (`overhead_stretches`) and recorded in the settings
+//! (`overhead_stretch`, and the `interval` and `wall` now in force); the
+//! first one is logged. Intervals are never shrunk back within a session.
+//! Control plane only.
 //!
 //! Not measured: JVMTI allocation and lock callbacks (they run on the
 //! application's threads, inside the JVM's own event machinery).
@@ -40,7 +41,8 @@ pub fn next_stretch(stretch: u32, cost: Duration, elapsed: Duration, ceiling_per
     if used <= allowed {
         return stretch;
     }
-    // used / allowed < 2^71: the power of two above it fits.
+    // used / allowed <= used < 2^101 (a Duration's nanoseconds, times
+    // 100): the power of two above it fits in a u128.
     let mut factor = used.div_ceil(allowed.max(1)).next_power_of_two();
     let stretched = |factor: u128| base.as_nanos().saturating_mul(u128::from(stretch)).saturating_mul(factor);
     while factor > 1 && stretched(factor) > MAX_INTERVAL.as_nanos() {

@@ -29,7 +29,7 @@ const fn plan(native: Option<NativeMode>, java: JavaSource) -> StackPlan {
     StackPlan { native, java }
 }
 
-/// Every `cstack=` spelling and its plan, the default (frame pointers) first.
+/// Every `cstack=` spelling and its plan.
 const MODES: [(&str, StackPlan); 6] = [
     ("fp", plan(Some(NativeMode::FramePointer), JavaSource::AsyncGetCallTrace)),
     ("dwarf", plan(Some(NativeMode::Dwarf), JavaSource::AsyncGetCallTrace)),
@@ -39,10 +39,17 @@ const MODES: [(&str, StackPlan); 6] = [
     ("no", plan(None, JavaSource::AsyncGetCallTrace)),
 ];
 
+/// The default, `cstack=vm` where the HotSpot walker knows the frames
+/// (x86-64): Java frames from HotSpot's own structures (AsyncGetCallTrace,
+/// with a warning, where the VM's layout cannot be read), native frames by
+/// DWARF; cheaper on deep stacks and complete where AsyncGetCallTrace
+/// gives up (README, benchmarks). Elsewhere `cstack=fp`.
+const DEFAULT: usize = if unwind::arch::HOTSPOT_FRAME.is_some() { 3 } else { 0 };
+const _: () = assert!(matches!(MODES[3].1.java, JavaSource::HotSpot { extended: false }));
+
 impl Default for StackPlan {
-    /// Frame pointers, as `cstack=fp`.
     fn default() -> Self {
-        MODES[0].1
+        MODES[DEFAULT].1
     }
 }
 
@@ -59,7 +66,7 @@ impl StackPlan {
 
     /// The `cstack=` spelling of this plan (the recorded setting).
     pub fn spelling(self) -> &'static str {
-        MODES.iter().find(|(_, plan)| *plan == self).map_or("fp", |(spelling, _)| spelling)
+        MODES.iter().find(|(_, plan)| *plan == self).map_or(MODES[DEFAULT].0, |(spelling, _)| spelling)
     }
 
     /// Rejects options this plan cannot serve.
@@ -99,7 +106,8 @@ mod tests {
             assert_eq!(StackPlan::parse(spelling), Some(plan));
             assert_eq!(plan.spelling(), spelling);
         }
-        assert_eq!(StackPlan::default().spelling(), "fp");
+        let default = if unwind::arch::HOTSPOT_FRAME.is_some() { "vm" } else { "fp" };
+        assert_eq!(StackPlan::default().spelling(), default);
         assert_eq!(StackPlan::parse("lbr"), None);
         assert_eq!(StackPlan::accepted(), "fp, dwarf, sframe, vm, vmx, no");
     }
@@ -109,8 +117,11 @@ mod tests {
         let vm = StackPlan::parse("vm").unwrap();
         let no = StackPlan::parse("no").unwrap();
         assert!(vm.check(true, true).is_ok());
+        if unwind::arch::HOTSPOT_FRAME.is_some() {
+            assert!(StackPlan::default().check(true, true).is_ok(), "the default walks with HotSpot's structures");
+        }
         assert_eq!(
-            StackPlan::default().check(true, false).unwrap_err(),
+            StackPlan::parse("fp").unwrap().check(true, false).unwrap_err(),
             "verifywalk: compares the HotSpot walker with AsyncGetCallTrace, so needs cstack=vm or vmx"
         );
         assert_eq!(

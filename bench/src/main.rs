@@ -8,7 +8,8 @@
 //! - `wall`: the same for wall-clock sampling at 5 ms, 4 busy threads
 //!   among 200 (the rest sleeping or parked).
 //! - `deep`: the same at 1 ms with the work 400 frames deep, for
-//!   AsyncGetCallTrace, the HotSpot walker (`cstack=vm`) and JFR.
+//!   AsyncGetCallTrace (`cstack=fp`), the HotSpot walker (`cstack=vm`,
+//!   the default), async-profiler and JFR.
 //! - `alloc`, `lock`: allocation (`alloc=512k`, and with `live`) and lock
 //!   (`lock=1ms`) profiling of allocation- and lock-heavy workloads, ours
 //!   against async-profiler at the same settings and the JDK's Flight

@@ -53,12 +53,12 @@ const WALL_CONFIGS: &[Config] = &[
     Config { name: "async-profiler wall=5ms", kind: Kind::PeerWall, period_us: 5_000, extra: "" },
 ];
 
-/// Deep stacks: AsyncGetCallTrace (with frame-pointer native stacks, the
-/// default) against the HotSpot walker, at 1 ms; async-profiler with its
-/// default (its own VMStructs walker).
+/// Deep stacks: AsyncGetCallTrace (with frame-pointer native stacks)
+/// against the HotSpot walker (the default), at 1 ms; async-profiler with
+/// its default (its own VMStructs walker).
 const DEEP_CONFIGS: &[Config] = &[
     Config { name: "unprofiled", kind: Kind::Baseline, period_us: 0, extra: "" },
-    Config { name: "agent cpu=1ms", kind: Kind::Agent, period_us: 1_000, extra: UNGOVERNED },
+    Config { name: "agent cpu=1ms,cstack=fp", kind: Kind::Agent, period_us: 1_000, extra: ",cstack=fp,overhead=0" },
     Config { name: "agent cpu=1ms,cstack=vm", kind: Kind::Agent, period_us: 1_000, extra: ",cstack=vm,overhead=0" },
     Config { name: "async-profiler cpu=1ms", kind: Kind::Peer, period_us: 1_000, extra: "" },
     Config { name: "JFR 1ms", kind: Kind::Jfr, period_us: 1_000, extra: "" },
@@ -66,12 +66,15 @@ const DEEP_CONFIGS: &[Config] = &[
 
 /// The governor at work: deep stacks sampled at the CPU interval's floor
 /// (100 us), where the handlers alone would take far more than the
-/// default ceiling (5% of one core): ungoverned, governed by default, and
-/// async-profiler at the same interval (it has no governor).
+/// default ceiling (5% of one core): ungoverned, governed by default, the
+/// interval the governor settles on ungoverned, and async-profiler at the
+/// asked interval (it has no governor).
 const GOVERNOR_CONFIGS: &[Config] = &[
     Config { name: "unprofiled", kind: Kind::Baseline, period_us: 0, extra: "" },
     Config { name: "agent cpu=100us,overhead=0", kind: Kind::Agent, period_us: 100, extra: UNGOVERNED },
     Config { name: "agent cpu=100us (overhead=5)", kind: Kind::Agent, period_us: 100, extra: "" },
+    // What the governed row costs once stretched (8x on this VM).
+    Config { name: "agent cpu=800us,overhead=0", kind: Kind::Agent, period_us: 800, extra: UNGOVERNED },
     Config { name: "async-profiler cpu=100us", kind: Kind::Peer, period_us: 100, extra: "" },
 ];
 
@@ -82,7 +85,7 @@ const H2_CONFIGS: &[Config] = &[
     Config { name: "agent cpu=10ms", kind: Kind::Agent, period_us: 10_000, extra: UNGOVERNED },
     Config { name: "async-profiler cpu=10ms", kind: Kind::Peer, period_us: 10_000, extra: "" },
     Config { name: "JFR 10ms", kind: Kind::Jfr, period_us: 10_000, extra: "" },
-    Config { name: "agent cpu=1ms", kind: Kind::Agent, period_us: 1_000, extra: UNGOVERNED },
+    Config { name: "agent cpu=1ms,cstack=fp", kind: Kind::Agent, period_us: 1_000, extra: ",cstack=fp,overhead=0" },
     Config { name: "agent cpu=1ms,cstack=vm", kind: Kind::Agent, period_us: 1_000, extra: ",cstack=vm,overhead=0" },
     Config { name: "async-profiler cpu=1ms", kind: Kind::Peer, period_us: 1_000, extra: "" },
 ];

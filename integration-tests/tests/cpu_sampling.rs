@@ -127,5 +127,5 @@ fn settings_name_the_engine_and_interval() {
     assert!(recording.settings["engine"].contains("perf_events"), "{:?}", recording.settings);
     assert_eq!(recording.settings["interval"], "5000000 ns");
     assert_eq!(recording.settings["jstackdepth"], "2048");
-    assert_eq!(recording.settings["cstack"], "fp", "no cstack= records the default's own spelling");
+    assert_eq!(recording.settings["cstack"], "vm", "no cstack= records the default's own spelling");
 }

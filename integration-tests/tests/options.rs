@@ -39,7 +39,7 @@ fn bad_options_refuse_to_start_the_jvm_with_a_clear_error() {
 /// reports why and the program runs on unprofiled.
 #[test]
 fn verifywalk_without_the_hotspot_walker_is_refused_and_the_jvm_runs() {
-    let output = run_java(Some("start,cpu,verifywalk"), "CpuShares", &["0"], Duration::from_secs(60));
+    let output = run_java(Some("start,cpu,cstack=fp,verifywalk"), "CpuShares", &["0"], Duration::from_secs(60));
     assert_success(&output);
     let err = stderr(&output);
     assert!(err.contains("verifywalk") && err.contains("cstack=vm or vmx"), "{err}");
