@@ -79,11 +79,16 @@ pub fn run(seconds: u64, agent: &Path, scratch: &Path) {
     let mut readings = Vec::new();
     let mut next_minute = Duration::ZERO;
     while child.try_wait().expect("wait for java").is_none() {
+        // The JVM's own figure first (jcmd waits for a JVM still starting),
+        // then /proc's, as close together as they can be.
+        let jvm = if started.elapsed() >= next_minute {
+            next_minute += SETTLED;
+            jvm_committed_kb(child.id())
+        } else {
+            None
+        };
         if let Some(mut reading) = read(child.id(), started.elapsed()) {
-            if reading.at >= next_minute {
-                reading.jvm_committed_kb = jvm_committed_kb(child.id());
-                next_minute += SETTLED;
-            }
+            reading.jvm_committed_kb = jvm;
             eprintln!(
                 "{:>4} s: {:.1} MiB, {} fds, {} threads, JVM committed {:?} KiB",
                 reading.at.as_secs(),
