@@ -73,7 +73,7 @@ const GOVERNOR_CONFIGS: &[Config] = &[
     Config { name: "unprofiled", kind: Kind::Baseline, period_us: 0, extra: "" },
     Config { name: "agent cpu=100us,overhead=0", kind: Kind::Agent, period_us: 100, extra: UNGOVERNED },
     Config { name: "agent cpu=100us (overhead=5)", kind: Kind::Agent, period_us: 100, extra: "" },
-    // What the governed row costs once stretched (8x on this VM).
+    // Ungoverned at 8x the interval: what a stretched run costs.
     Config { name: "agent cpu=800us,overhead=0", kind: Kind::Agent, period_us: 800, extra: UNGOVERNED },
     Config { name: "async-profiler cpu=100us", kind: Kind::Peer, period_us: 100, extra: "" },
 ];

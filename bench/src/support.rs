@@ -73,13 +73,28 @@ pub struct SampleCounts {
     pub samples: f64,
 }
 
+/// `jfr print --events EVENTS FILE`'s text.
+fn jfr_print(file: &Path, events: &str) -> String {
+    let out = Command::new(tool("jfr")).args(["print", "--events", events]).arg(file).output().expect("run jfr print");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The values of the line after each `name = "NAME"` line of `jfr print`
+/// text whose key is `key` (`count`, `value`), in order.
+fn named_values<'a>(text: &'a str, name: &str, key: &str) -> Vec<&'a str> {
+    let (name_line, prefix) = (format!("name = \"{name}\""), format!("{key} = "));
+    let mut lines = text.lines().map(str::trim);
+    let mut values = Vec::new();
+    while let Some(line) = lines.next() {
+        if line == name_line {
+            values.extend(lines.next().and_then(|l| l.strip_prefix(&prefix)).map(|v| v.trim_matches('"')));
+        }
+    }
+    values
+}
+
 pub fn sample_counts(file: &Path, events: &[&str]) -> SampleCounts {
-    let out = Command::new(tool("jfr"))
-        .args(["print", "--events", &events.join(",")])
-        .arg(file)
-        .output()
-        .expect("run jfr print");
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = jfr_print(file, &events.join(","));
     let mut counts = SampleCounts { events: 0.0, workers: 0.0, samples: 0.0 };
     for line in text.lines() {
         if events.iter().any(|e| line.starts_with(&format!("{e} {{"))) {
@@ -95,40 +110,16 @@ pub fn sample_counts(file: &Path, events: &[&str]) -> SampleCounts {
     counts
 }
 
+/// A counter of ours (either dialect); 0 if the recording has none.
 pub fn counter(file: &Path, name: &str) -> f64 {
-    let out = Command::new(tool("jfr"))
-        .args(["print", "--events", "jvmprofiler.Counter,datadog.ProfilerCounter"])
-        .arg(file)
-        .output()
-        .expect("run jfr print");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut lines = text.lines();
-    while let Some(line) = lines.next() {
-        if line.trim() == format!("name = \"{name}\"") {
-            let count = lines.next().unwrap().trim().trim_start_matches("count = ");
-            return count.parse().unwrap();
-        }
-    }
-    0.0
+    let text = jfr_print(file, "jvmprofiler.Counter,datadog.ProfilerCounter");
+    named_values(&text, name, "count").first().map_or(0.0, |count| count.parse().unwrap())
 }
 
 /// The last value a recording gives the setting `name` (a setting
 /// updated mid-recording, such as a stretched interval, is written again).
 pub fn setting(file: &Path, name: &str) -> Option<String> {
-    let out = Command::new(tool("jfr"))
-        .args(["print", "--events", "jdk.ActiveSetting"])
-        .arg(file)
-        .output()
-        .expect("run jfr print");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut lines = text.lines();
-    let mut last = None;
-    while let Some(line) = lines.next() {
-        if line.trim() == format!("name = \"{name}\"") {
-            last = lines.next().and_then(|l| l.trim().strip_prefix("value = ")).map(|v| v.trim_matches('"').to_owned());
-        }
-    }
-    last
+    named_values(&jfr_print(file, "jdk.ActiveSetting"), name, "value").last().map(|v| (*v).to_owned())
 }
 
 pub fn median(mut values: Vec<f64>) -> f64 {
