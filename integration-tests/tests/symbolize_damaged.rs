@@ -53,8 +53,10 @@ fn recordings(dir: &Path) -> Vec<(&'static str, PathBuf)> {
     );
     let jdk = dir.join("jdk.jfr");
     let jfr = format!("-XX:StartFlightRecording=filename={},settings=profile", jdk.display());
+    // Three seconds: the JDK's recorder samples at most every 10 ms, and
+    // under CI load one second once gave it only 8 samples.
     assert_success(
-        &ChildGuard::spawn(&mut java_command(None, &[&jfr], "EventKinds", &["1"])).wait(Duration::from_secs(60)),
+        &ChildGuard::spawn(&mut java_command(None, &[&jfr], "EventKinds", &["3"])).wait(Duration::from_secs(60)),
     );
     let mut files = vec![("ours", ours), ("jdk", jdk)];
     if let Some(jar) = converter_jar() {
