@@ -139,6 +139,9 @@ pub struct Options {
     pub lock: Option<Duration>,
     /// Threads signalled per wall-clock interval (`walltpt=`).
     pub wall_threads_per_tick: u32,
+    /// Idle threads' wall-clock samples are folded instead of signalled
+    /// (`wallbatch`, on by default; see `storage::idle`).
+    pub wall_batch: bool,
     /// Output path template (`%p` = pid, `%t` = timestamp).
     pub file: Option<String>,
     /// How stacks are walked (`cstack=`; the HotSpot walker by default).
@@ -173,6 +176,7 @@ impl Default for Options {
             live: false,
             lock: None,
             wall_threads_per_tick: DEFAULT_WALL_THREADS_PER_TICK,
+            wall_batch: true,
             file: None,
             cstack: StackPlan::default(),
             jstackdepth: DEFAULT_JSTACKDEPTH,
@@ -257,8 +261,8 @@ fn limit(key: &str, value: Duration, limits: &Limits, warnings: &mut Vec<String>
 }
 
 const OPTION_NAMES: &str =
-    "start, stop, dump, status, version, event, cpu, wall, alloc, live, lock, walltpt, interval, file, jfr, \
-     cstack, jstackdepth, remotesym, verifywalk, attributes, jfrdialect, filter, overhead, log, loglevel";
+    "start, stop, dump, status, version, event, cpu, wall, alloc, live, lock, walltpt, wallbatch, interval, file, \
+     jfr, cstack, jstackdepth, remotesym, verifywalk, attributes, jfrdialect, filter, overhead, log, loglevel";
 
 /// Parses a comma-separated option string. An empty string is valid (the
 /// agent is loaded and waits for commands). Every option is given at most
@@ -398,6 +402,7 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
                 options.alloc = Some(bytes);
             }
             "live" => options.live = parse_bool(key, value)?,
+            "wallbatch" => options.wall_batch = parse_bool(key, value)?,
             "lock" => {
                 let threshold = value.map_or(Ok(DEFAULT_LOCK_THRESHOLD), |v| parse_interval(key, v))?;
                 options.lock = Some(limit(key, threshold, &LOCK_LIMITS, &mut options.warnings)?);

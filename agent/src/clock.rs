@@ -17,7 +17,44 @@ pub fn thread_cpu_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// The CPU time of thread `tid` of this process in nanoseconds, through
+/// its per-thread CPU clock (Linux's `MAKE_THREAD_CPUCLOCK(tid,
+/// CPUCLOCK_SCHED)`); `None` if the thread is gone.
+pub fn thread_cpu_ns_of(tid: u32) -> Option<u64> {
+    const PER_THREAD_SCHED: libc::clockid_t = 4 | 2;
+    let clock = (!(tid as libc::clockid_t) << 3) | PER_THREAD_SCHED;
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a clock id (the kernel checks the thread) and an out pointer.
+    let status = unsafe { libc::clock_gettime(clock, &mut ts) };
+    (status == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
 /// Nanoseconds since the Unix epoch.
 pub fn epoch_ns() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn another_threads_cpu_time_is_read_through_its_clock() {
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let (done, finish) = std::sync::mpsc::channel::<()>();
+        let worker = std::thread::spawn(move || {
+            let started = std::time::Instant::now();
+            while started.elapsed() < std::time::Duration::from_millis(30) {
+                std::hint::black_box(0u64);
+            }
+            sender.send((crate::os_thread::current_tid(), thread_cpu_ns())).unwrap();
+            finish.recv().unwrap();
+        });
+        let (tid, own) = receiver.recv().unwrap();
+        let seen = thread_cpu_ns_of(tid).expect("a live thread has a CPU clock");
+        assert!(seen >= own && own >= 10_000_000, "spun 30 ms: {own} ns by itself, {seen} ns seen from here");
+        done.send(()).unwrap();
+        worker.join().unwrap();
+        assert_eq!(thread_cpu_ns_of(tid), None, "the thread is gone");
+    }
 }

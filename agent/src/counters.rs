@@ -44,6 +44,8 @@ counters! {
     RemoteBuildIdCacheHits => "remote_symbolication_build_id_cache_hits",
     ForeignSignals => "signals_forwarded",
     WallTicksSkipped => "wall_ticks_skipped",
+    WallSamplesFolded => "wall_samples_folded",
+    WallIdleNotesDropped => "wall_idle_notes_dropped",
     OverheadStretches => "overhead_stretches",
     HandlerNanos => "handler_ns_total",
     HandlerNanosMedian => "handler_ns_p50",

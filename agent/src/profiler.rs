@@ -24,6 +24,7 @@ use crate::sampling::thread_state::{self, BlockingMethods};
 use crate::sampling::vm_stack::HotSpotSource;
 use crate::sampling::{self, safe_read, Sampler};
 use crate::stack_plan::{JavaSource, StackPlan};
+use crate::storage::idle::IdleThreads;
 use crate::storage::samples::{SampleStripes, STRIPES};
 use crate::storage::trace_storage::CallTraceStorage;
 use crate::threads;
@@ -219,6 +220,7 @@ fn settings(options: &Options, cpu_engine: Option<&str>) -> Vec<(String, String)
     if let Some(wall) = options.wall {
         settings.push(("wall".into(), nanos(wall)));
         settings.push(("walltpt".into(), options.wall_threads_per_tick.to_string()));
+        settings.push(("wallbatch".into(), options.wall_batch.to_string()));
     }
     settings.extend([
         ("cstack".into(), options.cstack.spelling().into()),
@@ -265,8 +267,7 @@ fn arm_engines(
     };
     engines.extend(cpu);
     if let Some(interval) = options.wall {
-        let sampler = Arc::clone(sampler);
-        engine::wall::start(interval, options.wall_threads_per_tick as usize, move |tid| sampler.sampled(tid))?;
+        engine::wall::start(interval, options.wall_threads_per_tick as usize, Arc::clone(sampler))?;
         engines.push("wall");
     }
     let jvmti_engines = [
@@ -316,6 +317,7 @@ fn build_sampler(vm: &Vm, options: &Options, env: Option<JniEnv>, blocking: Bloc
             .then(|| JvmtiSamples::new(options.alloc, options.live, options.lock.map(|d| d.as_nanos() as u64)))
             .transpose()
             .map_err(|e| io(format!("cannot reserve the class table: {e}")))?,
+        idle: (options.wall.is_some() && options.wall_batch).then(IdleThreads::new),
     })
 }
 

@@ -3,7 +3,7 @@
 //! native unwinder in turn: frame pointers, DWARF with remote frames,
 //! SFrame with its frame-pointer fallback, the thread filter on) with
 //! AsyncGetCallTrace's (a stand-in) into new and known stack traces, and
-//! queued SIGVTALRM signals run the wall-clock path (thread-state
+//! queued SIGVTALRM signals run the wall-clock path (the idle-thread note, thread-state
 //! classification included), while a counting global allocator watches;
 //! then the stitched walk with the HotSpot source (`cstack=vm`) walks the
 //! synthetic VM of `hotspot::testing` (compiled frame with an inlined
@@ -14,7 +14,7 @@
 //! the counter is armed: the test thread itself only spins, reads atomics
 //! and sends itself signals during that window.
 
-use frames::{Frame, FrameKind};
+use frames::{Frame, FrameKind, BCI_NATIVE_METHOD};
 use hotspot::testing;
 use profiler_agent::args::CpuEngineKind;
 use profiler_agent::counters::{self, Counter};
@@ -33,6 +33,7 @@ use profiler_agent::sampling::siginfo::RawSiginfo;
 use profiler_agent::sampling::thread_state::BlockingMethods;
 use profiler_agent::sampling::vm_stack::HotSpotSource;
 use profiler_agent::sampling::{self, Sampler};
+use profiler_agent::storage::idle::IdleThreads;
 use profiler_agent::storage::samples::{SampleKind, SampleStripes, STRIPES};
 use profiler_agent::storage::trace_storage::CallTraceStorage;
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -80,7 +81,9 @@ static GLOBAL: CountingAllocator = CountingAllocator;
 static CALLS: AtomicU64 = AtomicU64::new(0);
 
 /// Stands in for AsyncGetCallTrace: a 20-frame stack whose frames vary
-/// over 97 shapes, so the run inserts new traces as well as finding old ones.
+/// over 97 shapes, so the run inserts new traces as well as finding old ones;
+/// odd shapes are in a Java `native` method (a wall-clock sample of them
+/// finds the thread off CPU, and leaves a note for the wall-clock thread).
 unsafe extern "C" fn fake_walker(trace: *mut AsgctTrace, depth: i32, _ucontext: *mut c_void) {
     // SAFETY: called by the sampler with a valid trace and buffer.
     let trace = unsafe { &mut *trace };
@@ -88,8 +91,9 @@ unsafe extern "C" fn fake_walker(trace: *mut AsgctTrace, depth: i32, _ucontext: 
     let n = depth.min(20);
     for i in 0..n {
         let method = (0x1000 + shape * 64 + i as u64) as usize as jni::sys::jmethodID;
+        let bci = if i == 0 && shape % 2 == 1 { BCI_NATIVE_METHOD } else { i };
         // SAFETY: the buffer holds `depth` frames.
-        unsafe { trace.frames.add(i as usize).write(AsgctFrame { bci: i, method }) };
+        unsafe { trace.frames.add(i as usize).write(AsgctFrame { bci, method }) };
     }
     trace.num_frames = n;
 }
@@ -133,6 +137,7 @@ fn sampler(scenario: &Scenario) -> Arc<Sampler> {
         context: profiler_agent::context::init().unwrap(),
         blocking: BlockingMethods::default(),
         jvmti_samples: None,
+        idle: Some(IdleThreads::new()),
     })
 }
 
@@ -192,6 +197,9 @@ fn sampling_path_does_not_allocate() {
         let (sampler, wall) = run_armed(scenario);
         let name = scenario.name;
         assert_eq!(wall, WALL_SIGNALS, "{name}: every wall-clock signal was sampled");
+        let idle = sampler.idle.as_ref().unwrap();
+        idle.absorb(sampler.batch_sink());
+        assert_eq!(idle.known(), 1, "{name}: off-CPU wall-clock samples left notes about the thread");
         assert!(sampler.traces.len() >= 97, "{name}: new traces were inserted while armed");
         let mut native = 0;
         let native_kind = if scenario.remote { FrameKind::RemoteNative } else { FrameKind::Native };

@@ -50,6 +50,12 @@ const CPU_CONFIGS: &[Config] = &[
 const WALL_CONFIGS: &[Config] = &[
     Config { name: "unprofiled", kind: Kind::Baseline, period_us: 0, extra: "" },
     Config { name: "agent wall=5ms", kind: Kind::AgentWall, period_us: 5_000, extra: UNGOVERNED },
+    Config {
+        name: "agent wall=5ms,wallbatch=false",
+        kind: Kind::AgentWall,
+        period_us: 5_000,
+        extra: ",overhead=0,wallbatch=false",
+    },
     Config { name: "async-profiler wall=5ms", kind: Kind::PeerWall, period_us: 5_000, extra: "" },
 ];
 

@@ -88,3 +88,53 @@ fn foreign_sigvtalrm_is_forwarded_not_sampled_and_not_fatal() {
     assert!((1..=5).contains(&forwarded), "{forwarded} forwarded");
     assert!(recording.wall_samples().count() > 50);
 }
+
+/// Per thread kind of the fixture: wall-clock events, the samples they
+/// stand for, and those of them whose stack holds `method` of the kind.
+fn totals(recording: &Recording) -> HashMap<&'static str, (i64, i64, i64)> {
+    let blocking = [("busy", "busy"), ("sleep", "sleep"), ("park", "park"), ("wait", "wait")];
+    let mut totals = HashMap::new();
+    for sample in recording.wall_samples() {
+        let Some(kind) = kind(&sample.thread) else { continue };
+        let (kind, method) = blocking.into_iter().find(|(k, _)| *k == kind).unwrap();
+        let entry: &mut (i64, i64, i64) = totals.entry(kind).or_default();
+        entry.0 += 1;
+        entry.1 += sample.weight;
+        if sample.frames.iter().any(|f| f.method.starts_with(method)) {
+            entry.2 += sample.weight;
+        }
+    }
+    totals
+}
+
+/// Wall-clock batching (`wallbatch`, on by default): a thread found off
+/// CPU is not signalled again while its CPU time stays put; its ticks are
+/// folded into one event standing for them all. Against the same run
+/// signalling every tick (`wallbatch=false`), the 196 idle threads of the
+/// fixture give a fraction of the events, standing for as many samples,
+/// with the same stacks; the 4 busy threads are signalled every time.
+#[test]
+fn idle_threads_are_folded_into_few_events_standing_for_the_same_samples() {
+    let run = |batch: bool| {
+        let dir = scratch_dir(if batch { "wall-batched" } else { "wall-signalled" });
+        let file = dir.join("wall.jfr");
+        let options = format!("start,wall=5ms,overhead=0,wallbatch={batch},file={}", file.display());
+        let output = run_java(Some(&options), "WallThreads", &["4", "200", "5"], Duration::from_secs(60));
+        assert_success(&output);
+        read_recording(&file)
+    };
+    let (batched, signalled) = (run(true), run(false));
+    assert!(batched.counter("wall_samples_folded") > 10_000, "{}", batched.counter("wall_samples_folded"));
+    assert_eq!(signalled.counter("wall_samples_folded"), 0);
+    assert_eq!(batched.settings.get("wallbatch").map(String::as_str), Some("true"));
+    let (batched, signalled) = (totals(&batched), totals(&signalled));
+    for kind in ["sleep", "park", "wait"] {
+        let ((events, samples, in_method), (all_events, all_samples, _)) = (batched[kind], signalled[kind]);
+        assert!(events * 4 < all_events, "{kind}: {events} events batched, {all_events} signalled");
+        let ratio = samples as f64 / all_samples as f64;
+        assert!((0.8..1.25).contains(&ratio), "{kind}: {samples} samples batched, {all_samples} signalled");
+        assert!(in_method as f64 >= 0.95 * samples as f64, "{kind}: {in_method} of {samples} in {kind}");
+    }
+    let (busy, all_busy) = (batched["busy"].0, signalled["busy"].0);
+    assert!(busy as f64 >= 0.7 * all_busy as f64, "busy threads: {busy} events batched, {all_busy} signalled");
+}

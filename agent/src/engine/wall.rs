@@ -7,6 +7,10 @@
 //!
 //! The thread list is re-read from `/proc/self/task` every 100 ms; with
 //! the thread filter on, only threads in the filter are eligible.
+//!
+//! A thread that has not run since a sample found it off CPU is not
+//! signalled: its samples are folded into one (`storage::idle`;
+//! `wallbatch=false` signals every time).
 
 use super::signals::{self, Pending};
 use crate::clock;
@@ -17,6 +21,7 @@ use crate::sampling::chain::PREVIOUS_SIGVTALRM;
 use crate::sampling::handler::on_sigvtalrm;
 use crate::sampling::origin::wall_payload;
 use crate::sampling::siginfo::RawSiginfo;
+use crate::sampling::Sampler;
 use crate::threads::process_threads;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -142,7 +147,7 @@ impl Schedule {
     }
 }
 
-fn run(per_tick: usize, sampled: &dyn Fn(u32) -> bool, control: &Control) {
+fn run(per_tick: usize, sampler: &Sampler, control: &Control) {
     let own = current_tid();
     // SAFETY: getpid and getuid have no preconditions.
     let (pid, uid) = unsafe { (libc::getpid(), libc::getuid()) };
@@ -163,31 +168,40 @@ fn run(per_tick: usize, sampled: &dyn Fn(u32) -> bool, control: &Control) {
         if control.wait_until(next) {
             return;
         }
+        let idle = sampler.idle.as_ref();
         if refreshed.is_none_or(|t| t.elapsed() >= REFRESH) {
             threads = process_threads();
             threads.retain(|&tid| tid != own);
             threads.sort_unstable();
             refreshed = Some(Instant::now());
+            if let Some(idle) = idle {
+                idle.forget_gone(&threads, sampler.batch_sink());
+            }
+        }
+        if let Some(idle) = idle {
+            idle.absorb(sampler.batch_sink());
         }
         eligible.clear();
-        eligible.extend(threads.iter().copied().filter(|&tid| sampled(tid)));
+        eligible.extend(threads.iter().copied().filter(|&tid| sampler.sampled(tid)));
         let (chosen, weight) = rotation.next(&eligible, per_tick);
+        let now = clock::monotonic_ns();
         for tid in chosen {
             if control.requested() {
                 return;
             }
-            signal(pid, uid, tid, weight);
+            let folded = idle
+                .is_some_and(|idle| idle.fold(tid, clock::thread_cpu_ns_of(tid), weight, now, sampler.batch_sink()));
+            if !folded {
+                signal(pid, uid, tid, weight);
+            }
         }
     }
 }
 
 /// Installs the SIGVTALRM handler and starts the sampler thread, which
-/// signals the threads `sampled` accepts (the session's thread filter).
-pub fn start(
-    interval: Duration,
-    threads_per_tick: usize,
-    sampled: impl Fn(u32) -> bool + Send + 'static,
-) -> Result<(), String> {
+/// signals the threads `sampler` samples (the session's thread filter) and
+/// folds its idle ones.
+pub fn start(interval: Duration, threads_per_tick: usize, sampler: Arc<Sampler>) -> Result<(), String> {
     let mut running = RUNNING.lock().unwrap_or_else(|p| p.into_inner());
     if running.is_some() {
         return Err("wall-clock sampling is already running".to_owned());
@@ -198,7 +212,7 @@ pub fn start(
     let shared = Arc::clone(&control);
     let spawned = std::thread::Builder::new()
         .name("profiler-wall".to_owned())
-        .spawn(move || run(threads_per_tick.max(1), &sampled, &shared));
+        .spawn(move || run(threads_per_tick.max(1), &sampler, &shared));
     match spawned {
         Ok(thread) => {
             *running = Some(Running { control, thread });

@@ -151,11 +151,13 @@ impl Recording {
     }
 
     /// Finishes the current chunk, starts the next, and hands the finished
-    /// one to the sink (which keeps it, in a file or in memory). Stores
-    /// rotate first, then the stripes are drained, then the chunk reads the
+    /// one to the sink (which keeps it, in a file or in memory). Folded
+    /// wall-clock samples go into the stripes first, then the stores
+    /// rotate, then the stripes are drained, then the chunk reads the
     /// stores (see [`rotation`]).
     pub fn rotate(&mut self, ctx: &DumpContext, final_chunk: bool) {
         counters::set(Counter::CallTraces, self.stores.sampler.traces.len() as u64);
+        self.stores.sampler.flush_idle();
         self.stores.rotate();
         let endpoints = self.stores.endpoints.take_ended();
         self.drain();

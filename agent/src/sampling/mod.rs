@@ -22,7 +22,8 @@ pub mod vm_stack;
 
 use crate::context::ContextState;
 use crate::counters::{self, Counter};
-use crate::storage::call_traces::TraceId;
+use crate::storage::call_traces::{trace_key, TraceId};
+use crate::storage::idle::{BatchSink, IdleThreads, Note};
 use crate::storage::samples::{SampleKind, SampleRecord, SampleStripes};
 use crate::storage::trace_storage::CallTraceStorage;
 use asgct::{AsgctFn, AsgctFrame};
@@ -78,6 +79,9 @@ pub struct Sampler {
     pub blocking: BlockingMethods,
     /// Samples JVMTI delivers (`alloc=`, `lock=`), if on.
     pub jvmti_samples: Option<crate::jvmti_samples::JvmtiSamples>,
+    /// Wall-clock samples of idle threads, folded (with wall-clock
+    /// sampling): handlers note the threads they find off CPU.
+    pub idle: Option<IdleThreads>,
 }
 
 /// One sample's inputs, from the handler.
@@ -143,6 +147,7 @@ impl Sampler {
         };
         let index = stripe.index();
         let mut state = ThreadState::Runnable;
+        let mut idle_key = None;
         let trace = {
             let scratch = stripe.scratch();
             let capacity = self.max_depth.min(scratch.frames.len()).min(scratch.words.len() / 2);
@@ -156,6 +161,9 @@ impl Sampler {
             let walked = frames.get(..len).unwrap_or_default();
             if request.kind == SampleKind::Wall {
                 state = thread_state::classify(&self.blocking, thread_state::in_syscall(request.ucontext), walked);
+                if state != ThreadState::Runnable && self.idle.is_some() {
+                    idle_key = Some(trace_key(walked, truncated));
+                }
             }
             self.traces.put(walked, truncated, tid as usize)
         };
@@ -178,6 +186,21 @@ impl Sampler {
         }
         if trace == TraceId::DROPPED {
             counters::increment(Counter::StackWalkFailed);
+        } else if let (Some(idle), Some(key)) = (&self.idle, idle_key) {
+            idle.note(Note { tid, key, cpu_ns: crate::clock::thread_cpu_ns(), state: state as u8 });
+        }
+    }
+
+    /// Where folded wall-clock samples are recorded: this session's stores.
+    pub fn batch_sink(&self) -> BatchSink<'_> {
+        BatchSink { stripes: &self.stripes, traces: &self.traces, context: self.context }
+    }
+
+    /// Records the folded wall-clock samples (before a rotation). Not
+    /// signal-safe.
+    pub fn flush_idle(&self) {
+        if let Some(idle) = &self.idle {
+            idle.flush(self.batch_sink());
         }
     }
 

@@ -46,6 +46,7 @@ fn sampler(max_depth: usize, current_env: fn() -> *mut JNIEnv) -> Sampler {
         context: crate::context::init().unwrap(),
         blocking: BlockingMethods::default(),
         jvmti_samples: None,
+        idle: None,
     }
 }
 

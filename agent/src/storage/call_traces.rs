@@ -89,7 +89,7 @@ impl CallTraceTable {
     /// Stores `frames` (innermost first) and returns the trace's id, taking
     /// new ids from `ids`. Signal-safe: no allocation, no blocking.
     pub fn put(&self, frames: &[Frame], truncated: bool, ids: &AtomicU32) -> TraceId {
-        let key = hash(frames, truncated);
+        let key = trace_key(frames, truncated);
         let mut index = key as usize & self.mask;
         for _ in 0..=self.mask {
             let slot = self.slots.get(index);
@@ -168,30 +168,54 @@ impl CallTraceTable {
         self.arena_used.store(0, Ordering::Relaxed);
     }
 
+    /// The published trace whose key ([`trace_key`]) is `key`, if this
+    /// table holds it. Not signal-safe: the caller keeps the table from
+    /// being cleared while it reads (hazard protection).
+    pub fn find(&self, key: u64) -> Option<StoredTrace<'_>> {
+        let mut index = key as usize & self.mask;
+        for _ in 0..=self.mask {
+            let slot = self.slots.get(index);
+            match slot.key.load(Ordering::Acquire) {
+                0 => return None,
+                current if current == key => return self.stored(slot.value.load(Ordering::Acquire)),
+                _ => index = (index + 1) & self.mask,
+            }
+        }
+        None
+    }
+
+    /// The trace a slot's published value points at (none if unpublished
+    /// or dropped).
+    fn stored(&self, value: u64) -> Option<StoredTrace<'_>> {
+        if value == 0 || value == DROPPED_VALUE {
+            return None;
+        }
+        let offset = (value & OFFSET_MASK) as usize;
+        // SAFETY: a published offset points at a header and its frames,
+        // fully written before the Release store that published them.
+        let (header, frames) = unsafe {
+            let base = self.arena.as_ptr().add(offset);
+            let header = *base;
+            (header, std::slice::from_raw_parts(base.add(1), header.method as usize))
+        };
+        Some(StoredTrace { id: TraceId((value >> ID_SHIFT) as u32), truncated: header.bci != 0, frames })
+    }
+
     /// Visits every published trace. Not signal-safe; meant for the dump,
     /// which reads traces whose samples it has already drained (so their
     /// publication happened before).
     pub fn for_each(&self, mut visit: impl FnMut(StoredTrace<'_>)) {
         for index in 0..=self.mask {
-            let value = self.slots.get(index).value.load(Ordering::Acquire);
-            if value == 0 || value == DROPPED_VALUE {
-                continue;
+            if let Some(trace) = self.stored(self.slots.get(index).value.load(Ordering::Acquire)) {
+                visit(trace);
             }
-            let offset = (value & OFFSET_MASK) as usize;
-            // SAFETY: a published offset points at a header and its frames,
-            // fully written before the Release store that published them.
-            let (header, frames) = unsafe {
-                let base = self.arena.as_ptr().add(offset);
-                let header = *base;
-                (header, std::slice::from_raw_parts(base.add(1), header.method as usize))
-            };
-            visit(StoredTrace { id: TraceId((value >> ID_SHIFT) as u32), truncated: header.bci != 0, frames });
         }
     }
 }
 
-/// 64-bit hash of a trace; never 0.
-fn hash(frames: &[Frame], truncated: bool) -> u64 {
+/// A trace's key in every table: a 64-bit hash of its frames; never 0.
+/// Signal-safe.
+pub fn trace_key(frames: &[Frame], truncated: bool) -> u64 {
     const K: u64 = 0x9E37_79B9_7F4A_7C15;
     let mut h = (frames.len() as u64).wrapping_mul(K) ^ u64::from(truncated);
     for frame in frames {

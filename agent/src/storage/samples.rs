@@ -62,6 +62,8 @@ pub struct SampleRecord {
 
 pub const STRIPES: usize = 16;
 const STRIPES_TRIED: usize = 3;
+/// Rounds over every stripe [`SampleStripes::acquire`] makes.
+const ACQUIRE_ROUNDS: usize = 1000;
 
 /// Scratch space for one stack walk.
 pub struct Scratch {
@@ -161,6 +163,21 @@ impl SampleStripes {
                 .ok()
                 .map(|_| StripeGuard { stripe, index })
         })
+    }
+
+    /// Takes a stripe for a thread that is not a signal handler, trying
+    /// every stripe and yielding between rounds (a handler holds one for a
+    /// single sample); `None` after `ACQUIRE_ROUNDS` rounds found all busy.
+    pub fn acquire(&self, tid: u32) -> Option<StripeGuard<'_>> {
+        for _ in 0..ACQUIRE_ROUNDS {
+            let free = (0..STRIPES / STRIPES_TRIED + 1)
+                .find_map(|round| self.try_acquire(tid.wrapping_add((round * STRIPES_TRIED) as u32)));
+            if free.is_some() {
+                return free;
+            }
+            std::thread::yield_now();
+        }
+        None
     }
 
     /// Moves every recorded sample out, in stripe order, appending to

@@ -71,6 +71,23 @@ impl CallTraceStorage {
         self.tables[scratch].clear();
     }
 
+    /// Copies the frames of the trace whose key is `key` (see
+    /// [`trace_key`](super::call_traces::trace_key)) into `out`, from the
+    /// active table or else the dump table, under hazard protection;
+    /// returns whether the trace was truncated, or `None` if neither table
+    /// holds it (any more). Not signal-safe.
+    pub fn copy_frames(&self, key: u64, hint: usize, out: &mut Vec<Frame>) -> Option<bool> {
+        [0, 2].into_iter().find_map(|role| {
+            let guard = self.hazards.protect(hint, || self.address(self.active.load(Ordering::SeqCst) + role))?;
+            // SAFETY: the guard protects one of our own tables from being cleared.
+            let table = unsafe { &*(guard.protected() as *const CallTraceTable) };
+            let trace = table.find(key)?;
+            out.clear();
+            out.extend_from_slice(trace.frames);
+            Some(trace.truncated)
+        })
+    }
+
     /// Visits the traces of the dump and active tables: every trace a
     /// sample drained since the previous rotation can refer to.
     pub fn for_each_live(&self, mut visit: impl FnMut(StoredTrace<'_>)) {
@@ -118,6 +135,24 @@ mod tests {
         assert_eq!(live_ids(&storage), vec![b]);
         storage.rotate();
         assert!(live_ids(&storage).is_empty());
+    }
+
+    #[test]
+    fn frames_are_found_by_key_while_their_table_is_live() {
+        use crate::storage::call_traces::trace_key;
+        let storage = CallTraceStorage::new(256, 4096).unwrap();
+        storage.put(&trace(3), true, 0);
+        let key = trace_key(&trace(3), true);
+        let mut out = Vec::new();
+        assert_eq!(storage.copy_frames(key, 0, &mut out), Some(true));
+        assert_eq!(out, trace(3));
+        storage.rotate();
+        out.clear();
+        assert_eq!(storage.copy_frames(key, 0, &mut out), Some(true), "from the dump table");
+        assert_eq!(out, trace(3));
+        storage.rotate();
+        assert_eq!(storage.copy_frames(key, 0, &mut out), None, "purged");
+        assert_eq!(storage.copy_frames(trace_key(&trace(4), false), 0, &mut out), None, "never stored");
     }
 
     #[test]

@@ -95,6 +95,7 @@ fn sampler() -> Sampler {
         context: profiler_agent::context::init().unwrap(),
         blocking: BlockingMethods::default(),
         jvmti_samples: None,
+        idle: None,
     }
 }
 

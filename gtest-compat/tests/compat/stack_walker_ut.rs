@@ -91,6 +91,7 @@ fn record(methods: &[u64]) -> Vec<Frame> {
         context: profiler_agent::context::init().unwrap(),
         blocking: BlockingMethods::default(),
         jvmti_samples: None,
+        idle: None,
     };
     sampler.record(SampleRequest { ucontext: std::ptr::null_mut(), weight: 1, kind: SampleKind::Cpu }, 1, 77);
     let mut frames = Vec::new();

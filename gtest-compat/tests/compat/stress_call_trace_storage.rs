@@ -661,6 +661,7 @@ fn signal_stress(signals: u64, workers: usize) -> (u64, u64) {
         context: profiler_agent::context::init().unwrap(),
         blocking: BlockingMethods::default(),
         jvmti_samples: None,
+        idle: None,
     });
     HANDLED.store(0, Ordering::SeqCst);
     SAMPLER.store(Arc::as_ptr(&sampler).cast_mut(), Ordering::SeqCst);
