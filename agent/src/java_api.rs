@@ -132,9 +132,6 @@ extern "system" fn record_trace_root(
     size_limit: jint,
 ) -> jboolean {
     ffi_boundary("JavaProfiler.recordTraceRoot", false, || {
-        if !profiler::is_running() {
-            return false;
-        }
         // SAFETY: the arguments of this native method.
         let env = unsafe { env(raw) };
         // SAFETY: String arguments of this native method.
@@ -147,7 +144,8 @@ extern "system" fn record_trace_root(
         // it and waits for such calls before its final rotation, so an
         // event lands in this session's last chunk, or is refused, or (a
         // `stop` that writes nothing) is dropped by the next `start`;
-        // never in the next session's first chunk.
+        // never in the next session's first chunk. No session lock is
+        // taken: request threads never wait for a dump.
         sampling::with_active(|_| {
             endpoints().is_ok_and(|e| e.record(current_tid(), root_span_id as u64, &endpoint, &operation, limit))
         })
