@@ -132,6 +132,9 @@ extern "system" fn record_trace_root(
     size_limit: jint,
 ) -> jboolean {
     ffi_boundary("JavaProfiler.recordTraceRoot", false, || {
+        if !sampling::is_published() {
+            return false;
+        }
         // SAFETY: the arguments of this native method.
         let env = unsafe { env(raw) };
         // SAFETY: String arguments of this native method.
@@ -145,7 +148,8 @@ extern "system" fn record_trace_root(
         // event lands in this session's last chunk, or is refused, or (a
         // `stop` that writes nothing) is dropped by the next `start`;
         // never in the next session's first chunk. No session lock is
-        // taken: request threads never wait for a dump.
+        // taken: request threads do not wait for a dump (only, briefly,
+        // for the endpoint store's swap of its pending events).
         sampling::with_active(|_| {
             endpoints().is_ok_and(|e| e.record(current_tid(), root_span_id as u64, &endpoint, &operation, limit))
         })

@@ -14,7 +14,7 @@
 //! the counter is armed: the test thread itself only spins, reads atomics
 //! and sends itself signals during that window.
 
-use frames::{Frame, FrameKind, BCI_NATIVE_METHOD};
+use frames::{Frame, FrameKind};
 use hotspot::testing;
 use profiler_agent::args::CpuEngineKind;
 use profiler_agent::counters::{self, Counter};
@@ -81,9 +81,7 @@ static GLOBAL: CountingAllocator = CountingAllocator;
 static CALLS: AtomicU64 = AtomicU64::new(0);
 
 /// Stands in for AsyncGetCallTrace: a 20-frame stack whose frames vary
-/// over 97 shapes, so the run inserts new traces as well as finding old ones;
-/// odd shapes are in a Java `native` method (a wall-clock sample of them
-/// finds the thread off CPU, and leaves a note for the wall-clock thread).
+/// over 97 shapes, so the run inserts new traces as well as finding old ones.
 unsafe extern "C" fn fake_walker(trace: *mut AsgctTrace, depth: i32, _ucontext: *mut c_void) {
     // SAFETY: called by the sampler with a valid trace and buffer.
     let trace = unsafe { &mut *trace };
@@ -91,9 +89,8 @@ unsafe extern "C" fn fake_walker(trace: *mut AsgctTrace, depth: i32, _ucontext: 
     let n = depth.min(20);
     for i in 0..n {
         let method = (0x1000 + shape * 64 + i as u64) as usize as jni::sys::jmethodID;
-        let bci = if i == 0 && shape % 2 == 1 { BCI_NATIVE_METHOD } else { i };
         // SAFETY: the buffer holds `depth` frames.
-        unsafe { trace.frames.add(i as usize).write(AsgctFrame { bci, method }) };
+        unsafe { trace.frames.add(i as usize).write(AsgctFrame { bci: i, method }) };
     }
     trace.num_frames = n;
 }
@@ -199,6 +196,8 @@ fn sampling_path_does_not_allocate() {
         assert_eq!(wall, WALL_SIGNALS, "{name}: every wall-clock signal was sampled");
         let idle = sampler.idle.as_ref().unwrap();
         idle.absorb(sampler.batch_sink());
+        // The signals the thread sends itself arrive as its system call
+        // returns: each sample finds it in a system call, and leaves a note.
         assert_eq!(idle.known(), 1, "{name}: off-CPU wall-clock samples left notes about the thread");
         assert!(sampler.traces.len() >= 97, "{name}: new traces were inserted while armed");
         let mut native = 0;

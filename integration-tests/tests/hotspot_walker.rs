@@ -60,10 +60,12 @@ fn vm_stacks_agree_with_async_get_call_trace_on_a_cpu_workload() {
 /// Wall-clock samples of sleeping, parked and waiting threads start in
 /// native code (a system call under libjvm): the native part is unwound,
 /// then the thread's last-Java-frame anchor leads to its Java frames.
+/// Every tick is signalled (`wallbatch=false`): the walks are the point.
 #[test]
 fn wall_clock_samples_of_blocked_threads_agree() {
     let java = jdk_tool("java");
-    let recording = record(&java, "vm_wall", "wall=5ms,cstack=vm,verifywalk", &[], "WallThreads", &["4", "40", "3"]);
+    let options = "wall=5ms,wallbatch=false,cstack=vm,verifywalk";
+    let recording = record(&java, "vm_wall", options, &[], "WallThreads", &["4", "40", "3"]);
     assert_walks_agree("wall clock, 40 threads", &recording);
     let sleeping = recording.wall_samples().filter(|e| e.thread.starts_with("sleep-"));
     let (all, in_sleep) = sleeping.fold((0, 0), |(all, hit), e| {

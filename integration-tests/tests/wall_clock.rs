@@ -89,30 +89,55 @@ fn foreign_sigvtalrm_is_forwarded_not_sampled_and_not_fatal() {
     assert!(recording.wall_samples().count() > 50);
 }
 
-/// Per thread kind of the fixture: wall-clock events, the samples they
-/// stand for, and those of them whose stack holds `method` of the kind.
-fn totals(recording: &Recording) -> HashMap<&'static str, (i64, i64, i64)> {
-    let blocking = [("busy", "busy"), ("sleep", "sleep"), ("park", "park"), ("wait", "wait")];
-    let mut totals = HashMap::new();
+/// Per thread kind of the fixture: threads, wall-clock events, the samples
+/// they stand for, and those of them whose stack holds the kind's blocking
+/// call (`Thread.sleep`, `Unsafe.park`, `Object.wait`, by any of their JDK
+/// names; the busy threads' own loop).
+#[derive(Default)]
+struct Kind {
+    threads: HashSet<String>,
+    events: i64,
+    samples: i64,
+    in_call: i64,
+}
+
+fn kinds(recording: &Recording) -> HashMap<&'static str, Kind> {
+    let calls = [
+        ("busy", "WallThreads", "busy"),
+        ("sleep", "java.lang.Thread", "sleep"),
+        ("park", "jdk.internal.misc.Unsafe", "park"),
+        ("wait", "java.lang.Object", "wait"),
+    ];
+    let mut kinds: HashMap<&'static str, Kind> = HashMap::new();
     for sample in recording.wall_samples() {
         let Some(kind) = kind(&sample.thread) else { continue };
-        let (kind, method) = blocking.into_iter().find(|(k, _)| *k == kind).unwrap();
-        let entry: &mut (i64, i64, i64) = totals.entry(kind).or_default();
-        entry.0 += 1;
-        entry.1 += sample.weight;
-        if sample.frames.iter().any(|f| f.method.starts_with(method)) {
-            entry.2 += sample.weight;
+        let (kind, class, method) = calls.into_iter().find(|(k, _, _)| *k == kind).unwrap();
+        let entry = kinds.entry(kind).or_default();
+        entry.threads.insert(sample.thread.clone());
+        entry.events += 1;
+        entry.samples += sample.weight;
+        if sample.frames.iter().any(|f| f.class == class && f.method.starts_with(method)) {
+            entry.in_call += sample.weight;
         }
     }
-    totals
+    kinds
+}
+
+/// The intervals of `interval_ns` between a recording's first and last
+/// wall-clock events: the samples each thread should stand for.
+fn intervals(recording: &Recording, interval_ns: i64) -> f64 {
+    let times: Vec<i64> = recording.wall_samples().map(|e| e.start_epoch_ns).collect();
+    let span = times.iter().max().unwrap() - times.iter().min().unwrap();
+    span as f64 / interval_ns as f64
 }
 
 /// Wall-clock batching (`wallbatch`, on by default): a thread found off
 /// CPU is not signalled again while its CPU time stays put; its ticks are
-/// folded into one event standing for them all. Against the same run
-/// signalling every tick (`wallbatch=false`), the 196 idle threads of the
-/// fixture give a fraction of the events, standing for as many samples,
-/// with the same stacks; the 4 busy threads are signalled every time.
+/// folded into one event standing for them all. Each of the 196 idle
+/// threads of the fixture stands for one sample per interval of the run,
+/// in its blocking call, in a handful of events (against one per visit
+/// when every tick is signalled, `wallbatch=false`); the 4 busy threads are
+/// signalled every time.
 #[test]
 fn idle_threads_are_folded_into_few_events_standing_for_the_same_samples() {
     let run = |batch: bool| {
@@ -124,17 +149,32 @@ fn idle_threads_are_folded_into_few_events_standing_for_the_same_samples() {
         read_recording(&file)
     };
     let (batched, signalled) = (run(true), run(false));
-    assert!(batched.counter("wall_samples_folded") > 10_000, "{}", batched.counter("wall_samples_folded"));
+    let folded = batched.counter("wall_samples_folded");
     assert_eq!(signalled.counter("wall_samples_folded"), 0);
     assert_eq!(batched.settings.get("wallbatch").map(String::as_str), Some("true"));
-    let (batched, signalled) = (totals(&batched), totals(&signalled));
-    for kind in ["sleep", "park", "wait"] {
-        let ((events, samples, in_method), (all_events, all_samples, _)) = (batched[kind], signalled[kind]);
-        assert!(events * 4 < all_events, "{kind}: {events} events batched, {all_events} signalled");
-        let ratio = samples as f64 / all_samples as f64;
-        assert!((0.8..1.25).contains(&ratio), "{kind}: {samples} samples batched, {all_samples} signalled");
-        assert!(in_method as f64 >= 0.95 * samples as f64, "{kind}: {in_method} of {samples} in {kind}");
+    let expected = intervals(&batched, 5_000_000);
+    let skipped = (batched.counter("wall_ticks_skipped"), signalled.counter("wall_ticks_skipped"));
+    let (batched, signalled) = (kinds(&batched), kinds(&signalled));
+    println!("{folded} ticks folded, {expected:.0} intervals, ticks skipped {skipped:?}");
+    for (label, kinds) in [("batched", &batched), ("signalled", &signalled)] {
+        for (kind, k) in kinds.iter() {
+            let (threads, events, samples, in_call) = (k.threads.len(), k.events, k.samples, k.in_call);
+            println!("{label} {kind}: {threads} threads, {events} events, {samples} samples ({in_call} in the call)");
+        }
     }
-    let (busy, all_busy) = (batched["busy"].0, signalled["busy"].0);
+    // 196 idle threads, each visited every 13th tick of 5 ms for 5 s.
+    assert!(folded > 5_000, "{folded} ticks folded");
+    for kind in ["sleep", "park", "wait"] {
+        let (ours, all) = (&batched[kind], &signalled[kind]);
+        assert!(ours.events * 4 < all.events, "{kind}: {} events batched, {} signalled", ours.events, all.events);
+        let per_thread = ours.samples as f64 / ours.threads.len() as f64;
+        assert!(
+            (0.9..1.1).contains(&(per_thread / expected)),
+            "{kind}: {per_thread:.0} samples a thread, {expected:.0} intervals"
+        );
+        let (in_call, samples) = (ours.in_call, ours.samples);
+        assert!(in_call as f64 >= 0.95 * samples as f64, "{kind}: {in_call} of {samples} in its blocking call");
+    }
+    let (busy, all_busy) = (batched["busy"].events, signalled["busy"].events);
     assert!(busy as f64 >= 0.7 * all_busy as f64, "busy threads: {busy} events batched, {all_busy} signalled");
 }

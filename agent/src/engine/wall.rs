@@ -190,7 +190,7 @@ fn run(per_tick: usize, sampler: &Sampler, control: &Control) {
                 return;
             }
             let folded = idle
-                .is_some_and(|idle| idle.fold(tid, clock::thread_cpu_ns_of(tid), weight, now, sampler.batch_sink()));
+                .is_some_and(|idle| idle.fold(tid, || clock::thread_cpu_ns_of(tid), weight, now, sampler.batch_sink()));
             if !folded {
                 signal(pid, uid, tid, weight);
             }

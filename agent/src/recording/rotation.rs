@@ -4,6 +4,9 @@
 //!
 //! Why this order (the races the dictionary PR's review found, and README
 //! "Dictionaries and dumps while sampling"):
+//! 0. Folded wall-clock samples (`storage::idle`) go into the stripes
+//!    first, their stacks into the active call-trace table, so they belong
+//!    to the chunk the rotation ends (`Recording::rotate`).
 //! 1. Every store rotates before the sample stripes are drained and before
 //!    the finished chunk reads any store (`Recording::rotate`). Entries
 //!    recorded from the rotation on belong to the next chunk; a sample

@@ -112,6 +112,12 @@ pub fn retire() {
     }
 }
 
+/// Whether a sampler is published right now: a hint that lets callers skip
+/// work before [`with_active`], which alone decides. Signal-safe.
+pub fn is_published() -> bool {
+    !ACTIVE.load(Ordering::Relaxed).is_null()
+}
+
 /// Runs `f` with the published sampler, if any, and returns its result.
 /// Signal-safe.
 #[inline]
@@ -160,8 +166,10 @@ impl Sampler {
             let (len, truncated) = unsafe { self.walk(index, frames, raw, request.ucontext) };
             let walked = frames.get(..len).unwrap_or_default();
             if request.kind == SampleKind::Wall {
-                state = thread_state::classify(&self.blocking, thread_state::in_syscall(request.ucontext), walked);
-                if state != ThreadState::Runnable && self.idle.is_some() {
+                let in_syscall = thread_state::in_syscall(request.ucontext);
+                state = thread_state::classify(&self.blocking, in_syscall, walked);
+                // Off CPU: waiting in a system call (not merely in native code).
+                if in_syscall && self.idle.is_some() {
                     idle_key = Some(trace_key(walked, truncated));
                 }
             }

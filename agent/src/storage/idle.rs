@@ -6,8 +6,8 @@
 //! a stack walk; a fold costs the wall-clock thread one read of the
 //! thread's CPU clock.
 //!
-//! 1. A handler that finds a thread off CPU (a wall-clock sample whose
-//!    state is not runnable) leaves a [`Note`] ([`IdleThreads::note`]:
+//! 1. A handler that finds a thread off CPU (a wall-clock sample that
+//!    interrupted a system call) leaves a [`Note`] ([`IdleThreads::note`]:
 //!    signal-safe, lock-free, a bounded ring): the thread, its stack's key
 //!    in the call-trace storage, the thread's CPU time after the walk.
 //! 2. Each tick the wall-clock thread takes the notes
@@ -17,21 +17,26 @@
 //! 3. Before signalling a thread it asks [`IdleThreads::fold`]: if the
 //!    thread's CPU time moved by at most [`RUN_THRESHOLD_NS`] since its
 //!    note (the return from the handler into the wait it was in), the
-//!    tick's samples join the thread's batch and no signal is sent.
+//!    tick's samples join the thread's batch and no signal is sent. The
+//!    threshold is the one approximation: a thread that woke, ran less
+//!    than that and blocked elsewhere keeps its old stack until it runs
+//!    more.
 //! 4. A batch is recorded as one wall-clock sample (its stack stored
 //!    anew, its weight the samples it stands for, its time the first
-//!    folded tick's, the thread's context as it is, unchanged since the
-//!    thread has not run) when the thread runs again, when it is gone,
-//!    after [`MAX_BATCH_NS`], and before every rotation
-//!    ([`IdleThreads::flush`]), so each chunk holds the samples folded
-//!    during it. Recording takes a stripe before storing the stack, as a
-//!    handler does, so the record and its stack land in the same chunk.
+//!    folded tick's, the thread's context as the first folded tick found
+//!    it) when the thread runs again, when it is gone, after
+//!    [`MAX_BATCH_NS`], and before every rotation ([`IdleThreads::flush`]:
+//!    dumps, chunks that grew full, `stop`), so each chunk holds the
+//!    samples folded during it. Recording takes a stripe before storing
+//!    the stack, as a handler does, so the record and its stack land in
+//!    the same chunk.
 //!
 //! Notes are written by handlers; batches belong to the wall-clock thread
 //! and the rotation, under a mutex no handler takes.
 
 use super::call_traces::TraceId;
 use super::samples::{SampleKind, SampleRecord, SampleStripes};
+use super::thread_slots::Context;
 use super::trace_storage::CallTraceStorage;
 use crate::context::ContextState;
 use crate::counters::{self, Counter};
@@ -78,7 +83,9 @@ struct NoteSlot {
 }
 
 /// A thread found idle, and the samples folded since its batch was last
-/// recorded.
+/// recorded (with the time and the thread's context at the first of
+/// them: the thread sets its context itself, so it cannot change until
+/// the thread runs, which ends the batch).
 struct Idle {
     cpu_ns: u64,
     state: u8,
@@ -86,6 +93,7 @@ struct Idle {
     frames: Vec<Frame>,
     samples: u64,
     since_ns: u64,
+    context: Context,
 }
 
 /// Where batches are recorded: the session's stores.
@@ -123,7 +131,7 @@ impl IdleThreads {
     pub fn note(&self, note: Note) {
         let start = self.next_note.fetch_add(1, Ordering::Relaxed);
         for probe in 0..NOTE_PROBES {
-            let Some(slot) = self.notes.get((start + probe) % NOTE_SLOTS) else { break };
+            let Some(slot) = self.notes.get(start.wrapping_add(probe) % NOTE_SLOTS) else { break };
             if slot.status.compare_exchange(FREE, WRITING, Ordering::Acquire, Ordering::Relaxed).is_ok() {
                 slot.tid.store(note.tid, Ordering::Relaxed);
                 slot.state.store(u32::from(note.state), Ordering::Relaxed);
@@ -167,20 +175,36 @@ impl IdleThreads {
                 None => Vec::new(),
             };
             if let Some(truncated) = sink.traces.copy_frames(note.key, note.tid as usize, &mut frames) {
-                let idle = Idle { cpu_ns: note.cpu_ns, state: note.state, truncated, frames, samples: 0, since_ns: 0 };
+                let idle = Idle {
+                    cpu_ns: note.cpu_ns,
+                    state: note.state,
+                    truncated,
+                    frames,
+                    samples: 0,
+                    since_ns: 0,
+                    context: Context::default(),
+                };
                 threads.insert(note.tid, idle);
             }
         }
     }
 
-    /// Whether thread `tid`, whose CPU time is now `cpu_ns` (`None`: gone),
-    /// is still where its last sample found it; if so its batch takes
-    /// `weight` samples of the tick at `now_ns` and the caller sends no
-    /// signal. Otherwise the thread's batch is recorded and forgotten.
-    pub fn fold(&self, tid: u32, cpu_ns: Option<u64>, weight: u32, now_ns: u64, sink: BatchSink<'_>) -> bool {
+    /// Whether thread `tid`, known idle and whose CPU time `cpu_ns` reads
+    /// (`None`: gone), is still where its last sample found it; if so its
+    /// batch takes `weight` samples of the tick at `now_ns` and the caller
+    /// sends no signal. Otherwise the thread's batch is recorded and
+    /// forgotten.
+    pub fn fold(
+        &self,
+        tid: u32,
+        cpu_ns: impl FnOnce() -> Option<u64>,
+        weight: u32,
+        now_ns: u64,
+        sink: BatchSink<'_>,
+    ) -> bool {
         let mut threads = self.threads();
         let Some(idle) = threads.get_mut(&tid) else { return false };
-        let ran = cpu_ns.is_none_or(|now| now.checked_sub(idle.cpu_ns).is_none_or(|ran| ran > RUN_THRESHOLD_NS));
+        let ran = cpu_ns().is_none_or(|now| now.checked_sub(idle.cpu_ns).is_none_or(|ran| ran > RUN_THRESHOLD_NS));
         if ran {
             if let Some(gone) = threads.remove(&tid) {
                 record(sink, tid, &gone);
@@ -189,6 +213,7 @@ impl IdleThreads {
         }
         if idle.samples == 0 {
             idle.since_ns = now_ns;
+            idle.context = sink.context.sample_context(tid);
         }
         idle.samples += u64::from(weight);
         if now_ns.saturating_sub(idle.since_ns) >= MAX_BATCH_NS {
@@ -247,7 +272,7 @@ fn record(sink: BatchSink<'_>, tid: u32, idle: &Idle) {
         class: 0,
         value: 0,
         park_time: 0,
-        context: sink.context.sample_context(tid),
+        context: idle.context,
     };
     if stripe.push(record) {
         counters::increment(Counter::Samples);
@@ -313,9 +338,12 @@ mod tests {
         idle.note(stores.sampled(7, 1, 5_000_000));
         idle.absorb(stores.sink());
         assert_eq!(idle.known(), 1);
-        assert!(idle.fold(7, Some(5_000_000), 3, 100, stores.sink()), "no CPU used: folded");
-        assert!(idle.fold(7, Some(5_000_000 + RUN_THRESHOLD_NS), 3, 200, stores.sink()), "the return from a handler");
-        assert!(!idle.fold(8, Some(0), 3, 200, stores.sink()), "a thread never noted is signalled");
+        assert!(idle.fold(7, || Some(5_000_000), 3, 100, stores.sink()), "no CPU used: folded");
+        assert!(
+            idle.fold(7, || Some(5_000_000 + RUN_THRESHOLD_NS), 3, 200, stores.sink()),
+            "the return from a handler"
+        );
+        assert!(!idle.fold(8, || Some(0), 3, 200, stores.sink()), "a thread never noted is signalled");
         assert!(stores.records().is_empty(), "nothing recorded while the thread sleeps");
         idle.flush(stores.sink());
         let records = stores.records();
@@ -335,14 +363,14 @@ mod tests {
         idle.note(stores.sampled(7, 1, 1_000));
         idle.note(stores.sampled(9, 2, 1_000));
         idle.absorb(stores.sink());
-        assert!(idle.fold(7, Some(1_000), 2, 10, stores.sink()));
-        assert!(!idle.fold(7, Some(1_000 + RUN_THRESHOLD_NS + 1), 2, 20, stores.sink()), "it ran: signal it");
-        assert!(idle.fold(9, Some(1_000), 4, 10, stores.sink()));
-        assert!(!idle.fold(9, None, 4, 20, stores.sink()), "gone");
+        assert!(idle.fold(7, || Some(1_000), 2, 10, stores.sink()));
+        assert!(!idle.fold(7, || Some(1_000 + RUN_THRESHOLD_NS + 1), 2, 20, stores.sink()), "it ran: signal it");
+        assert!(idle.fold(9, || Some(1_000), 4, 10, stores.sink()));
+        assert!(!idle.fold(9, || None, 4, 20, stores.sink()), "gone");
         let weights: Vec<_> = stores.records().iter().map(|r| (r.tid, r.weight)).collect();
         assert_eq!(weights, [(7, 2), (9, 4)], "in stripe order");
         assert_eq!(idle.known(), 0, "both are forgotten until sampled again");
-        assert!(!idle.fold(7, Some(1_000), 2, 30, stores.sink()));
+        assert!(!idle.fold(7, || Some(1_000), 2, 30, stores.sink()));
     }
 
     #[test]
@@ -351,7 +379,7 @@ mod tests {
         let idle = IdleThreads::new();
         idle.note(stores.sampled(7, 1, 50_000_000));
         idle.absorb(stores.sink());
-        assert!(!idle.fold(7, Some(1_000), 1, 10, stores.sink()));
+        assert!(!idle.fold(7, || Some(1_000), 1, 10, stores.sink()));
     }
 
     #[test]
@@ -361,10 +389,10 @@ mod tests {
         idle.note(stores.sampled(7, 1, 0));
         idle.note(stores.sampled(9, 2, 0));
         idle.absorb(stores.sink());
-        assert!(idle.fold(7, Some(0), 1, 0, stores.sink()));
-        assert!(idle.fold(7, Some(0), 1, MAX_BATCH_NS, stores.sink()), "still folded, the batch recorded");
+        assert!(idle.fold(7, || Some(0), 1, 0, stores.sink()));
+        assert!(idle.fold(7, || Some(0), 1, MAX_BATCH_NS, stores.sink()), "still folded, the batch recorded");
         assert_eq!(stores.records().iter().map(|r| r.weight).collect::<Vec<_>>(), [2]);
-        assert!(idle.fold(9, Some(0), 5, 0, stores.sink()));
+        assert!(idle.fold(9, || Some(0), 5, 0, stores.sink()));
         idle.forget_gone(&[7], stores.sink());
         assert_eq!(stores.records().iter().map(|r| (r.tid, r.weight)).collect::<Vec<_>>(), [(9, 5)]);
         assert_eq!(idle.known(), 1);
@@ -378,7 +406,7 @@ mod tests {
         idle.note(newer);
         idle.note(stores.sampled(7, 1, 1_000));
         idle.absorb(stores.sink());
-        assert!(idle.fold(7, Some(2_000), 1, 0, stores.sink()));
+        assert!(idle.fold(7, || Some(2_000), 1, 0, stores.sink()));
         idle.flush(stores.sink());
         let records = stores.records();
         assert_eq!(stores.frames_of(&records[0]), stack(2));
@@ -387,7 +415,42 @@ mod tests {
         stores.traces.rotate();
         idle.note(purged);
         idle.absorb(stores.sink());
-        assert!(!idle.fold(11, Some(0), 1, 0, stores.sink()), "its stack is gone: signal it");
+        assert!(!idle.fold(11, || Some(0), 1, 0, stores.sink()), "its stack is gone: signal it");
+    }
+
+    #[test]
+    fn a_batch_keeps_the_context_its_first_tick_found() {
+        let stores = Stores::new();
+        let idle = IdleThreads::new();
+        let tid = crate::os_thread::current_tid();
+        crate::context::set_spans(11, 1).unwrap();
+        idle.note(stores.sampled(tid, 1, 0));
+        idle.absorb(stores.sink());
+        assert!(idle.fold(tid, || Some(0), 1, 0, stores.sink()));
+        // The thread runs and takes the next request's span: the batch
+        // recorded then is the idle time of the first.
+        crate::context::set_spans(22, 2).unwrap();
+        assert!(!idle.fold(tid, || Some(RUN_THRESHOLD_NS * 10), 1, 1, stores.sink()));
+        let records = stores.records();
+        assert_eq!((records[0].context.span_id, records[0].context.root_span_id), (11, 1));
+        crate::context::clear().unwrap();
+    }
+
+    #[test]
+    fn a_newer_note_records_the_batch_it_replaces() {
+        let stores = Stores::new();
+        let idle = IdleThreads::new();
+        idle.note(stores.sampled(7, 1, 0));
+        idle.absorb(stores.sink());
+        assert!(idle.fold(7, || Some(0), 4, 0, stores.sink()));
+        idle.note(stores.sampled(7, 2, 90_000));
+        idle.absorb(stores.sink());
+        let records = stores.records();
+        assert_eq!(records.iter().map(|r| r.weight).collect::<Vec<_>>(), [4]);
+        assert_eq!(stores.frames_of(&records[0]), stack(1));
+        assert!(idle.fold(7, || Some(90_000), 1, 5, stores.sink()), "the new note is what folds now");
+        idle.flush(stores.sink());
+        assert_eq!(stores.frames_of(&stores.records()[0]), stack(2));
     }
 
     #[test]
