@@ -189,21 +189,30 @@ fn native_unwinder(plan: StackPlan, remote: bool) -> Option<NativeUnwinder> {
 /// TLS-free JavaThread lookup.
 fn hotspot_source(plan: StackPlan, vm: &Vm, threads: &JavaThreads) -> Option<HotSpotSource> {
     let JavaSource::HotSpot { extended } = plan.java else { return None };
-    let cstack = plan.spelling();
+    let fallback = |why: &str| {
+        log::warn!(
+            "the HotSpot walker (cstack={}) cannot run: {why}; walking Java frames with AsyncGetCallTrace \
+             (recorded as cstack={})",
+            plan.spelling(),
+            plan.without_hotspot().spelling()
+        );
+    };
     if !matches!(threads, JavaThreads::Key(_)) {
-        log::warn!("cstack={cstack}: the JavaThread lookup is unavailable; walking Java frames with AsyncGetCallTrace");
+        fallback("the JavaThread lookup is unavailable");
         return None;
     }
     match vm.java_segment_walker() {
         Ok(segments) => Some(HotSpotSource::new(segments, extended, STRIPES)),
         Err(e) => {
-            log::warn!("cstack={cstack}: {e}; walking Java frames with AsyncGetCallTrace");
+            fallback(&e.to_string());
             None
         }
     }
 }
 
-fn settings(options: &Options, cpu_engine: Option<&str>) -> Vec<(String, String)> {
+/// The recorded settings: the options as given, except `cstack`, which
+/// is the plan that runs (`cstack`).
+fn settings(options: &Options, cpu_engine: Option<&str>, cstack: StackPlan) -> Vec<(String, String)> {
     let nanos = |d: Duration| format!("{} ns", d.as_nanos());
     let mut settings: Vec<(String, String)> = vec![("enabled".into(), "true".into())];
     if let (Some(engine), Some((_, interval))) = (cpu_engine, options.cpu) {
@@ -223,7 +232,7 @@ fn settings(options: &Options, cpu_engine: Option<&str>) -> Vec<(String, String)
         settings.push(("wallbatch".into(), options.wall_batch.to_string()));
     }
     settings.extend([
-        ("cstack".into(), options.cstack.spelling().into()),
+        ("cstack".into(), cstack.spelling().into()),
         ("jstackdepth".into(), options.jstackdepth.to_string()),
         ("remotesym".into(), options.remote_symbolication.to_string()),
         ("attributes".into(), options.attributes.join(";")),
@@ -364,7 +373,8 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
     })?;
     let stores = Stores { sampler: Arc::clone(&sampler), endpoints, context: sampler.context };
     let format = Format { dialect: options.dialect, attributes: options.attributes.clone() };
-    let recording = Arc::new(Mutex::new(Recording::new(settings(options, cpu_engine), format, stores, sink)));
+    let cstack = if sampler.hotspot.is_none() { options.cstack.without_hotspot() } else { options.cstack };
+    let recording = Arc::new(Mutex::new(Recording::new(settings(options, cpu_engine, cstack), format, stores, sink)));
     let mut ticks: Vec<Box<dyn Tick>> = Vec::new();
     if let Some(native) = &sampler.native {
         ticks.push(Box::new(RefreshTick(Arc::clone(&native.libraries))));

@@ -69,6 +69,12 @@ impl StackPlan {
         MODES.iter().find(|(_, plan)| *plan == self).map_or(MODES[DEFAULT].0, |(spelling, _)| spelling)
     }
 
+    /// What runs instead when the HotSpot walker cannot: the same native
+    /// unwinder with AsyncGetCallTrace's Java frames (`vm`, `vmx` → `dwarf`).
+    pub fn without_hotspot(self) -> Self {
+        plan(self.native, JavaSource::AsyncGetCallTrace)
+    }
+
     /// Rejects options this plan cannot serve.
     pub fn check(self, verify_walk: bool, remote_symbolication: bool) -> Result<(), String> {
         if verify_walk && self.java == JavaSource::AsyncGetCallTrace {
@@ -98,6 +104,16 @@ fn spellings(wanted: impl Fn(StackPlan) -> bool) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_hotspot_plan_falls_back_to_asgct_over_the_same_native_unwinder() {
+        for hotspot in ["vm", "vmx"] {
+            assert_eq!(StackPlan::parse(hotspot).unwrap().without_hotspot().spelling(), "dwarf");
+        }
+        for other in ["fp", "dwarf", "sframe", "no"] {
+            assert_eq!(StackPlan::parse(other).unwrap().without_hotspot().spelling(), other);
+        }
+    }
+
     use super::*;
 
     #[test]

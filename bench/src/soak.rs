@@ -78,7 +78,14 @@ pub fn run(seconds: u64, agent: &Path, scratch: &Path) {
     let started = Instant::now();
     let mut readings = Vec::new();
     let mut next_minute = Duration::ZERO;
+    // Twice the asked time, and a minute for the JVM to start and end.
+    let deadline = Duration::from_secs(seconds * 2 + 60);
     while child.try_wait().expect("wait for java").is_none() {
+        if started.elapsed() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("Churn did not end within {} s of a {seconds} s soak: killed", deadline.as_secs());
+        }
         // The JVM's own figure first (jcmd waits for a JVM still starting),
         // then /proc's, as close together as they can be.
         let jvm = if started.elapsed() >= next_minute {

@@ -68,8 +68,9 @@ pub struct SampleCounts {
     /// Of them, those that sampled the workload's worker threads.
     pub workers: f64,
     /// The samples the events stand for: their `samples` fields summed
-    /// where they have one (async-profiler folds a thread's idle wall-clock
-    /// samples into one event), else one each.
+    /// where they have one (wall-clock events of a folded idle thread, ours
+    /// and async-profiler's; `weight` in the Datadog dialect's
+    /// `datadog.MethodSample`), else one each.
     pub samples: f64,
 }
 
@@ -96,13 +97,16 @@ fn named_values<'a>(text: &'a str, name: &str, key: &str) -> Vec<&'a str> {
 pub fn sample_counts(file: &Path, events: &[&str]) -> SampleCounts {
     let text = jfr_print(file, &events.join(","));
     let mut counts = SampleCounts { events: 0.0, workers: 0.0, samples: 0.0 };
+    // The field that says how many samples the current event stands for.
+    let mut count_field = "samples = ";
     for line in text.lines() {
-        if events.iter().any(|e| line.starts_with(&format!("{e} {{"))) {
+        if let Some(event) = events.iter().find(|e| line.starts_with(&format!("{e} {{"))) {
             counts.events += 1.0;
             counts.samples += 1.0;
+            count_field = if *event == "datadog.MethodSample" { "weight = " } else { "samples = " };
         } else if line.contains("Thread = \"worker-") {
             counts.workers += 1.0;
-        } else if let Some(n) = line.trim().strip_prefix("samples = ").and_then(|n| n.parse::<f64>().ok()) {
+        } else if let Some(n) = line.trim().strip_prefix(count_field).and_then(|n| n.parse::<f64>().ok()) {
             // The current event stands for `n` samples, not one.
             counts.samples += n - 1.0;
         }
