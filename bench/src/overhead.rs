@@ -56,6 +56,13 @@ const WALL_CONFIGS: &[Config] = &[
         period_us: 5_000,
         extra: ",overhead=0,wallbatch=false",
     },
+    // Every thread visited every interval, as async-profiler visits them.
+    Config {
+        name: "agent wall=5ms,walltpt=256",
+        kind: Kind::AgentWall,
+        period_us: 5_000,
+        extra: ",overhead=0,walltpt=256",
+    },
     Config { name: "async-profiler wall=5ms", kind: Kind::PeerWall, period_us: 5_000, extra: "" },
 ];
 
