@@ -187,14 +187,8 @@ impl Sampler {
             park_time: 0,
             context: self.context.sample_context(tid),
         };
-        if stripe.push(record) {
-            counters::increment(Counter::Samples);
-        } else {
-            counters::increment(Counter::SamplesDroppedBufferFull);
-        }
-        if trace == TraceId::DROPPED {
-            counters::increment(Counter::StackWalkFailed);
-        } else if let (Some(idle), Some(key)) = (&self.idle, idle_key) {
+        stripe.push_counted(record);
+        if let (Some(idle), Some(key), false) = (&self.idle, idle_key, trace == TraceId::DROPPED) {
             idle.note(Note { tid, key, cpu_ns: crate::clock::thread_cpu_ns(), state: state as u8 });
         }
     }

@@ -34,7 +34,6 @@
 //! Notes are written by handlers; batches belong to the wall-clock thread
 //! and the rotation, under a mutex no handler takes.
 
-use super::call_traces::TraceId;
 use super::samples::{SampleKind, SampleRecord, SampleStripes};
 use super::thread_slots::Context;
 use super::trace_storage::CallTraceStorage;
@@ -274,14 +273,7 @@ fn record(sink: BatchSink<'_>, tid: u32, idle: &Idle) {
         park_time: 0,
         context: idle.context,
     };
-    if stripe.push(record) {
-        counters::increment(Counter::Samples);
-    } else {
-        counters::increment(Counter::SamplesDroppedBufferFull);
-    }
-    if trace == TraceId::DROPPED {
-        counters::increment(Counter::StackWalkFailed);
-    }
+    stripe.push_counted(record);
 }
 
 #[cfg(test)]

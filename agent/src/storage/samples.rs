@@ -11,7 +11,9 @@
 //! capacity while holding the lock for just that swap. Drained buffers are
 //! kept as spares, so after the first cycle draining allocates nothing.
 
+use super::call_traces::TraceId;
 use super::mapped::MappedArray;
+use crate::counters::{self, Counter};
 use frames::Frame;
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -121,6 +123,20 @@ impl StripeGuard<'_> {
         }
         samples.push(record);
         true
+    }
+
+    /// [`push`](Self::push) for a CPU or wall-clock sample, counted: taken
+    /// or dropped (buffer full), and its stack if it could not be stored.
+    /// Signal-safe.
+    pub fn push_counted(&mut self, record: SampleRecord) {
+        if self.push(record) {
+            counters::increment(Counter::Samples);
+        } else {
+            counters::increment(Counter::SamplesDroppedBufferFull);
+        }
+        if record.trace == TraceId::DROPPED.0 {
+            counters::increment(Counter::StackWalkFailed);
+        }
     }
 }
 
