@@ -153,7 +153,9 @@ impl Sampler {
         };
         let index = stripe.index();
         let mut state = ThreadState::Runnable;
-        let mut idle_key = None;
+        // Whether a note about the thread is due, and the stack's key.
+        let mut idle = false;
+        let key;
         let trace = {
             let scratch = stripe.scratch();
             let capacity = self.max_depth.min(scratch.frames.len()).min(scratch.words.len() / 2);
@@ -165,15 +167,14 @@ impl Sampler {
             // the sample is recorded.
             let (len, truncated) = unsafe { self.walk(index, frames, raw, request.ucontext) };
             let walked = frames.get(..len).unwrap_or_default();
+            key = trace_key(walked, truncated);
             if request.kind == SampleKind::Wall {
                 let in_syscall = thread_state::in_syscall(request.ucontext);
                 state = thread_state::classify(&self.blocking, in_syscall, walked);
                 // Off CPU: waiting in a system call (not merely in native code).
-                if in_syscall && self.idle.is_some() {
-                    idle_key = Some(trace_key(walked, truncated));
-                }
+                idle = in_syscall && self.idle.is_some();
             }
-            self.traces.put(walked, truncated, tid as usize)
+            self.traces.put_keyed(key, walked, truncated, tid as usize)
         };
         let record = SampleRecord {
             time_ns,
@@ -188,8 +189,8 @@ impl Sampler {
             context: self.context.sample_context(tid),
         };
         stripe.push_counted(record);
-        if let (Some(idle), Some(key), false) = (&self.idle, idle_key, trace == TraceId::DROPPED) {
-            idle.note(Note { tid, key, cpu_ns: crate::clock::thread_cpu_ns(), state: state as u8 });
+        if let (Some(notes), true) = (&self.idle, idle && trace != TraceId::DROPPED) {
+            notes.note(Note { tid, key, cpu_ns: crate::clock::thread_cpu_ns(), state: state as u8 });
         }
     }
 

@@ -89,7 +89,12 @@ impl CallTraceTable {
     /// Stores `frames` (innermost first) and returns the trace's id, taking
     /// new ids from `ids`. Signal-safe: no allocation, no blocking.
     pub fn put(&self, frames: &[Frame], truncated: bool, ids: &AtomicU32) -> TraceId {
-        let key = trace_key(frames, truncated);
+        self.put_keyed(trace_key(frames, truncated), frames, truncated, ids)
+    }
+
+    /// [`put`](Self::put) of a trace whose key (`trace_key(frames,
+    /// truncated)`) the caller has. Signal-safe.
+    pub fn put_keyed(&self, key: u64, frames: &[Frame], truncated: bool, ids: &AtomicU32) -> TraceId {
         let mut index = key as usize & self.mask;
         for _ in 0..=self.mask {
             let slot = self.slots.get(index);

@@ -7,7 +7,7 @@
 //! again after a rotation gets a new id in the new table. Memory is bounded
 //! by two tables and returned as tables are cleared.
 
-use super::call_traces::{CallTraceTable, StoredTrace, TraceId};
+use super::call_traces::{trace_key, CallTraceTable, StoredTrace, TraceId};
 use crate::counters::{self, Counter};
 use crate::dictionary::hazard::Hazards;
 use frames::Frame;
@@ -50,13 +50,19 @@ impl CallTraceStorage {
     /// Stores a trace in the active table. Signal-safe; `hint` (a thread
     /// id) spreads hazard slots.
     pub fn put(&self, frames: &[Frame], truncated: bool, hint: usize) -> TraceId {
+        self.put_keyed(trace_key(frames, truncated), frames, truncated, hint)
+    }
+
+    /// [`put`](Self::put) for a caller that already has the trace's key
+    /// (`trace_key(frames, truncated)`). Signal-safe.
+    pub fn put_keyed(&self, key: u64, frames: &[Frame], truncated: bool, hint: usize) -> TraceId {
         let Some(guard) = self.hazards.protect(hint, || self.active_address()) else {
             counters::increment(Counter::TracesDroppedContended);
             return TraceId::DROPPED;
         };
         // SAFETY: the guard protects one of our own tables.
         let table = unsafe { &*(guard.protected() as *const CallTraceTable) };
-        table.put(frames, truncated, &self.ids)
+        table.put_keyed(key, frames, truncated, &self.ids)
     }
 
     /// Starts a new active table; waits for samplers still inserting into
