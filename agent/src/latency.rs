@@ -51,6 +51,11 @@ impl Histogram {
         }
     }
 
+    /// How many durations were recorded.
+    pub fn count(&self) -> u64 {
+        self.buckets.iter().map(|b| b.load(Ordering::Relaxed)).sum()
+    }
+
     /// The value at quantile `q` (0..=1), as its bucket's midpoint; 0 when empty.
     pub fn quantile(&self, q: f64) -> u64 {
         let counts: Vec<u64> = self.buckets.iter().map(|b| b.load(Ordering::Relaxed)).collect();

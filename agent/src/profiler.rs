@@ -6,7 +6,7 @@ use crate::context;
 use crate::counters;
 use crate::engine;
 use crate::existing_threads;
-use crate::governor::Governor;
+use crate::governor::{signal_cost, Governor};
 use crate::jni_env::JniEnv;
 use crate::jvmti_samples::JvmtiSamples;
 use crate::libraries::sections::Wanted;
@@ -353,6 +353,9 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
         let path = file.as_deref().map(shown).unwrap_or_default();
         io(format!("start: cannot write the recording to {path}: {e}"))
     })?;
+    // Before any engine is armed: the measurement has SIGPROF to itself.
+    let governed = options.overhead > 0 && (options.cpu.is_some() || options.wall.is_some());
+    let per_signal = governed.then(|| signal_cost::per_signal().unwrap_or(Duration::ZERO));
     let blocking = env.map(|env| preload_methods(vm, env, options.wall.is_some()));
     counters::reset();
     let endpoints = endpoints::endpoints().map_err(io)?;
@@ -374,15 +377,20 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
     let stores = Stores { sampler: Arc::clone(&sampler), endpoints, context: sampler.context };
     let format = Format { dialect: options.dialect, attributes: options.attributes.clone() };
     let cstack = if sampler.hotspot.is_none() { options.cstack.without_hotspot() } else { options.cstack };
-    let recording = Arc::new(Mutex::new(Recording::new(settings(options, cpu_engine, cstack), format, stores, sink)));
+    let mut settings = settings(options, cpu_engine, cstack);
+    if let Some(per_signal) = per_signal {
+        settings.push(("signal_cost".into(), format!("{} ns", per_signal.as_nanos())));
+    }
+    let recording = Arc::new(Mutex::new(Recording::new(settings, format, stores, sink)));
     let mut ticks: Vec<Box<dyn Tick>> = Vec::new();
     if let Some(native) = &sampler.native {
         ticks.push(Box::new(RefreshTick(Arc::clone(&native.libraries))));
     }
     ticks.push(Box::new(Writer::new(vm, Arc::clone(&recording))));
     let cpu_interval = options.cpu.map(|(_, interval)| interval).filter(|_| cpu_engine.is_some());
-    if options.overhead > 0 && (cpu_interval.is_some() || options.wall.is_some()) {
-        ticks.push(Box::new(Governor::new(options.overhead, cpu_interval, options.wall, Arc::clone(&recording))));
+    if let Some(per_signal) = per_signal.filter(|_| cpu_interval.is_some() || options.wall.is_some()) {
+        let governor = Governor::new(options.overhead, cpu_interval, options.wall, per_signal, Arc::clone(&recording));
+        ticks.push(Box::new(governor));
     }
     let ticker = Ticker::spawn(vm, ticks).map_err(|e| {
         disarm();

@@ -8,7 +8,8 @@
 //! then the stitched walk with the HotSpot source (`cstack=vm`) walks the
 //! synthetic VM of `hotspot::testing` (compiled frame with an inlined
 //! method, interpreted frame, entry frame) a thousand times under the same
-//! watch.
+//! watch; and the overhead governor's calibration handler counts a
+//! hundred calibration signals under it too.
 //!
 //! This test binary holds a single test so nothing else allocates while
 //! the counter is armed: the test thread itself only spins, reads atomics
@@ -23,13 +24,13 @@ use profiler_agent::engine::signals::{self, Pending};
 use profiler_agent::libraries::sections::Wanted;
 use profiler_agent::libraries::LibraryTable;
 use profiler_agent::sampling::asgct::{AsgctFrame, AsgctTrace};
-use profiler_agent::sampling::chain::PREVIOUS_SIGVTALRM;
-use profiler_agent::sampling::handler::on_sigvtalrm;
+use profiler_agent::sampling::chain::{PREVIOUS_CALIBRATION, PREVIOUS_SIGVTALRM};
+use profiler_agent::sampling::handler::{on_calibration, on_sigvtalrm, CALIBRATION_SIGNALS};
 use profiler_agent::sampling::java_thread::JavaThreads;
 use profiler_agent::sampling::mixed::{self, MixedWalk};
 use profiler_agent::sampling::native::{NativeMode, NativeUnwinder};
-use profiler_agent::sampling::origin::{wall_payload, Origins};
-use profiler_agent::sampling::siginfo::RawSiginfo;
+use profiler_agent::sampling::origin::{wall_payload, Origins, CALIBRATION_PAYLOAD};
+use profiler_agent::sampling::siginfo::{RawSiginfo, SI_TIMER};
 use profiler_agent::sampling::thread_state::BlockingMethods;
 use profiler_agent::sampling::vm_stack::HotSpotSource;
 use profiler_agent::sampling::{self, Sampler};
@@ -138,14 +139,20 @@ fn sampler(scenario: &Scenario) -> Arc<Sampler> {
     })
 }
 
+/// Sends the calling thread `info` (a process may queue itself any code).
+fn send_self(info: &RawSiginfo) {
+    // SAFETY: getpid and gettid have no preconditions.
+    let (pid, tid) = unsafe { (libc::getpid(), libc::gettid()) };
+    // SAFETY: a valid siginfo for this process; the kernel copies it.
+    let sent = unsafe { libc::syscall(libc::SYS_rt_tgsigqueueinfo, pid, tid, info.signo, info) };
+    assert_eq!(sent, 0, "rt_tgsigqueueinfo");
+}
+
 /// Sends the calling thread a wall-clock signal, as the wall engine does.
 fn wall_signal() {
-    // SAFETY: getpid, getuid and gettid have no preconditions.
-    let (pid, uid, tid) = unsafe { (libc::getpid(), libc::getuid(), libc::gettid()) };
-    let info = RawSiginfo::queued(libc::SIGVTALRM, pid, uid, wall_payload(1));
-    // SAFETY: a valid siginfo for this process; the kernel copies it.
-    let sent = unsafe { libc::syscall(libc::SYS_rt_tgsigqueueinfo, pid, tid, libc::SIGVTALRM, &info) };
-    assert_eq!(sent, 0, "rt_tgsigqueueinfo");
+    // SAFETY: getpid and getuid have no preconditions.
+    let (pid, uid) = unsafe { (libc::getpid(), libc::getuid()) };
+    send_self(&RawSiginfo::queued(libc::SIGVTALRM, pid, uid, wall_payload(1)));
 }
 
 /// Samples the test thread under `scenario` with the counter armed;
@@ -230,4 +237,18 @@ fn sampling_path_does_not_allocate() {
     ARMED.store(false, Ordering::SeqCst);
     assert_eq!(frames, 3000);
     assert_eq!(ALLOCATIONS.load(Ordering::SeqCst), 0, "allocations during 1000 HotSpot walks");
+
+    // The calibration timer's signals, as the kernel fills them in.
+    signals::install(libc::SIGPROF, on_calibration, &PREVIOUS_CALIBRATION).expect("calibration handler");
+    let mut info = RawSiginfo::queued(libc::SIGPROF, 0, 0, CALIBRATION_PAYLOAD);
+    info.code = SI_TIMER;
+    let before = CALIBRATION_SIGNALS.load(Ordering::SeqCst);
+    ARMED.store(true, Ordering::SeqCst);
+    for _ in 0..100 {
+        send_self(&info);
+    }
+    ARMED.store(false, Ordering::SeqCst);
+    signals::restore(libc::SIGPROF, on_calibration, &PREVIOUS_CALIBRATION, Pending::Discard).expect("restore SIGPROF");
+    assert_eq!(CALIBRATION_SIGNALS.load(Ordering::SeqCst) - before, 100, "every calibration signal counted");
+    assert_eq!(ALLOCATIONS.load(Ordering::SeqCst), 0, "allocations during 100 calibration signals");
 }

@@ -31,8 +31,10 @@ enum Timer {
 fn check_shares(test: &str, options: &str, timer: Timer, interval_ns: f64, seconds: &str) {
     let dir = scratch_dir(test);
     let file = dir.join("cpu.jfr");
+    // overhead=0: the sample count is checked against the interval asked
+    // for, which the governor could stretch at 1 ms on a slow VM.
     let output = run_java(
-        Some(&format!("start,{options},file={}", file.display())),
+        Some(&format!("start,{options},overhead=0,file={}", file.display())),
         "CpuShares",
         &[seconds],
         Duration::from_secs(60),

@@ -245,7 +245,8 @@ fn a_recording_that_cannot_be_written_is_kept_until_it_can() {
 
 /// The overhead governor: CPU sampling at its floor (100 us) on two busy
 /// threads costs far more than `overhead=1` (1% of one core), so the
-/// intervals are stretched: counted, recorded as a setting, logged once.
+/// intervals are stretched: counted, recorded as a setting, logged once,
+/// with the cost of delivering a signal that the governor measured.
 #[test]
 fn the_overhead_governor_stretches_intervals_past_its_ceiling() {
     let dir = scratch_dir("hostile-governor");
@@ -262,6 +263,10 @@ fn the_overhead_governor_stretches_intervals_past_its_ceiling() {
     assert!(stretch >= 2 && stretch.is_power_of_two(), "{stretch}");
     assert_eq!(recording.settings["interval"], format!("{} ns", 100_000 * stretch), "the interval in force");
     assert_eq!(recording.settings["wall"], format!("{} ns", 1_000_000 * stretch));
+    // Each signal's delivery, measured at start, is part of the cost.
+    let signal_cost: u64 = recording.settings["signal_cost"].strip_suffix(" ns").unwrap().parse().unwrap();
+    assert!(signal_cost > 0 && signal_cost < 1_000_000, "{signal_cost} ns a signal");
     let err = stderr(&output);
     assert_eq!(err.matches("above overhead=1%").count(), 1, "logged once: {err}");
+    assert!(err.contains(&format!("delivery charged at {signal_cost} ns each")), "{err}");
 }

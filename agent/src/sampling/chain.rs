@@ -73,3 +73,6 @@ impl Default for PreviousAction {
 
 pub static PREVIOUS_SIGPROF: PreviousAction = PreviousAction::new();
 pub static PREVIOUS_SIGVTALRM: PreviousAction = PreviousAction::new();
+/// What SIGPROF did before the governor's calibration handler replaced it
+/// for the few milliseconds of its measurement.
+pub static PREVIOUS_CALIBRATION: PreviousAction = PreviousAction::new();

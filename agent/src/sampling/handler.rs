@@ -1,8 +1,8 @@
 //! The signal handlers: SIGPROF for CPU samples, SIGVTALRM for wall-clock
 //! samples, and the fixed routine around each sample.
 
-use super::chain::{PREVIOUS_SIGPROF, PREVIOUS_SIGVTALRM};
-use super::origin::Origin;
+use super::chain::{PREVIOUS_CALIBRATION, PREVIOUS_SIGPROF, PREVIOUS_SIGVTALRM};
+use super::origin::{self, Origin};
 use super::siginfo::RawSiginfo;
 use super::{with_active, SampleRequest, Sampler};
 use crate::clock::monotonic_ns;
@@ -10,6 +10,7 @@ use crate::counters::{self, Counter};
 use crate::os_thread::current_tid;
 use crate::storage::samples::SampleKind;
 use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Saves errno on creation and restores it when dropped.
 struct ErrnoGuard(c_int);
@@ -79,4 +80,24 @@ pub extern "C" fn on_sigvtalrm(signo: c_int, info: *mut libc::siginfo_t, ucontex
         counters::increment(Counter::ForeignSignals);
         PREVIOUS_SIGVTALRM.forward(signo, info, ucontext);
     }
+}
+
+/// The calibration timer's signals delivered so far (see [`on_calibration`]).
+pub static CALIBRATION_SIGNALS: AtomicU64 = AtomicU64::new(0);
+
+/// Installed for SIGPROF, with SA_SIGINFO, only while the overhead governor
+/// measures what delivering a signal costs (`governor::signal_cost`):
+/// counts the calibration timer's signals and does nothing else, so that
+/// what they cost is delivery alone; forwards every other signal.
+pub extern "C" fn on_calibration(signo: c_int, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
+    let _errno = ErrnoGuard::save();
+    // SAFETY: the kernel passes a valid siginfo_t (or null); RawSiginfo
+    // has its layout.
+    if let Some(view) = unsafe { info.cast::<RawSiginfo>().as_ref() } {
+        if origin::is_calibration(view) {
+            CALIBRATION_SIGNALS.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+    }
+    PREVIOUS_CALIBRATION.forward(signo, info, ucontext);
 }

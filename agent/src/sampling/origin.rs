@@ -35,6 +35,15 @@ pub fn wall_payload(weight: u32) -> u64 {
     WALL_COOKIE | u64::from(weight)
 }
 
+/// The payload of the overhead governor's calibration timer
+/// (`governor::signal_cost`), whose signals no session samples.
+pub const CALIBRATION_PAYLOAD: u64 = 0x4341_4c49 << 32;
+
+/// Whether `info` is a signal of the calibration timer. Signal-safe.
+pub fn is_calibration(info: &RawSiginfo) -> bool {
+    info.code == SI_TIMER && info.timer_value() == CALIBRATION_PAYLOAD
+}
+
 /// File descriptor numbers the perf table covers.
 const MAX_FDS: usize = 1 << 20;
 

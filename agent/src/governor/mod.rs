@@ -1,23 +1,27 @@
 //! The overhead governor (`overhead=`): a tick on the session's ticker
-//! that measures the CPU time the profiler spends — its signal handlers
-//! (the handler-time counter), the wall-clock sampler thread and the
-//! ticker thread itself (draining samples, writing chunks) — and, when a
-//! window's share of one core passes the ceiling, stretches the CPU and
-//! wall-clock sampling intervals (by the power of two that brings the
-//! cost under the ceiling, up to the parser's ceiling). Each stretch is
-//! counted (`overhead_stretches`) and recorded in the settings
-//! (`overhead_stretch`, and the `interval` and `wall` now in force); the
-//! first one is logged. Intervals are never shrunk back within a session.
-//! Control plane only.
+//! that measures the CPU time the profiler costs — its signal handlers
+//! (the handler-time counter), the delivery of each of their signals
+//! (charged at the cost [`signal_cost`] measured: no clock of ours sees
+//! it), the wall-clock sampler thread and the ticker thread itself
+//! (draining samples, writing chunks) — and, when a window's share of one
+//! core passes the ceiling, stretches the CPU and wall-clock sampling
+//! intervals (by the power of two that brings the cost under the ceiling,
+//! up to the parser's ceiling). Each stretch is counted
+//! (`overhead_stretches`) and recorded in the settings (`overhead_stretch`,
+//! and the `interval` and `wall` now in force); the first one is logged.
+//! Intervals are never shrunk back within a session. Control plane only.
 //!
 //! Not measured: JVMTI allocation and lock callbacks (they run on the
 //! application's threads, inside the JVM's own event machinery).
+
+pub mod signal_cost;
 
 use crate::args::MAX_INTERVAL;
 use crate::clock;
 use crate::counters::{self, Counter};
 use crate::engine;
 use crate::jni_env::JniEnv;
+use crate::latency;
 use crate::log;
 use crate::recording::Recording;
 use crate::ticker::Tick;
@@ -55,16 +59,21 @@ pub struct Governor {
     ceiling_percent: u32,
     cpu: Option<Duration>,
     wall: Option<Duration>,
+    /// What delivering one signal costs (zero if it could not be measured).
+    per_signal: Duration,
     stretch: u32,
     window_start: Instant,
     cost_at_start: Duration,
     recording: Arc<Mutex<Recording>>,
 }
 
-/// The profiler's CPU time so far this session. Runs on the ticker thread.
-fn profiler_cpu() -> Duration {
+/// The profiler's CPU time so far this session, each handled signal's
+/// delivery charged at `per_signal`. Runs on the ticker thread.
+fn profiler_cpu(per_signal: Duration) -> Duration {
+    let per_signal = u64::try_from(per_signal.as_nanos()).unwrap_or(u64::MAX);
     Duration::from_nanos(
         counters::get(Counter::HandlerNanos)
+            .saturating_add(latency::HANDLER.count().saturating_mul(per_signal))
             .saturating_add(engine::wall::thread_cpu_ns())
             .saturating_add(clock::thread_cpu_ns()),
     )
@@ -73,17 +82,20 @@ fn profiler_cpu() -> Duration {
 impl Governor {
     /// A governor of the CPU interval `cpu` and the wall-clock interval
     /// `wall` (those sampled), holding the profiler under
-    /// `ceiling_percent` of one core.
+    /// `ceiling_percent` of one core, each signal's delivery charged at
+    /// `per_signal`.
     pub fn new(
         ceiling_percent: u32,
         cpu: Option<Duration>,
         wall: Option<Duration>,
+        per_signal: Duration,
         recording: Arc<Mutex<Recording>>,
     ) -> Self {
         Self {
             ceiling_percent,
             cpu,
             wall,
+            per_signal,
             stretch: 1,
             window_start: Instant::now(),
             cost_at_start: Duration::ZERO,
@@ -118,8 +130,10 @@ impl Governor {
                 .filter_map(|(name, base)| base.map(|d| format!("{name} {:?}", stretched(d))))
                 .collect();
             log::warn!(
-                "the profiler used {used_percent}% of one core, above overhead={}%: sampling intervals stretched \
-                 {stretch}x ({}); further stretches are counted (overhead_stretches), not logged",
+                "the profiler used {used_percent}% of one core (its signals' delivery charged at {} ns each), \
+                 above overhead={}%: sampling intervals stretched {stretch}x ({}); further stretches are counted \
+                 (overhead_stretches), not logged",
+                self.per_signal.as_nanos(),
                 self.ceiling_percent,
                 intervals.join(", ")
             );
@@ -133,7 +147,7 @@ impl Tick for Governor {
         if elapsed < WINDOW {
             return;
         }
-        let cost = profiler_cpu();
+        let cost = profiler_cpu(self.per_signal);
         let used = cost.saturating_sub(self.cost_at_start);
         self.window_start = Instant::now();
         self.cost_at_start = cost;
