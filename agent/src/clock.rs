@@ -17,12 +17,17 @@ pub fn thread_cpu_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// The CPU time of thread `tid` of this process in nanoseconds, through
-/// its per-thread CPU clock (Linux's `MAKE_THREAD_CPUCLOCK(tid,
-/// CPUCLOCK_SCHED)`); `None` if the thread is gone.
-pub fn thread_cpu_ns_of(tid: u32) -> Option<u64> {
+/// The CPU-time clock of thread `tid` of this process (Linux's
+/// `MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)`).
+pub fn thread_cpu_clock(tid: u32) -> libc::clockid_t {
     const PER_THREAD_SCHED: libc::clockid_t = 4 | 2;
-    let clock = (!(tid as libc::clockid_t) << 3) | PER_THREAD_SCHED;
+    (!(tid as libc::clockid_t) << 3) | PER_THREAD_SCHED
+}
+
+/// The CPU time of thread `tid` of this process in nanoseconds, through
+/// its per-thread CPU clock; `None` if the thread is gone.
+pub fn thread_cpu_ns_of(tid: u32) -> Option<u64> {
+    let clock = thread_cpu_clock(tid);
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: a clock id (the kernel checks the thread) and an out pointer.
     let status = unsafe { libc::clock_gettime(clock, &mut ts) };

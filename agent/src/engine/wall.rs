@@ -158,6 +158,11 @@ fn run(per_tick: usize, sampler: &Sampler, control: &Control) {
     let mut schedule = Schedule::new(Instant::now(), control.interval());
     loop {
         if control.interval() != schedule.interval {
+            // A batch's weight counts intervals of one length: those folded
+            // so far are written before the governor's longer ones start.
+            if let Some(idle) = sampler.idle.as_ref() {
+                idle.flush(sampler.batch_sink());
+            }
             schedule = Schedule::new(Instant::now(), control.interval());
         }
         let (next, skipped) = schedule.next(Instant::now());
