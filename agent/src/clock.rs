@@ -34,6 +34,11 @@ pub fn thread_cpu_ns_of(tid: u32) -> Option<u64> {
     (status == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
 
+/// `d` as a `timespec`.
+pub fn timespec(d: std::time::Duration) -> libc::timespec {
+    libc::timespec { tv_sec: d.as_secs() as libc::time_t, tv_nsec: d.subsec_nanos() as libc::c_long }
+}
+
 /// Nanoseconds since the Unix epoch.
 pub fn epoch_ns() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0)

@@ -355,7 +355,7 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
     })?;
     // Before any engine is armed: the measurement has SIGPROF to itself.
     let governed = options.overhead > 0 && (options.cpu.is_some() || options.wall.is_some());
-    let per_signal = governed.then(|| signal_cost::per_signal().unwrap_or(Duration::ZERO));
+    let per_signal = if governed { signal_cost::per_signal() } else { None };
     let blocking = env.map(|env| preload_methods(vm, env, options.wall.is_some()));
     counters::reset();
     let endpoints = endpoints::endpoints().map_err(io)?;
@@ -377,8 +377,10 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
     let stores = Stores { sampler: Arc::clone(&sampler), endpoints, context: sampler.context };
     let format = Format { dialect: options.dialect, attributes: options.attributes.clone() };
     let cstack = if sampler.hotspot.is_none() { options.cstack.without_hotspot() } else { options.cstack };
+    let cpu_interval = options.cpu.map(|(_, interval)| interval).filter(|_| cpu_engine.is_some());
+    let governed = governed && (cpu_interval.is_some() || options.wall.is_some());
     let mut settings = settings(options, cpu_engine, cstack);
-    if let Some(per_signal) = per_signal {
+    if let Some(per_signal) = per_signal.filter(|_| governed) {
         settings.push(("signal_cost".into(), format!("{} ns", per_signal.as_nanos())));
     }
     let recording = Arc::new(Mutex::new(Recording::new(settings, format, stores, sink)));
@@ -387,8 +389,8 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
         ticks.push(Box::new(RefreshTick(Arc::clone(&native.libraries))));
     }
     ticks.push(Box::new(Writer::new(vm, Arc::clone(&recording))));
-    let cpu_interval = options.cpu.map(|(_, interval)| interval).filter(|_| cpu_engine.is_some());
-    if let Some(per_signal) = per_signal.filter(|_| cpu_interval.is_some() || options.wall.is_some()) {
+    if governed {
+        let per_signal = per_signal.unwrap_or(Duration::ZERO);
         let governor = Governor::new(options.overhead, cpu_interval, options.wall, per_signal, Arc::clone(&recording));
         ticks.push(Box::new(governor));
     }

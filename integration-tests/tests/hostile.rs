@@ -265,7 +265,7 @@ fn the_overhead_governor_stretches_intervals_past_its_ceiling() {
     assert_eq!(recording.settings["wall"], format!("{} ns", 1_000_000 * stretch));
     // Each signal's delivery, measured at start, is part of the cost.
     let signal_cost: u64 = recording.settings["signal_cost"].strip_suffix(" ns").unwrap().parse().unwrap();
-    assert!(signal_cost > 0 && signal_cost < 1_000_000, "{signal_cost} ns a signal");
+    assert!(signal_cost < 200_000, "{signal_cost} ns a signal");
     let err = stderr(&output);
     assert_eq!(err.matches("above overhead=1%").count(), 1, "logged once: {err}");
     assert!(err.contains(&format!("delivery charged at {signal_cost} ns each")), "{err}");

@@ -22,7 +22,9 @@ fn record_with_output(
 ) -> (Recording, std::process::Output) {
     let dir = scratch_dir(test);
     let file = dir.join("walk.jfr");
-    let options = format!("start,{options},file={}", file.display());
+    // overhead=0: walks are counted against the interval asked for, which
+    // the governor could stretch (verifywalk runs both walkers a sample).
+    let options = format!("start,{options},overhead=0,file={}", file.display());
     let mut command = java_command_on(java, Some(&options), jvm_args, &[], main, args);
     let output = ChildGuard::spawn(&mut command).wait(Duration::from_secs(120));
     assert_success(&output);

@@ -12,7 +12,7 @@ fn record(test: &str, options: &str, main: &str, args: &[&str]) -> Recording {
     let dir = scratch_dir(test);
     let file = dir.join("native.jfr");
     let output = run_java(
-        Some(&format!("start,interval=1ms,{options},file={}", file.display())),
+        Some(&format!("start,interval=1ms,overhead=0,{options},file={}", file.display())),
         main,
         args,
         Duration::from_secs(90),

@@ -35,7 +35,8 @@ fn record(test: &str, fixture: &Fixture, mode: &str, remotesym: bool) -> Recordi
 fn record_with(test: &str, fixture: &Fixture, mode: &str, remotesym: bool, cstack: &str) -> Recording {
     let dir = scratch_dir(test);
     let file = dir.join("remote.jfr");
-    let options = format!("start,interval=1ms,cstack={cstack},remotesym={remotesym},file={}", file.display());
+    let options =
+        format!("start,interval=1ms,overhead=0,cstack={cstack},remotesym={remotesym},file={}", file.display());
     let output = run_java(
         Some(&options),
         "RemoteChain",
@@ -227,7 +228,7 @@ fn libjvm_resolves_by_build_id_when_its_debug_package_is_installed() {
     let dir = scratch_dir("libjvm_remote");
     let file = dir.join("jvm.jfr");
     let output = run_java(
-        Some(&format!("start,interval=1ms,remotesym,file={}", file.display())),
+        Some(&format!("start,interval=1ms,overhead=0,remotesym,file={}", file.display())),
         "CpuShares",
         &["2"],
         Duration::from_secs(60),

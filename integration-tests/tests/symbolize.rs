@@ -218,7 +218,7 @@ fn each_resolution_tier_names_what_it_can() {
     assert!(!sections(&loaded).contains(".symtab") && sections(&loaded).contains(".dynsym"));
 
     let file = dir.join("remote.jfr");
-    let options = format!("start,interval=1ms,cstack=fp,remotesym=true,file={}", file.display());
+    let options = format!("start,interval=1ms,overhead=0,cstack=fp,remotesym=true,file={}", file.display());
     assert_success(&run_java(Some(&options), "RemoteChain", &[path(&loaded), "2", "chain"], Duration::from_secs(60)));
 
     // The stacks of the thread in the library (below RemoteChain.run), and
@@ -413,7 +413,7 @@ fn libjvm_is_named_from_its_symbol_table() {
 
     let dir = scratch_dir("symbolize_libjvm");
     let file = dir.join("jvm.jfr");
-    let options = format!("start,event=cpu,interval=1ms,wall=5ms,remotesym=true,file={}", file.display());
+    let options = format!("start,event=cpu,interval=1ms,wall=5ms,overhead=0,remotesym=true,file={}", file.display());
     let mut command = java_command_on(&home.join("bin/java"), Some(&options), &[], &[], "EventKinds", &["1.5"]);
     assert_success(&ChildGuard::spawn(&mut command).wait(Duration::from_secs(60)));
 
@@ -509,7 +509,7 @@ fn several_recordings_merge_or_go_one_output_each() {
     let (library, unstripped) = (native_fixture("libremote.so"), native_fixture("unstripped/libremote.so"));
     for name in ["a", "b"] {
         let file = fleet.join(format!("{name}.jfr"));
-        let options = format!("start,interval=1ms,cstack=fp,remotesym=true,file={}", file.display());
+        let options = format!("start,interval=1ms,overhead=0,cstack=fp,remotesym=true,file={}", file.display());
         let output = run_java(Some(&options), "RemoteChain", &[path(&library), "2", "chain"], Duration::from_secs(60));
         assert_success(&output);
     }

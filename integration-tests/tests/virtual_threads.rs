@@ -26,7 +26,8 @@ fn in_order(frames: &[Frame], methods: &[&str]) -> bool {
 /// (after a visible skip) on a JDK without virtual threads.
 fn record(test: &str, options: &str) -> Option<Recording> {
     let file = scratch_dir(test).join("virtual.jfr");
-    let options = format!("start,{options},file={}", file.display());
+    // overhead=0: samples are counted against the intervals asked for.
+    let options = format!("start,{options},overhead=0,file={}", file.display());
     let output = run_java(Some(&options), "ManyVirtualThreads", &["1000", "3"], Duration::from_secs(120));
     assert_success(&output);
     let out = stdout(&output);

@@ -4,17 +4,13 @@
 //! their number and becomes the sample's weight.
 
 use super::CpuEngine;
-use crate::clock::thread_cpu_clock;
+use crate::clock::{thread_cpu_clock, timespec};
 use crate::sampling::origin;
 use std::collections::HashMap;
 use std::io;
 use std::time::Duration;
 
 const SIGEV_THREAD_ID: libc::c_int = 4;
-
-fn timespec(d: Duration) -> libc::timespec {
-    libc::timespec { tv_sec: d.as_secs() as libc::time_t, tv_nsec: d.subsec_nanos() as libc::c_long }
-}
 
 /// Sets `timer` to expire every `interval` of its thread's CPU time.
 ///

@@ -1,8 +1,8 @@
 //! The overhead governor (`overhead=`): a tick on the session's ticker
 //! that measures the CPU time the profiler costs — its signal handlers
 //! (the handler-time counter), the delivery of each of their signals
-//! (charged at the cost [`signal_cost`] measured: no clock of ours sees
-//! it), the wall-clock sampler thread and the ticker thread itself
+//! (charged at the cost [`signal_cost`] measured: the handler's own clock
+//! reads cannot see it), the wall-clock sampler thread and the ticker thread itself
 //! (draining samples, writing chunks) — and, when a window's share of one
 //! core passes the ceiling, stretches the CPU and wall-clock sampling
 //! intervals (by the power of two that brings the cost under the ceiling,

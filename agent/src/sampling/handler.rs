@@ -1,5 +1,6 @@
 //! The signal handlers: SIGPROF for CPU samples, SIGVTALRM for wall-clock
-//! samples, and the fixed routine around each sample.
+//! samples, and the fixed routine around each sample; and the overhead
+//! governor's calibration handler, which only counts its timer's signals.
 
 use super::chain::{PREVIOUS_CALIBRATION, PREVIOUS_SIGPROF, PREVIOUS_SIGVTALRM};
 use super::origin::{self, Origin};
