@@ -4,7 +4,8 @@
 //! (charged at the cost [`signal_cost`] measured: the handler's own clock
 //! reads cannot see it), the wall-clock sampler thread and the ticker thread itself
 //! (draining samples, writing chunks) — and, when a window's share of one
-//! core passes the ceiling, stretches the CPU and wall-clock sampling
+//! core passes the ceiling (or, before the window ends, once its cost
+//! passes what the whole window allows), stretches the CPU and wall-clock sampling
 //! intervals (by the power of two that brings the cost under the ceiling,
 //! up to the parser's ceiling). Each stretch is counted
 //! (`overhead_stretches`) and recorded in the settings (`overhead_stretch`,
@@ -141,20 +142,33 @@ impl Governor {
     }
 }
 
+/// The span a window that has lasted `elapsed` and cost `used` is judged
+/// over, if it is judged now: [`WINDOW`] or more once it has lasted that
+/// long; earlier when `used` already passes what a whole window allows
+/// (the full window could only judge it over the ceiling too), as if the
+/// rest of the window cost nothing, so never a larger stretch than the
+/// full window would give. A profiler set far too fast is held within a
+/// few ticks, not after a whole window at full cost.
+pub fn judged_span(used: Duration, elapsed: Duration, ceiling_percent: u32) -> Option<Duration> {
+    if elapsed >= WINDOW {
+        return Some(elapsed);
+    }
+    let allowed = WINDOW.as_nanos() * u128::from(ceiling_percent);
+    (used.as_nanos() * 100 > allowed).then_some(WINDOW)
+}
+
 impl Tick for Governor {
     fn tick(&mut self, _env: Option<JniEnv>) {
         let elapsed = self.window_start.elapsed();
-        if elapsed < WINDOW {
-            return;
-        }
         let cost = profiler_cpu(self.per_signal);
         let used = cost.saturating_sub(self.cost_at_start);
+        let Some(span) = judged_span(used, elapsed, self.ceiling_percent) else { return };
         self.window_start = Instant::now();
         self.cost_at_start = cost;
         let base = self.cpu.into_iter().chain(self.wall).max().unwrap_or(MAX_INTERVAL);
-        let next = next_stretch(self.stretch, used, elapsed, self.ceiling_percent, base);
+        let next = next_stretch(self.stretch, used, span, self.ceiling_percent, base);
         if next != self.stretch {
-            self.apply(next, used.as_nanos() * 100 / elapsed.as_nanos().max(1));
+            self.apply(next, used.as_nanos() * 100 / span.as_nanos().max(1));
         }
     }
 }
@@ -162,6 +176,21 @@ impl Tick for Governor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_window_is_judged_when_it_ends_or_once_it_spent_a_whole_windows_allowance() {
+        let ms = Duration::from_millis;
+        // 5% of a 2 s window is 100 ms of CPU.
+        assert_eq!(judged_span(ms(10), ms(300), 5), None);
+        assert_eq!(judged_span(ms(100), ms(300), 5), None, "exactly the allowance is not over it");
+        assert_eq!(judged_span(ms(101), ms(300), 5), Some(WINDOW));
+        assert_eq!(judged_span(ms(10), ms(2100), 5), Some(ms(2100)));
+        assert_eq!(judged_span(ms(0), ms(2000), 5), Some(WINDOW));
+        // Judged early over the whole window: 150 ms in 300 ms (50%) is
+        // stretched as 150 ms in 2 s (7.5%), by 2, not by 16.
+        let span = judged_span(ms(150), ms(300), 5).unwrap();
+        assert_eq!(next_stretch(1, ms(150), span, 5, Duration::from_micros(100)), 2);
+    }
 
     #[test]
     fn intervals_stretch_in_one_step_while_the_profiler_is_over_its_ceiling() {
