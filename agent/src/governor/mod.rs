@@ -2,15 +2,16 @@
 //! that measures the CPU time the profiler costs — its signal handlers
 //! (the handler-time counter), the delivery of each of their signals
 //! (charged at the cost [`signal_cost`] measured: the handler's own clock
-//! reads cannot see it), the wall-clock sampler thread and the ticker thread itself
-//! (draining samples, writing chunks) — and, when a window's share of one
-//! core passes the ceiling (or, before the window ends, once its cost
-//! passes what the whole window allows), stretches the CPU and wall-clock sampling
-//! intervals (by the power of two that brings the cost under the ceiling,
-//! up to the parser's ceiling). Each stretch is counted
-//! (`overhead_stretches`) and recorded in the settings (`overhead_stretch`,
-//! and the `interval` and `wall` now in force); the first one is logged.
-//! Intervals are never shrunk back within a session. Control plane only.
+//! reads cannot see it), the wall-clock sampler thread and the ticker
+//! thread itself (draining samples, writing chunks) — and, when a
+//! window's share of one core passes the ceiling (or, before the window
+//! ends, once its cost passes what the whole window allows:
+//! [`judged_span`]), stretches the CPU and wall-clock sampling intervals
+//! (by the power of two that brings the cost under the ceiling, up to the
+//! parser's ceiling). Each stretch is counted (`overhead_stretches`) and
+//! recorded in the settings (`overhead_stretch`, and the `interval` and
+//! `wall` now in force); the first one is logged. Intervals are never
+//! shrunk back within a session. Control plane only.
 //!
 //! Not measured: JVMTI allocation and lock callbacks (they run on the
 //! application's threads, inside the JVM's own event machinery).
@@ -37,9 +38,8 @@ const WINDOW: Duration = Duration::from_secs(2);
 /// The stretch after a window in which the profiler used `cost` of CPU
 /// time over `elapsed`: while above `ceiling_percent` of one core,
 /// multiplied by the power of two that brings the cost (taken to fall in
-/// proportion to the rate) back under the ceiling in one step, so that
-/// the first window over it is also the last; never so far that
-/// `base * stretch` would pass the interval ceiling.
+/// proportion to the rate) back under the ceiling in one step; never so
+/// far that `base * stretch` would pass the interval ceiling.
 pub fn next_stretch(stretch: u32, cost: Duration, elapsed: Duration, ceiling_percent: u32, base: Duration) -> u32 {
     let allowed = elapsed.as_nanos() * u128::from(ceiling_percent);
     let used = cost.as_nanos() * 100;
@@ -143,7 +143,7 @@ impl Governor {
 }
 
 /// The span a window that has lasted `elapsed` and cost `used` is judged
-/// over, if it is judged now: [`WINDOW`] or more once it has lasted that
+/// over, if it is judged now: `WINDOW` or more once it has lasted that
 /// long; earlier when `used` already passes what a whole window allows
 /// (the full window could only judge it over the ceiling too), as if the
 /// rest of the window cost nothing, so never a larger stretch than the

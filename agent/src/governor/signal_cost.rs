@@ -9,9 +9,9 @@
 //! engine is armed, on a thread of its own: the same spin of work timed
 //! on the thread's CPU clock (which the kernel charges with all of the
 //! above) without signals and under a CLOCK_MONOTONIC timer signalling
-//! that thread every [`PERIOD`], whose signals a handler that does
+//! that thread every `PERIOD`, whose signals a handler that does
 //! nothing else counts ([`on_calibration`]). The charge is the median,
-//! over [`ROUNDS`] signalled rounds, of a round's extra time per signal it
+//! over `ROUNDS` signalled rounds, of a round's extra time per signal it
 //! received, so that a round disturbed by an interrupt storm or a
 //! frequency change does not decide. It is the cost of a high-resolution
 //! timer's signal, as perf's `cpu-clock` delivers them; for the ctimer
