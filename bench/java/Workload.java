@@ -7,18 +7,23 @@ import java.nio.file.Path;
  * does not add noise) for a fixed time and count the operations they complete. Prints the total, the CPU time the threads used
  * and the process's peak resident memory. With a depth, each worker does
  * its work at the bottom of a recursion that deep (deep-stack overhead).
+ * With the work {@code deflate}, each operation compresses a buffer with
+ * {@link java.util.zip.Deflater} instead: the time goes to zlib's C code
+ * under a native method (native-stack overhead).
  */
 public class Workload {
     static final class Worker extends Thread {
         final long deadline;
         final int depth;
+        final boolean deflate;
         long ops;
         long cpuNanos;
 
-        Worker(String name, long deadline, int depth) {
+        Worker(String name, long deadline, int depth, boolean deflate) {
             super(name);
             this.deadline = deadline;
             this.depth = depth;
+            this.deflate = deflate;
         }
 
         /** Recurses `depth` frames, then works until the deadline. */
@@ -66,8 +71,38 @@ public class Workload {
             return x + sortChunk(data, x);
         }
 
+        /**
+         * One deflate operation: 16 KiB of compressible bytes (a random
+         * walk over a small alphabet) through zlib at its default level.
+         */
+        static long deflateChunk(java.util.zip.Deflater deflater, byte[] input, byte[] output, long seed) {
+            for (int i = 0; i < input.length; i++) {
+                seed = mix(seed + i);
+                input[i] = (byte) ('a' + (seed & 7));
+            }
+            deflater.reset();
+            deflater.setInput(input);
+            deflater.finish();
+            long total = 0;
+            while (!deflater.finished()) {
+                total += deflater.deflate(output);
+            }
+            return seed + total;
+        }
+
         int work() {
             long x = getId();
+            if (deflate) {
+                java.util.zip.Deflater deflater = new java.util.zip.Deflater();
+                byte[] input = new byte[16 * 1024];
+                byte[] output = new byte[32 * 1024];
+                while (System.nanoTime() < deadline) {
+                    x = deflateChunk(deflater, input, output, x);
+                    ops++;
+                }
+                deflater.end();
+                return (int) x;
+            }
             int[] data = new int[48];
             while (System.nanoTime() < deadline) {
                 x = operation(x, data);
@@ -108,20 +143,25 @@ public class Workload {
         }
     }
 
-    /** Arguments: busy threads, seconds, and optionally idle threads and recursion depth. */
+    /**
+     * Arguments: busy threads, seconds, and optionally idle threads,
+     * recursion depth and the work ({@code sort}, the default, or
+     * {@code deflate}).
+     */
     public static void main(String[] args) throws Exception {
         int threads = Integer.parseInt(args[0]);
         double seconds = Double.parseDouble(args[1]);
         startIdle(args.length > 2 ? Integer.parseInt(args[2]) : 0);
         int depth = args.length > 3 ? Integer.parseInt(args[3]) : 0;
+        boolean deflate = args.length > 4 && args[4].equals("deflate");
         long warmupEnd = System.nanoTime() + 1_000_000_000L;
-        Worker warm = new Worker("warmup", warmupEnd, depth);
+        Worker warm = new Worker("warmup", warmupEnd, depth, deflate);
         warm.start();
         warm.join();
         long deadline = System.nanoTime() + (long) (seconds * 1e9);
         Worker[] workers = new Worker[threads];
         for (int i = 0; i < threads; i++) {
-            workers[i] = new Worker("worker-" + i, deadline, depth);
+            workers[i] = new Worker("worker-" + i, deadline, depth, deflate);
             workers[i].start();
         }
         long ops = 0;

@@ -10,6 +10,9 @@
 //! - `deep`: the same at 1 ms with the work 400 frames deep, for
 //!   AsyncGetCallTrace (`cstack=fp`), the HotSpot walker (`cstack=vm`,
 //!   the default), async-profiler and JFR.
+//! - `zlib`: the same at 1 ms with the work in zlib's C code under
+//!   `Deflater` (native stacks, unwound with DWARF), each side with its
+//!   default Java source and with `cstack=dwarf`.
 //! - `alloc`, `lock`: allocation (`alloc=512k`, and with `live`) and lock
 //!   (`lock=1ms`) profiling of allocation- and lock-heavy workloads, ours
 //!   against async-profiler at the same settings and the JDK's Flight
@@ -36,7 +39,7 @@
 //!   thread and class churn with every kind of profiling and a dump a
 //!   second; resident memory, descriptors and threads over time.
 //!
-//! Usage: `cargo run --release -p bench -- [--rounds N] [--seconds S] [--threads T] [--only overhead|wall|deep|h2|governor|alloc|lock|dumps|walks|floor|native|symbolizer|dictionary|soak] [--soak-seconds S] [--baseline PATH]`
+//! Usage: `cargo run --release -p bench -- [--rounds N] [--seconds S] [--threads T] [--only overhead|wall|deep|zlib|h2|governor|alloc|lock|dumps|walks|floor|native|symbolizer|dictionary|soak] [--soak-seconds S] [--baseline PATH]`
 //! (needs `cargo build --release` first, for the agent). `--baseline` names
 //! another build of `libprofiler.so` (say, the previous commit's): the
 //! `overhead`, `wall` and `deep` tables then run each agent configuration
@@ -57,7 +60,7 @@ struct Options {
     rounds: usize,
     seconds: f64,
     threads: usize,
-    /// Run only this benchmark (`overhead`, `wall`, `deep`, `h2`, `governor`, `alloc`, `lock`, `dumps`, `walks`, `floor`,
+    /// Run only this benchmark (`overhead`, `wall`, `deep`, `zlib`, `h2`, `governor`, `alloc`, `lock`, `dumps`, `walks`, `floor`,
     /// `native`, `symbolizer`, `dictionary` or `soak`).
     only: Option<String>,
     /// How long the soak runs.
@@ -106,6 +109,9 @@ fn main() {
     }
     if options.wants("deep") {
         overhead::run_deep(&options, &agent, &scratch);
+    }
+    if options.wants("zlib") {
+        overhead::run_zlib(&options, &agent, &scratch);
     }
     if options.wants("h2") {
         overhead::run_h2(&options, &agent, &scratch);

@@ -112,6 +112,41 @@ pub const DEEP_DEPTH: usize = 400;
 const WALL_BUSY: usize = 4;
 const WALL_IDLE: usize = 196;
 
+/// What `Workload`'s busy threads do.
+#[derive(Clone, Copy, PartialEq)]
+enum Work {
+    /// Arithmetic and sorting: Java code only.
+    Sort,
+    /// `java.util.zip.Deflater`: zlib's C code under a native method.
+    Deflate,
+}
+
+impl Work {
+    fn arg(self) -> &'static str {
+        match self {
+            Work::Sort => "sort",
+            Work::Deflate => "deflate",
+        }
+    }
+}
+
+/// Native stacks: zlib (Debian's `libz.so.1`, built without frame
+/// pointers) under `Deflater`, at 1 ms, each side with its default Java
+/// source and with DWARF unwinding asked for explicitly. No JFR row: its
+/// execution samples stop at the native method.
+const ZLIB_CONFIGS: &[Config] = &[
+    Config { name: "unprofiled", kind: Kind::Baseline, period_us: 0, extra: "" },
+    Config { name: "agent cpu=1ms", kind: Kind::Agent, period_us: 1_000, extra: UNGOVERNED },
+    Config {
+        name: "agent cpu=1ms,cstack=dwarf",
+        kind: Kind::Agent,
+        period_us: 1_000,
+        extra: ",cstack=dwarf,overhead=0",
+    },
+    Config { name: "async-profiler cpu=1ms", kind: Kind::Peer, period_us: 1_000, extra: "" },
+    Config { name: "async-profiler cpu=1ms,cstack=dwarf", kind: Kind::Peer, period_us: 1_000, extra: ",cstack=dwarf" },
+];
+
 /// The Java program a table runs.
 #[derive(Clone, Copy, PartialEq)]
 enum Program {
@@ -129,6 +164,7 @@ struct Suite {
     busy: usize,
     idle: usize,
     depth: usize,
+    work: Work,
     /// Also print the governor's table (stretches, handler CPU).
     governor: bool,
 }
@@ -215,7 +251,7 @@ fn run_once(config: &Config, suite: &Suite, options: &Options, classpath: &str, 
     };
     command.arg(suite.busy.to_string()).arg(options.seconds.to_string());
     if suite.program == Program::Workload {
-        command.arg(suite.idle.to_string()).arg(suite.depth.to_string());
+        command.arg(suite.idle.to_string()).arg(suite.depth.to_string()).arg(suite.work.arg());
     }
     let started = std::time::Instant::now();
     let output = command.output().expect("run java");
@@ -262,6 +298,7 @@ pub fn run(options: &Options, agent: &Path, scratch: &Path) {
             busy: options.threads,
             idle: 0,
             depth: 0,
+            work: Work::Sort,
             governor: false,
         },
         options,
@@ -278,6 +315,21 @@ pub fn run_deep(options: &Options, agent: &Path, scratch: &Path) {
         busy: options.threads,
         idle: 0,
         depth: DEEP_DEPTH,
+        work: Work::Sort,
+        governor: false,
+    };
+    run_suite(&suite, options, agent, scratch);
+}
+
+/// The native-stack table: `--threads` busy threads in zlib.
+pub fn run_zlib(options: &Options, agent: &Path, scratch: &Path) {
+    let suite = Suite {
+        configs: ZLIB_CONFIGS,
+        program: Program::Workload,
+        busy: options.threads,
+        idle: 0,
+        depth: 0,
+        work: Work::Deflate,
         governor: false,
     };
     run_suite(&suite, options, agent, scratch);
@@ -285,8 +337,15 @@ pub fn run_deep(options: &Options, agent: &Path, scratch: &Path) {
 
 /// The real-application table: H2 with `--threads` workers.
 pub fn run_h2(options: &Options, agent: &Path, scratch: &Path) {
-    let suite =
-        Suite { configs: H2_CONFIGS, program: Program::H2, busy: options.threads, idle: 0, depth: 0, governor: false };
+    let suite = Suite {
+        configs: H2_CONFIGS,
+        program: Program::H2,
+        busy: options.threads,
+        idle: 0,
+        depth: 0,
+        work: Work::Sort,
+        governor: false,
+    };
     run_suite(&suite, options, agent, scratch);
 }
 
@@ -299,6 +358,7 @@ pub fn run_governor(options: &Options, agent: &Path, scratch: &Path) {
         busy: options.threads,
         idle: 0,
         depth: DEEP_DEPTH,
+        work: Work::Sort,
         governor: true,
     };
     run_suite(&suite, options, agent, scratch);
@@ -313,6 +373,7 @@ pub fn run_wall(options: &Options, agent: &Path, scratch: &Path) {
             busy: WALL_BUSY,
             idle: WALL_IDLE,
             depth: 0,
+            work: Work::Sort,
             governor: false,
         },
         options,
