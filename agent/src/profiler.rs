@@ -202,7 +202,14 @@ fn hotspot_source(plan: StackPlan, vm: &Vm, threads: &JavaThreads) -> Option<Hot
         return None;
     }
     match vm.java_segment_walker() {
-        Ok(segments) => Some(HotSpotSource::new(segments, extended, STRIPES)),
+        Ok(segments) => {
+            if !segments.remembers_sites() {
+                log::info!(
+                    "VMStructs does not say which compilation an nmethod is: return sites are decoded in every sample"
+                );
+            }
+            Some(HotSpotSource::new(segments, extended, STRIPES))
+        }
         Err(e) => {
             fallback(&e.to_string());
             None

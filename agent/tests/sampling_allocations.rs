@@ -220,23 +220,30 @@ fn sampling_path_does_not_allocate() {
     }
     signals::restore(libc::SIGVTALRM, on_sigvtalrm, &PREVIOUS_SIGVTALRM, Pending::Discard).expect("restore SIGVTALRM");
 
-    let (memory, _) = testing::vm();
+    let (mut memory, _) = testing::vm();
+    // The thread's anchor: it left Java at the return address of A's call
+    // (a return site, decoded once, then remembered across walks).
+    testing::add_anchor(&mut memory, testing::SP, testing::CODE + 0x20, 0);
     let source = HotSpotSource::new(testing::walker(), false, 1);
-    let regs = Registers { pc: testing::CODE + 0x1f, sp: testing::SP, fp: 0, lr: 0 };
+    let interrupted = Registers { pc: testing::CODE + 0x1f, sp: testing::SP, fp: 0, lr: 0 };
+    // Interrupted in native code the walk cannot unwind: on from the anchor.
+    let in_native = Registers { pc: testing::NATIVE_CALLER, sp: testing::SP - 64, fp: 0, lr: 0 };
     let mut out = [Frame::default(); 16];
     let mut frames = 0usize;
     ARMED.store(true, Ordering::SeqCst);
-    for _ in 0..1000 {
-        // SAFETY: this thread alone uses stripe 0 of `source`.
-        let mut walk = unsafe { source.begin(None, 0, testing::THREAD, &memory) }.expect("stripe 0");
-        // SAFETY: as above.
-        let walked = unsafe { mixed::walk(None, 0, Some(regs), &mut walk, &mut out) };
-        assert_eq!(walked, MixedWalk { frames: 3, truncated: false }, "three Java frames, then the entry frame");
-        frames += walked.frames;
+    for regs in [interrupted, in_native] {
+        for _ in 0..1000 {
+            // SAFETY: this thread alone uses stripe 0 of `source`.
+            let mut walk = unsafe { source.begin(None, 0, testing::THREAD, &memory) }.expect("stripe 0");
+            // SAFETY: as above.
+            let walked = unsafe { mixed::walk(None, 0, Some(regs), &mut walk, &mut out) };
+            assert_eq!(walked, MixedWalk { frames: 3, truncated: false }, "three Java frames, then the entry frame");
+            frames += walked.frames;
+        }
     }
     ARMED.store(false, Ordering::SeqCst);
-    assert_eq!(frames, 3000);
-    assert_eq!(ALLOCATIONS.load(Ordering::SeqCst), 0, "allocations during 1000 HotSpot walks");
+    assert_eq!(frames, 6000);
+    assert_eq!(ALLOCATIONS.load(Ordering::SeqCst), 0, "allocations during 2000 HotSpot walks");
 
     // The calibration timer's signals, as the kernel fills them in.
     signals::install(libc::SIGPROF, on_calibration, &PREVIOUS_CALIBRATION).expect("calibration handler");

@@ -8,6 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// `CodeBlobKind::Nmethod` (JDK 23+).
 const KIND_NMETHOD: u64 = 1;
+/// `nmethod::in_use` (every JDK).
+const NMETHOD_IN_USE: i64 = 0;
 /// Segment-map hops before a lookup gives up.
 const MAX_SEGMENT_HOPS: usize = 1 << 14;
 
@@ -83,6 +85,20 @@ impl CodeCache {
     /// An nmethod's `Method*`.
     pub fn nmethod_method<M: VmMemory + ?Sized>(&self, memory: &M, nmethod: u64) -> Option<u64> {
         self.layout.nmethod_method.read(memory, nmethod)
+    }
+
+    pub fn identifies_nmethods(&self) -> bool {
+        self.layout.identity.is_some()
+    }
+
+    /// An nmethod's compile id, if it is in use (not made not entrant) and
+    /// the layout says where both are.
+    pub fn in_use_compile_id<M: VmMemory + ?Sized>(&self, memory: &M, nmethod: u64) -> Option<u64> {
+        let identity = self.layout.identity?;
+        if identity.state.read_signed(memory, nmethod)? != NMETHOD_IN_USE {
+            return None;
+        }
+        identity.compile_id.read(memory, nmethod)
     }
 
     /// An nmethod's compilation level (C2's 4 if unreadable).

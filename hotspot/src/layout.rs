@@ -176,6 +176,20 @@ pub struct BlobLayout {
     /// `None` if the tables do not say (frames being deoptimized then
     /// decode at the handler, with the wrong bci).
     pub deopt: Option<Deopt>,
+    /// `None` if the tables do not say (decoded return sites are then not
+    /// remembered across samples).
+    pub identity: Option<NmethodIdentity>,
+}
+
+/// What tells an nmethod from one that later took its place, and whether
+/// it is still in use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NmethodIdentity {
+    /// `nmethod::_compile_id`: never reused within a VM.
+    pub compile_id: Field,
+    /// `nmethod::_state`: 0 (`in_use`) until it is made not entrant, in
+    /// every JDK.
+    pub state: Field,
 }
 
 /// An nmethod's PcDescs and scope descriptors.
@@ -244,8 +258,8 @@ impl Lookup<'_> {
         if t.ends_with('*') || t == "address" {
             return 8;
         }
-        let size = self.tables.types.get(t).copied().unwrap_or(match t {
-            "u1" | "bool" | "int8_t" | "uint8_t" | "signed char" | "volatile signed char" => 1,
+        let size = self.tables.types.get(t).copied().unwrap_or(match t.strip_prefix("volatile ").unwrap_or(t) {
+            "u1" | "bool" | "int8_t" | "uint8_t" | "char" | "signed char" | "unsigned char" => 1,
             "u2" | "int16_t" | "uint16_t" | "jushort" | "jshort" => 2,
             "int" | "jint" | "u4" | "uint32_t" | "int32_t" | "juint" => 4,
             _ => 8,
@@ -322,6 +336,8 @@ impl VmLayout {
             _ => None,
         };
         let nmethod_type = if tables.field("nmethod", "_method").is_some() { "nmethod" } else { "CompiledMethod" };
+        // Declared by nmethod, or by CompiledMethod (up to JDK 22) for some.
+        let nmethod_field = |name| l.field("nmethod", name).or_else(|_| l.field("CompiledMethod", name)).ok();
         let frames = FrameLayout {
             thread_anchor: l.offset("JavaThread", "_anchor")?,
             anchor_sp: l.field("JavaFrameAnchor", "_last_Java_sp")?,
@@ -348,6 +364,9 @@ impl VmLayout {
             nmethod_method: l.field(nmethod_type, "_method")?,
             nmethod_comp_level: l.field("nmethod", "_comp_level")?,
             deopt,
+            identity: nmethod_field("_compile_id")
+                .zip(nmethod_field("_state"))
+                .map(|(compile_id, state)| NmethodIdentity { compile_id, state }),
         };
         let debug = DebugLayout {
             encoding: Unsigned5::for_java_major(java_major),

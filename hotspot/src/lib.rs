@@ -6,17 +6,19 @@
 //! there, once) and the code cache's addresses; in the signal handler
 //! [`JavaSegmentWalker`] walks Java frames with them, composing the code cache
 //! ([`code_cache`]), nmethods' debug information ([`debug_info`]) and
-//! methods ([`methods`]), and reading memory only through a
+//! methods ([`methods`]), remembering decoded return sites and jmethodIDs
+//! across samples ([`memo`]), and reading memory only through a
 //! [`memory::VmMemory`]. Module dependencies go one way: `memory` and
 //! `tables` at the bottom, `compressed` over `memory`, `layout` over those
 //! three and `unwind::arch` (frame-layout constants), the walker's parts
-//! over `layout`, `walker` on top.
+//! over `layout`, `memo` over `methods`, `walker` on top.
 
 pub mod code_cache;
 pub mod compressed;
 pub mod debug_info;
 mod frame_state;
 pub mod layout;
+pub mod memo;
 pub mod memory;
 pub mod methods;
 pub mod os_thread;
@@ -25,8 +27,9 @@ pub mod tables;
 pub mod testing;
 pub mod walker;
 
-pub use methods::{MethodIds, NO_JMETHOD_ID};
-pub use walker::{Anchor, JavaFrame, JavaSegmentWalker, SegmentEnd, VmFrame, WalkFailure, WalkMemo};
+pub use memo::{WalkCache, WalkMemo};
+pub use methods::NO_JMETHOD_ID;
+pub use walker::{Anchor, JavaFrame, JavaSegmentWalker, SegmentEnd, VmFrame, WalkFailure};
 
 #[cfg(test)]
 mod tests;

@@ -6,10 +6,11 @@
 use crate::compressed::Unsigned5;
 use crate::layout::{
     BlobKind, BlobLayout, CodeAddresses, CodeHeap, CodeStart, Continuations, DebugInfo, DebugLayout, Deopt,
-    DeoptHandlers, Field, FrameLayout, MethodIdScheme, MethodLayout, VmLayout,
+    DeoptHandlers, Field, FrameLayout, MethodIdScheme, MethodLayout, NmethodIdentity, VmLayout,
 };
+use crate::memo::{WalkCache, WalkMemo};
 use crate::memory::VmMemory;
-use crate::methods::{MethodIds, MethodReader};
+use crate::methods::MethodReader;
 use crate::walker::*;
 use std::collections::BTreeMap;
 
@@ -104,6 +105,7 @@ pub fn layout() -> VmLayout {
                 handlers: DeoptHandlers::Pointers(field(0x58, 8), field(0x60, 8)),
                 orig_pc_offset: field(0x68, 4),
             }),
+            identity: Some(NmethodIdentity { compile_id: field(0x70, 4), state: field(0x74, 1) }),
         },
         debug: DebugLayout {
             encoding: Unsigned5::Legacy,
@@ -213,6 +215,9 @@ pub fn add_nmethod(m: &mut FakeMemory, methods: &Methods) {
     m.put_u64(BLOB + 0x58, DEOPT_HANDLER);
     m.put_u64(BLOB + 0x60, DEOPT_HANDLER + 8);
     m.put_u32(BLOB + 0x68, 8);
+    // Compile id 42, in use.
+    m.put_u32(BLOB + 0x70, 42);
+    m.put_u32(BLOB + 0x74, 0);
     // Metadata: index 1 is A, index 2 is B.
     m.put_u64(BLOB + 0x140, methods.a);
     m.put_u64(BLOB + 0x148, methods.b);
@@ -254,6 +259,15 @@ pub fn add_stack(m: &mut FakeMemory, methods: &Methods) -> (u64, u64) {
     (interpreted_fp, entry_fp)
 }
 
+/// The walked thread's last-Java-frame anchor (at `JavaThread::_anchor`,
+/// 0x100).
+pub fn add_anchor(m: &mut FakeMemory, sp: u64, pc: u64, fp: u64) {
+    let anchor = THREAD + 0x100;
+    m.put_u64(anchor, sp);
+    m.put_u64(anchor + 8, pc);
+    m.put_u64(anchor + 16, fp);
+}
+
 /// C's interpreted frame at `fp`, at bci 2, with its saved sender sp,
 /// caller fp and return address.
 pub fn add_interpreted_c(m: &mut FakeMemory, methods: &Methods, fp: u64, sender_sp: u64, caller_fp: u64, pc: u64) {
@@ -268,12 +282,12 @@ pub fn add_interpreted_c(m: &mut FakeMemory, methods: &Methods, fp: u64, sender_
 /// Walks Java frames from `frame` (up to 64), with the code cache and
 /// [`NATIVE_CALLER`] counted as code.
 pub fn walk(m: &FakeMemory, frame: VmFrame) -> (Vec<JavaFrame>, SegmentEnd, VmFrame) {
-    walk_with(m, frame, &mut MethodIds::default())
+    walk_with(m, frame, &mut WalkCache::default())
 }
 
-/// [`walk`] with a given jmethodID table (kept across walks).
-pub fn walk_with(m: &FakeMemory, frame: VmFrame, ids: &mut MethodIds) -> (Vec<JavaFrame>, SegmentEnd, VmFrame) {
-    walk_until(m, frame, ids, |frames| frames.len() >= 64)
+/// [`walk`] with a given cache (kept across walks).
+pub fn walk_with(m: &FakeMemory, frame: VmFrame, cache: &mut WalkCache) -> (Vec<JavaFrame>, SegmentEnd, VmFrame) {
+    walk_until(m, frame, cache, |frames| frames.len() >= 64)
 }
 
 /// Walks until `full` says the frames so far fill the sink (the walk then
@@ -281,10 +295,10 @@ pub fn walk_with(m: &FakeMemory, frame: VmFrame, ids: &mut MethodIds) -> (Vec<Ja
 pub fn walk_until(
     m: &FakeMemory,
     frame: VmFrame,
-    ids: &mut MethodIds,
+    cache: &mut WalkCache,
     full: impl Fn(&[JavaFrame]) -> bool,
 ) -> (Vec<JavaFrame>, SegmentEnd, VmFrame) {
-    walk_on(&walker(), m, frame, ids, full)
+    walk_on(&walker(), m, frame, cache, full)
 }
 
 /// [`walk_until`] with a given walker.
@@ -292,12 +306,12 @@ pub fn walk_on(
     w: &JavaSegmentWalker,
     m: &FakeMemory,
     mut frame: VmFrame,
-    ids: &mut MethodIds,
+    cache: &mut WalkCache,
     full: impl Fn(&[JavaFrame]) -> bool,
 ) -> (Vec<JavaFrame>, SegmentEnd, VmFrame) {
     let code = |pc: u64| w.in_code_cache(pc) || pc == NATIVE_CALLER;
     let mut frames = Vec::new();
-    let mut memo = WalkMemo::new(THREAD, ids);
+    let mut memo = WalkMemo::new(THREAD, cache);
     let end = w.walk_java(m, &code, &mut frame, &mut memo, &mut |f| {
         frames.push(f);
         !full(&frames)

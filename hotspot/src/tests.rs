@@ -1,7 +1,8 @@
 //! The walker on the synthetic VM of [`super::testing`].
 
 use crate::layout::VmLayout;
-use crate::methods::{MethodIds, NO_JMETHOD_ID};
+use crate::memo::WalkCache;
+use crate::methods::NO_JMETHOD_ID;
 use crate::tables::VmTables;
 use crate::testing::*;
 use crate::walker::*;
@@ -165,17 +166,44 @@ fn a_frame_being_deoptimized_decodes_at_its_original_pc() {
 #[test]
 fn remembered_jmethod_ids_are_checked_before_reuse() {
     let (mut m, methods) = vm();
-    let mut ids = MethodIds::default();
+    let mut cache = WalkCache::default();
     let start = VmFrame::new(CODE + 0x40, SP, 0);
-    let (frames, _, _) = walk_with(&m, start, &mut ids);
+    let (frames, _, _) = walk_with(&m, start, &mut cache);
     assert_eq!(frames[1].method, jmethod_id(2));
     // C's id is retired and a new one created.
     let replacement = 0x63_1000;
     m.put_u64(jmethod_id(2), 0);
     m.put_u64(replacement, methods.c);
     m.put_u64(IDS + 8 * 3, replacement);
-    let (frames, _, _) = walk_with(&m, start, &mut ids);
+    let (frames, _, _) = walk_with(&m, start, &mut cache);
     assert_eq!(frames[1].method, replacement);
+}
+
+/// A return site decoded in one sample is used in the next without its
+/// debug information, while its nmethod is the same compilation and in
+/// use; a new compilation at that address, or the same one made not
+/// entrant, is decoded again. An interrupted pc is always decoded.
+#[test]
+fn return_sites_are_remembered_across_samples_while_their_nmethod_is_in_use() {
+    let (mut m, _) = vm();
+    let mut cache = WalkCache::default();
+    let start = VmFrame::new(CODE + 0x20, SP, 0);
+    let b_at = |frames: &[JavaFrame]| (frames[0].method, frames[0].bci);
+    let (frames, end, _) = walk_with(&m, start, &mut cache);
+    assert_eq!(b_at(&frames), (jmethod_id(1), 3));
+    // B's bci in the scope data changes under the remembered site.
+    m.put_bytes(SCOPES + 6, &[9]);
+    let (again, again_end, _) = walk_with(&m, start, &mut cache);
+    assert_eq!((again, again_end), (frames.clone(), end), "remembered: the scope data was not read");
+    assert_eq!(b_at(&walk_with(&m, VmFrame::interrupted(CODE + 0x1f, SP, 0), &mut cache).0), (jmethod_id(1), 8));
+    // Made not entrant: decoded again.
+    m.put_bytes(BLOB + 0x74, &[1]);
+    assert_eq!(b_at(&walk_with(&m, start, &mut cache).0), (jmethod_id(1), 8));
+    // A new compilation in use at the same address, with B at 3 again.
+    m.put_bytes(BLOB + 0x74, &[0]);
+    m.put_bytes(SCOPES + 6, &[4]);
+    m.put_u32(BLOB + 0x70, 43);
+    assert_eq!(b_at(&walk_with(&m, start, &mut cache).0), (jmethod_id(1), 3), "a new compile id");
 }
 
 /// Stub frames emit nothing, so a walk stepping from stub to stub is
@@ -280,7 +308,7 @@ fn without_exported_entries_a_virtual_thread_continues_above_its_return_barrier_
         return_pc: CONT_RETURN_PC,
     });
     let w = walker_with(layout);
-    let walk = |m: &FakeMemory, frame| walk_on(&w, m, frame, &mut MethodIds::default(), |f| f.len() >= 64);
+    let walk = |m: &FakeMemory, frame| walk_on(&w, m, frame, &mut WalkCache::default(), |f| f.len() >= 64);
 
     // C, interpreted, the virtual thread's bottom frame: it returns to the
     // barrier, its locals reach up to the entry at E (its sender sp).
@@ -350,7 +378,7 @@ fn a_compiled_bottom_frame_continues_at_the_entry_right_above_it() {
         m.put_u64(entry + 16, carrier_fp);
         m.put_u64(entry + 24, INTERPRETER.0 + 0x100);
         let start = VmFrame::new(CODE + 0x40, entry - 32, 0);
-        let (frames, end, frame) = walk_on(&w, &m, start, &mut MethodIds::default(), |f| f.len() >= 64);
+        let (frames, end, frame) = walk_on(&w, &m, start, &mut WalkCache::default(), |f| f.len() >= 64);
         let ids = frames.iter().map(|f| f.method).collect::<Vec<_>>();
         assert_eq!(ids, [jmethod_id(0), jmethod_id(0), jmethod_id(2)], "{continuations:?}");
         assert_eq!((end, frame.pc), (SegmentEnd::Entry(None), NATIVE_CALLER), "{continuations:?}");

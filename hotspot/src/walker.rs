@@ -13,8 +13,9 @@ use crate::code_cache::CodeCache;
 use crate::debug_info::{CodeSite, DebugInfoReader};
 use crate::frame_state::{frame_state, FrameState};
 use crate::layout::{CodeAddresses, Continuations, FrameLayout, VmLayout};
+use crate::memo::{Site, WalkMemo, SITE_FRAMES};
 use crate::memory::VmMemory;
-use crate::methods::{MethodIds, MethodReader, NO_JMETHOD_ID};
+use crate::methods::{MethodReader, NO_JMETHOD_ID};
 use crate::tables::VmTables;
 use frames::{JavaFrameKind, BCI_NATIVE_METHOD};
 use unwind::MAX_STACK_SPAN;
@@ -28,38 +29,15 @@ pub struct JavaFrame {
 }
 
 impl JavaFrame {
-    const EMPTY: JavaFrame = JavaFrame { method: 0, bci: 0, kind: JavaFrameKind::Interpreted };
+    pub(crate) const EMPTY: JavaFrame = JavaFrame { method: 0, bci: 0, kind: JavaFrameKind::Interpreted };
 }
 
-/// Frames remembered per return address.
-const MEMO_FRAMES: usize = 8;
 /// More stub frames in a row than real stacks have (adapters, runtime
 /// stubs and the frames they call are a handful at most).
 const MAX_STUBS_IN_A_ROW: usize = 16;
 /// More words of stack arguments than a Java method has (at most 255
 /// argument slots), plus an alignment word.
 const MAX_STACK_ARGUMENT_WORDS: u64 = 256;
-/// What one sample's walk has decoded already. Deep recursion returns to
-/// the same pc again and again, and within one walk a pc decodes the same
-/// way each time (code on the walked stack cannot be freed under it), so
-/// repeats cost two stack reads instead of a code-cache lookup, a PcDesc
-/// search and scope decoding. Lives on the handler's stack, one per walk.
-pub struct WalkMemo<'c> {
-    /// The walked thread's `JavaThread*` (0 if unknown): where its
-    /// continuation entry is.
-    thread: u64,
-    pc: u64,
-    frame_size: i64,
-    frames: [JavaFrame; MEMO_FRAMES],
-    len: usize,
-    ids: &'c mut MethodIds,
-}
-
-impl<'c> WalkMemo<'c> {
-    pub fn new(thread: u64, ids: &'c mut MethodIds) -> Self {
-        Self { thread, pc: 0, frame_size: 0, frames: [JavaFrame::EMPTY; MEMO_FRAMES], len: 0, ids }
-    }
-}
 
 /// A frame as the walker sees it: x86-64 registers plus the unextended
 /// sp, from which a compiled frame's size is counted.
@@ -192,6 +170,12 @@ impl JavaSegmentWalker {
         Ok(Self::new(VmLayout::read(tables, memory)?, CodeAddresses::read(tables, memory)?))
     }
 
+    /// Whether return sites decoded in one sample are used in the next
+    /// (the layout identifies nmethods).
+    pub fn remembers_sites(&self) -> bool {
+        self.code.identifies_nmethods()
+    }
+
     pub fn in_code_cache(&self, pc: u64) -> bool {
         self.code.contains(pc)
     }
@@ -244,8 +228,8 @@ impl JavaSegmentWalker {
                 self.entry_frame(memory, frame)
             } else if self.code.in_interpreter(frame.pc) {
                 self.interpreted_frame(memory, frame, memo, sink)
-            } else if !frame.interrupted && memo.len > 0 && memo.pc == frame.pc {
-                self.remembered_frame(memory, code, frame, memo, sink)
+            } else if let Some(site) = memo.checked_site(frame.pc).filter(|_| !frame.interrupted) {
+                self.remembered_frame(memory, code, frame, site, sink)
             } else {
                 match self.code.find_blob(memory, frame.pc) {
                     Some(blob) if self.code.is_nmethod(memory, blob) => {
@@ -309,7 +293,7 @@ impl JavaSegmentWalker {
         }
         let word = |index: i64| fp.checked_add_signed(index * 8).and_then(|a| memory.u64(a));
         let Some(method) = word(l.interpreter_method) else { return fail(WalkFailure::BadInterpretedFrame) };
-        let Some(id) = self.methods.remembered_jmethod_id(memory, memo.ids, method) else {
+        let Some(id) = self.methods.remembered_jmethod_id(memory, &mut memo.cache.ids, method) else {
             return fail(WalkFailure::UnknownMethod);
         };
         let native = self.methods.is_native(memory, method);
@@ -348,6 +332,11 @@ impl JavaSegmentWalker {
         sink: &mut dyn FnMut(JavaFrame) -> bool,
     ) -> Step {
         let fail = |why| Step::End(SegmentEnd::Failed(why));
+        if !frame.interrupted {
+            if let Some(site) = memo.lasting_site(frame.pc, blob, || self.code.in_use_compile_id(memory, blob)) {
+                return self.remembered_frame(memory, code, frame, site, sink);
+            }
+        }
         let Some(code_begin) = self.code.code_begin(memory, blob) else { return fail(WalkFailure::BadCompiledFrame) };
         let Some(method) = self.code.nmethod_method(memory, blob) else { return fail(WalkFailure::BadCompiledFrame) };
         let outer_kind = match self.code.comp_level(memory, blob) {
@@ -360,14 +349,13 @@ impl JavaSegmentWalker {
             if frame.interrupted { None } else { self.code.original_pc(memory, blob, frame.pc, frame.unextended_sp) };
         let pc_offset = original.unwrap_or(frame.pc).wrapping_sub(code_begin) as i64;
         // Remember what this return address decodes to while emitting it.
-        memo.len = 0;
-        let mut memo_len = 0;
-        let mut memo_frames = [JavaFrame::EMPTY; MEMO_FRAMES];
+        let mut decoded = 0;
+        let mut decoded_frames = [JavaFrame::EMPTY; SITE_FRAMES + 1];
         let mut remember = |f: JavaFrame| {
-            if let Some(slot) = memo_frames.get_mut(memo_len) {
+            if let Some(slot) = decoded_frames.get_mut(decoded) {
                 *slot = f;
+                decoded += 1;
             }
-            memo_len += 1;
             sink(f)
         };
         let native = self.methods.is_native(memory, method);
@@ -375,7 +363,9 @@ impl JavaSegmentWalker {
         if !native {
             let site = CodeSite { blob, pc_offset, interrupted: frame.interrupted };
             for scope in self.debug.scopes(memory, site) {
-                let Some(id) = self.methods.remembered_jmethod_id(memory, memo.ids, scope.method) else { break };
+                let Some(id) = self.methods.remembered_jmethod_id(memory, &mut memo.cache.ids, scope.method) else {
+                    break;
+                };
                 let kind = if scope.outermost { outer_kind } else { JavaFrameKind::Inlined };
                 if !remember(JavaFrame { method: id, bci: scope.bci, kind }) {
                     return Step::End(SegmentEnd::Full);
@@ -386,7 +376,7 @@ impl JavaSegmentWalker {
         if !emitted {
             // A native wrapper, or no debug information at this pc: the
             // method alone (at bci 0), as AsyncGetCallTrace reports it.
-            let Some(id) = self.methods.remembered_jmethod_id(memory, memo.ids, method) else {
+            let Some(id) = self.methods.remembered_jmethod_id(memory, &mut memo.cache.ids, method) else {
                 return fail(WalkFailure::UnknownMethod);
             };
             let (bci, kind) = if native { (BCI_NATIVE_METHOD, JavaFrameKind::Native) } else { (0, outer_kind) };
@@ -397,11 +387,12 @@ impl JavaSegmentWalker {
         let Some(frame_size) = self.code.frame_size(memory, blob) else {
             return fail(WalkFailure::BadCompiledFrame);
         };
-        if !frame.interrupted && original.is_none() && (1..=MEMO_FRAMES).contains(&memo_len) {
-            memo.frames = memo_frames;
-            memo.len = memo_len;
-            memo.pc = frame.pc;
-            memo.frame_size = frame_size;
+        if !frame.interrupted && original.is_none() {
+            let frames = decoded_frames.get(..decoded).unwrap_or_default();
+            let compile_id = self.code.in_use_compile_id(memory, blob);
+            if let Some(site) = Site::new(frame.pc, blob, compile_id, frame_size, frames) {
+                memo.remember(site);
+            }
         }
         let complete = self.code.frame_complete(memory, blob);
         let mut shape = FrameShape { words: frame_size, complete, pc_offset, java: true, state: FrameState::Unknown };
@@ -417,22 +408,22 @@ impl JavaSegmentWalker {
         }
     }
 
-    /// A compiled frame at the return address decoded last.
+    /// A compiled frame at a return address whose site is remembered.
     fn remembered_frame<M: VmMemory + ?Sized>(
         &self,
         memory: &M,
         code: &dyn CodeCheck,
         frame: &mut VmFrame,
-        memo: &WalkMemo,
+        site: &Site,
         sink: &mut dyn FnMut(JavaFrame) -> bool,
     ) -> Step {
-        for f in memo.frames.get(..memo.len).unwrap_or_default() {
+        for f in site.frames() {
             if !sink(*f) {
                 return Step::End(SegmentEnd::Full);
             }
         }
         let shape =
-            FrameShape { words: memo.frame_size, complete: -1, pc_offset: 0, java: true, state: FrameState::Unknown };
+            FrameShape { words: site.frame_size, complete: -1, pc_offset: 0, java: true, state: FrameState::Unknown };
         match self.compiled_caller(memory, code, frame, shape) {
             Some(caller) => {
                 *frame = caller;

@@ -15,35 +15,35 @@ use crate::counters::{self, Counter};
 use frames::{CallTraceError, Frame};
 use hotspot::memory::VmMemory;
 use hotspot::{
-    Anchor, JavaFrame, JavaSegmentWalker, MethodIds, SegmentEnd, VmFrame, WalkFailure, WalkMemo, NO_JMETHOD_ID,
+    Anchor, JavaFrame, JavaSegmentWalker, SegmentEnd, VmFrame, WalkCache, WalkFailure, WalkMemo, NO_JMETHOD_ID,
 };
 use std::cell::UnsafeCell;
 use unwind::{PcKind, Registers};
 
-/// The walker of HotSpot's Java segments, and one jmethodID table per
-/// sample stripe.
+/// The walker of HotSpot's Java segments, and one walk cache (decoded
+/// return sites, jmethodIDs) per sample stripe.
 pub struct HotSpotSource {
     segments: JavaSegmentWalker,
     /// `vmx`: keep the native frames between Java frames.
     extended: bool,
-    /// Table `i` is used under stripe `i`'s lock.
-    method_ids: Box<[UnsafeCell<MethodIds>]>,
+    /// Cache `i` is used under stripe `i`'s lock.
+    caches: Box<[UnsafeCell<WalkCache>]>,
 }
 
-// SAFETY: table `i` is only touched by the holder of stripe `i`'s lock.
+// SAFETY: cache `i` is only touched by the holder of stripe `i`'s lock.
 unsafe impl Sync for HotSpotSource {}
 
 impl HotSpotSource {
-    /// Not signal-safe: allocates the per-stripe tables.
+    /// Not signal-safe: allocates the per-stripe caches.
     pub fn new(segments: JavaSegmentWalker, extended: bool, stripes: usize) -> Self {
-        let method_ids = (0..stripes).map(|_| UnsafeCell::new(MethodIds::default())).collect();
-        Self { segments, extended, method_ids }
+        let caches = (0..stripes).map(|_| UnsafeCell::new(WalkCache::default())).collect();
+        Self { segments, extended, caches }
     }
 
     /// The walk of one sample of the interrupted thread (`thread` is its
     /// `JavaThread*`, 0 for a thread the JVM does not run Java on), reading
     /// memory through `memory`, with `native` for native parts; `None` if
-    /// there is no table for `stripe`. Signal-safe.
+    /// there is no cache for `stripe`. Signal-safe.
     ///
     /// # Safety
     /// The caller holds stripe `stripe` until the walk is dropped.
@@ -54,10 +54,10 @@ impl HotSpotSource {
         thread: u64,
         memory: &'a M,
     ) -> Option<HotSpotWalk<'a, M>> {
-        let ids = self.method_ids.get(stripe)?;
+        let cache = self.caches.get(stripe)?;
         // SAFETY: the caller holds stripe `stripe` (this function's
-        // contract), so its table is ours alone.
-        let memo = WalkMemo::new(thread, unsafe { &mut *ids.get() });
+        // contract), so its cache is ours alone.
+        let memo = WalkMemo::new(thread, unsafe { &mut *cache.get() });
         let anchor = if thread != 0 { self.segments.thread_anchor(memory, thread) } else { None };
         Some(HotSpotWalk {
             source: self,

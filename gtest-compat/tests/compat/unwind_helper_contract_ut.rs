@@ -11,7 +11,7 @@
 
 use frames::JavaFrameKind;
 use hotspot::testing::*;
-use hotspot::{JavaFrame, MethodIds, SegmentEnd, VmFrame};
+use hotspot::{JavaFrame, SegmentEnd, VmFrame, WalkCache};
 
 /// The stack for these cases: below C's frame, above the words of A's
 /// frame the synthetic VM uses.
@@ -29,7 +29,7 @@ fn vm_and_c() -> (FakeMemory, u64) {
 /// Walks from `start` up to C's frame: the frames and the frame reached.
 fn walk_to_c(m: &FakeMemory, start: VmFrame) -> (Vec<JavaFrame>, VmFrame) {
     let at_c = |frames: &[JavaFrame]| frames.last().is_some_and(|f| f.method == jmethod_id(2));
-    let (frames, end, frame) = walk_until(m, start, &mut MethodIds::default(), at_c);
+    let (frames, end, frame) = walk_until(m, start, &mut WalkCache::default(), at_c);
     assert_eq!(end, SegmentEnd::Full, "C reached: {frames:?}");
     (frames, frame)
 }
