@@ -6,6 +6,7 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.concurrent.CyclicBarrier;
 
 /**
  * A real third-party application under load: the H2 SQL engine (Debian's
@@ -15,20 +16,31 @@ import java.sql.Statement;
  * (the SQL parser, the optimizer, MVStore B-trees, value conversions: deep
  * and varied stacks, unlike {@link Workload}). Prints the same lines as
  * {@link Workload}: operations done, the workers' CPU time, peak RSS.
+ * The measured seconds start once every worker has loaded its database.
  * Arguments: worker threads, seconds.
  */
 public class H2Workload {
     static final int ROWS = 20_000;
 
+    /** The workers' common start: when all are loaded, the clock runs. */
+    static final class Start {
+        final CyclicBarrier loaded;
+        volatile long deadline;
+
+        Start(int workers, double seconds) {
+            loaded = new CyclicBarrier(workers, () -> deadline = System.nanoTime() + (long) (seconds * 1e9));
+        }
+    }
+
     static final class Worker extends Thread {
-        final long deadline;
+        final Start start;
         long ops;
         long cpuNanos;
         Throwable failure;
 
-        Worker(String name, long deadline) {
+        Worker(String name, Start start) {
             super(name);
-            this.deadline = deadline;
+            this.start = start;
         }
 
         @Override
@@ -37,11 +49,13 @@ public class H2Workload {
                 work(c);
             } catch (Throwable t) {
                 failure = t;
+                // The others stop waiting (BrokenBarrierException).
+                start.loaded.reset();
             }
             cpuNanos = java.lang.management.ManagementFactory.getThreadMXBean().getCurrentThreadCpuTime();
         }
 
-        void work(Connection c) throws SQLException {
+        void work(Connection c) throws Exception {
             try (Statement s = c.createStatement()) {
                 s.execute("CREATE TABLE orders(id INT PRIMARY KEY, customer INT, amount DECIMAL(12,2), note VARCHAR(64))");
                 s.execute("CREATE INDEX orders_customer ON orders(customer)");
@@ -58,6 +72,8 @@ public class H2Workload {
             PreparedStatement update = c.prepareStatement("UPDATE orders SET amount = amount + 1 WHERE id = ?");
             PreparedStatement insert = c.prepareStatement("INSERT INTO orders VALUES(?, ?, ?, ?)");
             PreparedStatement delete = c.prepareStatement("DELETE FROM orders WHERE id = ?");
+            start.loaded.await();
+            long deadline = start.deadline;
             long x = getId();
             long sink = 0;
             while (System.nanoTime() < deadline) {
@@ -107,8 +123,8 @@ public class H2Workload {
         return -1;
     }
 
-    static Worker runWorker(String name, long deadline) throws Exception {
-        Worker w = new Worker(name, deadline);
+    static Worker runWorker(String name, Start start) throws Exception {
+        Worker w = new Worker(name, start);
         w.start();
         return w;
     }
@@ -116,16 +132,16 @@ public class H2Workload {
     public static void main(String[] args) throws Exception {
         int threads = Integer.parseInt(args[0]);
         double seconds = Double.parseDouble(args[1]);
-        // Two seconds of warm-up on one thread: the JIT compiles the engine.
-        Worker warm = runWorker("warmup", System.nanoTime() + 2_000_000_000L);
+        // Three seconds of warm-up on one thread: the JIT compiles the engine.
+        Worker warm = runWorker("warmup", new Start(1, 3.0));
         warm.join();
         if (warm.failure != null) {
             throw new RuntimeException(warm.failure);
         }
-        long deadline = System.nanoTime() + (long) (seconds * 1e9);
+        Start start = new Start(threads, seconds);
         Worker[] workers = new Worker[threads];
         for (int i = 0; i < threads; i++) {
-            workers[i] = runWorker("worker-" + i, deadline);
+            workers[i] = runWorker("worker-" + i, start);
         }
         long ops = 0;
         long cpu = 0;
