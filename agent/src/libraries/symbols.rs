@@ -1,12 +1,14 @@
 //! A library's function symbols (`.symtab` and `.dynsym`), sorted by
-//! link-time address for binary search, with their marks. Names are kept
-//! mangled in one string arena and demangled when written out.
+//! link-time address for binary search, and the few marked among them
+//! apart. Names are kept mangled in one string arena and demangled when
+//! written out.
 //!
 //! Lookups are signal-safe once built (immutable data, no allocation).
 
 use super::marks::mark_of;
 use frames::Mark;
 use object::{Object, ObjectSymbol, SymbolKind};
+use std::ops::Range;
 
 #[derive(Clone, Copy, Debug)]
 struct Entry {
@@ -14,7 +16,6 @@ struct Entry {
     end: u64,
     name_offset: u32,
     name_len: u32,
-    mark: Mark,
 }
 
 /// Symbols without a size extend to the next symbol, at most this far.
@@ -24,6 +25,11 @@ const MAX_UNSIZED_SPAN: u64 = 64 * 1024;
 pub struct SymbolTable {
     entries: Vec<Entry>,
     names: String,
+    /// The marked symbols' ranges, each up to the next symbol's start (where
+    /// a lookup in `entries` would find that one), sorted: a handful in
+    /// libjvm, so the handler's check of every libjvm frame reads a line or
+    /// two instead of searching every symbol.
+    marked: Vec<(Range<u64>, Mark)>,
 }
 
 /// A symbol found for an address.
@@ -32,22 +38,26 @@ pub struct SymbolHit<'a> {
     pub mangled: &'a str,
     /// Link-time start address.
     pub start: u64,
-    pub mark: Mark,
 }
 
 impl SymbolTable {
     /// Function symbols of an ELF image (any parse problem gives an empty table).
     pub fn from_elf(data: &[u8]) -> SymbolTable {
         let Ok(file) = object::File::parse(data) else { return SymbolTable::default() };
-        let mut raw: Vec<(u64, u64, &str)> = file
+        let raw: Vec<(u64, u64, &str)> = file
             .symbols()
             .chain(file.dynamic_symbols())
             .filter(|s| s.kind() == SymbolKind::Text && s.address() != 0)
             .filter_map(|s| Some((s.address(), s.size(), s.name().ok().filter(|n| !n.is_empty())?)))
             .collect();
+        Self::from_symbols(raw)
+    }
+
+    /// The table of `(link-time address, size, mangled name)` symbols.
+    fn from_symbols(mut raw: Vec<(u64, u64, &str)>) -> SymbolTable {
         raw.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
         raw.dedup_by_key(|s| s.0);
-        let mut table = SymbolTable { entries: Vec::with_capacity(raw.len()), names: String::new() };
+        let mut table = SymbolTable { entries: Vec::with_capacity(raw.len()), ..SymbolTable::default() };
         for (i, &(start, size, name)) in raw.iter().enumerate() {
             let next = raw.get(i + 1).map_or(u64::MAX, |n| n.0);
             // Saturating: a damaged file may place a symbol at the top of the address space.
@@ -55,10 +65,15 @@ impl SymbolTable {
                 if size > 0 { start.saturating_add(size) } else { next.min(start.saturating_add(MAX_UNSIZED_SPAN)) };
             let name_offset = table.names.len() as u32;
             table.names.push_str(name);
-            table.entries.push(Entry { start, end, name_offset, name_len: name.len() as u32, mark: mark_of(name) });
+            table.entries.push(Entry { start, end, name_offset, name_len: name.len() as u32 });
+            match mark_of(name) {
+                Mark::None => {}
+                mark => table.marked.push((start..end.min(next), mark)),
+            }
         }
         table.entries.shrink_to_fit();
         table.names.shrink_to_fit();
+        table.marked.shrink_to_fit();
         table
     }
 
@@ -79,12 +94,16 @@ impl SymbolTable {
     pub fn find(&self, address: u64) -> Option<SymbolHit<'_>> {
         let e = self.entry(address)?;
         let name = self.names.get(e.name_offset as usize..(e.name_offset + e.name_len) as usize)?;
-        Some(SymbolHit { mangled: name, start: e.start, mark: e.mark })
+        Some(SymbolHit { mangled: name, start: e.start })
     }
 
-    /// The mark at link-time `address`. Signal-safe.
+    /// The mark of the symbol containing link-time `address`. Signal-safe.
     pub fn mark_at(&self, address: u64) -> Mark {
-        self.entry(address).map_or(Mark::None, |e| e.mark)
+        let index = self.marked.partition_point(|(range, _)| range.start <= address).checked_sub(1);
+        match index.and_then(|i| self.marked.get(i)) {
+            Some((range, mark)) if range.contains(&address) => *mark,
+            _ => Mark::None,
+        }
     }
 }
 
@@ -140,6 +159,24 @@ mod tests {
         assert!(table.find(probe.end.max(probe.start + 1) - 1).is_some());
         assert!(table.find(0).is_none());
         assert!(SymbolTable::from_elf(b"not elf").is_empty());
+    }
+
+    /// Marks are found apart from the other symbols, with the same answer
+    /// a lookup of the symbol containing the address gives: a symbol nested
+    /// in a marked one is not marked, nor is what follows it.
+    #[test]
+    fn marks_cover_the_marked_symbols_up_to_the_next_symbol() {
+        let call_helper = "_ZN9JavaCalls11call_helperEP9JavaValueRK12methodHandleP17JavaCallArgumentsP10JavaThread";
+        let table = SymbolTable::from_symbols(vec![
+            (0x2000, 0x10, "_ZN18InterpreterRuntime3newEP10JavaThreadP12ConstantPooli"),
+            (0x1000, 0x100, call_helper),
+            (0x1080, 0x10, "nested"),
+            (0x3000, 0, "unsized"),
+        ]);
+        let marks = [0xfff, 0x1000, 0x107f, 0x1080, 0x1090, 0x2000, 0x200f, 0x2010, 0x3000].map(|a| table.mark_at(a));
+        use Mark::{Interpreter as I, None as N, VmRuntime as V};
+        assert_eq!(marks, [N, V, V, N, N, I, I, N, N]);
+        assert_eq!(table.find(0x1085).map(|h| h.mangled), Some("nested"));
     }
 
     /// A local data symbol is found at its link-time address.
