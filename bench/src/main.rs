@@ -42,8 +42,9 @@
 //! Usage: `cargo run --release -p bench -- [--rounds N] [--seconds S] [--threads T] [--only overhead|wall|deep|zlib|h2|governor|alloc|lock|dumps|walks|floor|native|symbolizer|dictionary|soak] [--soak-seconds S] [--baseline PATH]`
 //! (needs `cargo build --release` first, for the agent). `--baseline` names
 //! another build of `libprofiler.so` (say, the previous commit's): the
-//! `overhead`, `wall` and `deep` tables then run each agent configuration
-//! with it too, in the same rounds, as rows marked `(baseline)`.
+//! `overhead`, `wall`, `deep`, `zlib`, `h2` and `governor` tables then run
+//! each agent configuration with it too, in the same rounds, as rows marked
+//! `(baseline)`.
 
 mod alloc_lock;
 mod dictionary;

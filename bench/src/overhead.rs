@@ -428,8 +428,12 @@ fn run_suite(suite: &Suite, options: &Options, agent: &Path, scratch: &Path) {
 
     let base_ops = median(runs[0].iter().map(|r| r.ops).collect());
     let base_rss = median(runs[0].iter().map(|r| r.peak_rss_kb).collect());
+    let program = match suite.program {
+        Program::Workload => format!("Workload, {}", suite.work.arg()),
+        Program::H2 => "H2Workload".to_owned(),
+    };
     println!(
-        "\n{} busy and {} idle threads, stack depth {}+, {} s per run, {} rounds (medians; throughput relative to unprofiled runs of the same rounds)\n",
+        "\n{program}: {} busy and {} idle threads, stack depth {}+, {} s per run, {} rounds (medians; throughput relative to unprofiled runs of the same rounds)\n",
         suite.busy, suite.idle, suite.depth, options.seconds, options.rounds
     );
     println!(
@@ -459,8 +463,10 @@ fn run_suite(suite: &Suite, options: &Options, agent: &Path, scratch: &Path) {
             }
         };
         let bytes = median(runs.iter().map(|r| r.file_bytes / r.samples.max(1.0)).collect());
-        // The median comes from quarter-octave buckets; the mean (CPU
-        // samples only: a wall-clock event may stand for no signal) is exact.
+        // The median comes from quarter-octave buckets; the mean is the
+        // handlers' total time over the samples recorded (CPU only: a
+        // wall-clock event may stand for no signal; a dropped sample's
+        // handler time counts toward it).
         let handler_median = median(runs.iter().map(|r| r.handler_ns).collect()) / 1000.0;
         let handler = match config.kind {
             Kind::Agent => format!(

@@ -47,9 +47,11 @@ impl FrameKind {
 
 /// How a Java frame runs, as a walker that reads HotSpot's structures
 /// tells it (AsyncGetCallTrace does not: its frames are [`FrameKind::Java`]).
+/// One byte, 0 a valid value: tables of frames may start as zeroed memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
 pub enum JavaFrameKind {
-    Interpreted,
+    Interpreted = 0,
     C1Compiled,
     C2Compiled,
     Inlined,

@@ -91,8 +91,8 @@ impl CodeCache {
         self.layout.identity.is_some()
     }
 
-    /// An nmethod's compile id, if it is in use (not made not entrant) and
-    /// the layout says where both are.
+    /// An nmethod's compile id, if it is in use (`_state` 0) and the layout
+    /// says where both are.
     pub fn in_use_compile_id<M: VmMemory + ?Sized>(&self, memory: &M, nmethod: u64) -> Option<u64> {
         let identity = self.layout.identity?;
         if identity.state.read_signed(memory, nmethod)? != NMETHOD_IN_USE {
@@ -106,27 +106,24 @@ impl CodeCache {
         self.layout.nmethod_comp_level.read_signed(memory, nmethod).unwrap_or(4)
     }
 
-    /// The pc a deoptimization handler of `nmethod` replaced as the return
-    /// address `pc` of the frame whose unextended sp is `unextended_sp`,
-    /// if it did.
-    pub fn original_pc<M: VmMemory + ?Sized>(
-        &self,
-        memory: &M,
-        nmethod: u64,
-        pc: u64,
-        unextended_sp: u64,
-    ) -> Option<u64> {
-        let deopt = self.layout.deopt?;
-        let (first, second) = match deopt.handlers {
+    /// Whether `pc` is one of `nmethod`'s deoptimization handlers (where a
+    /// frame being deoptimized returns); `None` if the layout or memory
+    /// does not say.
+    pub fn is_deopt_handler<M: VmMemory + ?Sized>(&self, memory: &M, nmethod: u64, pc: u64) -> Option<bool> {
+        let (first, second) = match self.layout.deopt?.handlers {
             DeoptHandlers::Pointers(a, b) => (a.read(memory, nmethod)?, b.read(memory, nmethod)?),
             DeoptHandlers::Offsets(a, b) => {
                 (nmethod.checked_add(a.read(memory, nmethod)?)?, nmethod.checked_add(b.read(memory, nmethod)?)?)
             }
         };
-        if pc != first && pc != second {
-            return None;
-        }
-        let offset = deopt.orig_pc_offset.read_signed(memory, nmethod)?;
+        Some(pc == first || pc == second)
+    }
+
+    /// The pc a deoptimization handler of `nmethod` replaced as the return
+    /// address of the frame whose unextended sp is `unextended_sp` (one
+    /// returning to a handler), saved in that frame.
+    pub fn original_pc<M: VmMemory + ?Sized>(&self, memory: &M, nmethod: u64, unextended_sp: u64) -> Option<u64> {
+        let offset = self.layout.deopt?.orig_pc_offset.read_signed(memory, nmethod)?;
         memory.u64(unextended_sp.checked_add_signed(offset)?)
     }
 

@@ -187,8 +187,7 @@ pub struct BlobLayout {
 pub struct NmethodIdentity {
     /// `nmethod::_compile_id`: never reused within a VM.
     pub compile_id: Field,
-    /// `nmethod::_state`: 0 (`in_use`) until it is made not entrant, in
-    /// every JDK.
+    /// `nmethod::_state`: 0 (`in_use`, in every JDK) only while in use.
     pub state: Field,
 }
 
@@ -336,8 +335,6 @@ impl VmLayout {
             _ => None,
         };
         let nmethod_type = if tables.field("nmethod", "_method").is_some() { "nmethod" } else { "CompiledMethod" };
-        // Declared by nmethod, or by CompiledMethod (up to JDK 22) for some.
-        let nmethod_field = |name| l.field("nmethod", name).or_else(|_| l.field("CompiledMethod", name)).ok();
         let frames = FrameLayout {
             thread_anchor: l.offset("JavaThread", "_anchor")?,
             anchor_sp: l.field("JavaFrameAnchor", "_last_Java_sp")?,
@@ -364,8 +361,10 @@ impl VmLayout {
             nmethod_method: l.field(nmethod_type, "_method")?,
             nmethod_comp_level: l.field("nmethod", "_comp_level")?,
             deopt,
-            identity: nmethod_field("_compile_id")
-                .zip(nmethod_field("_state"))
+            identity: l
+                .field("nmethod", "_compile_id")
+                .ok()
+                .zip(l.field("nmethod", "_state").ok())
                 .map(|(compile_id, state)| NmethodIdentity { compile_id, state }),
         };
         let debug = DebugLayout {

@@ -11,12 +11,13 @@
 //! [`memory::VmMemory`]. Module dependencies go one way: `memory` and
 //! `tables` at the bottom, `compressed` over `memory`, `layout` over those
 //! three and `unwind::arch` (frame-layout constants), the walker's parts
-//! over `layout`, `memo` over `methods`, `walker` on top.
+//! over `layout`, `memo` over `methods` and `java_frame`, `walker` on top.
 
 pub mod code_cache;
 pub mod compressed;
 pub mod debug_info;
 mod frame_state;
+pub mod java_frame;
 pub mod layout;
 pub mod memo;
 pub mod memory;
@@ -27,9 +28,10 @@ pub mod tables;
 pub mod testing;
 pub mod walker;
 
+pub use java_frame::JavaFrame;
 pub use memo::{WalkCache, WalkMemo};
 pub use methods::NO_JMETHOD_ID;
-pub use walker::{Anchor, JavaFrame, JavaSegmentWalker, SegmentEnd, VmFrame, WalkFailure};
+pub use walker::{Anchor, JavaSegmentWalker, SegmentEnd, VmFrame, WalkFailure};
 
 #[cfg(test)]
 mod tests;

@@ -15,22 +15,25 @@
 //! walked stack cannot be freed under the walk, so within one walk one
 //! check per pc is enough.
 
+use crate::java_frame::JavaFrame;
 use crate::methods::{MethodIds, NO_JMETHOD_ID};
-use crate::walker::JavaFrame;
+use std::alloc::{alloc_zeroed, handle_alloc_error, Layout};
 
 /// Frames remembered per return site (deeper inlining is decoded each time).
 pub const SITE_FRAMES: usize = 8;
 /// Return sites remembered per stripe, direct-mapped by pc.
 const SITES: usize = 256;
 
-/// A decoded return site.
+/// A decoded return site. All zero bits is a valid (empty) site.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Site {
     pub pc: u64,
     pub nmethod: u64,
-    /// The nmethod's compile id when it was decoded, in use; `None` if the
-    /// site may be used only within the walk that decoded it.
-    pub compile_id: Option<u64>,
+    /// The nmethod's compile id when it was decoded, in use, if `lasting`.
+    compile_id: u64,
+    /// The site may be used in later samples; else only within the walk
+    /// that decoded it.
+    lasting: bool,
     /// The frame's size in words.
     pub frame_size: i64,
     len: usize,
@@ -38,16 +41,24 @@ pub struct Site {
 }
 
 impl Site {
-    const EMPTY: Site =
-        Site { pc: 0, nmethod: 0, compile_id: None, frame_size: 0, len: 0, frames: [JavaFrame::EMPTY; SITE_FRAMES] };
+    const EMPTY: Site = Site {
+        pc: 0,
+        nmethod: 0,
+        compile_id: 0,
+        lasting: false,
+        frame_size: 0,
+        len: 0,
+        frames: [JavaFrame::EMPTY; SITE_FRAMES],
+    };
 
     /// A site of `frames` (at most [`SITE_FRAMES`], else `None`), lasting
-    /// across samples only if every frame has a jmethodID.
+    /// across samples under `compile_id` (the nmethod's, in use) only if
+    /// every frame has a jmethodID.
     pub fn new(pc: u64, nmethod: u64, compile_id: Option<u64>, frame_size: i64, frames: &[JavaFrame]) -> Option<Site> {
-        let mut site = Site { pc, nmethod, compile_id, frame_size, len: frames.len(), ..Site::EMPTY };
+        let mut site = Site { pc, nmethod, frame_size, len: frames.len(), ..Site::EMPTY };
         site.frames.get_mut(..frames.len())?.copy_from_slice(frames);
-        if frames.iter().any(|f| f.method == NO_JMETHOD_ID) {
-            site.compile_id = None;
+        if let Some(id) = compile_id.filter(|_| frames.iter().all(|f| f.method != NO_JMETHOD_ID)) {
+            (site.compile_id, site.lasting) = (id, true);
         }
         Some(site)
     }
@@ -60,12 +71,24 @@ impl Site {
 /// What one sample stripe's walks remember across samples.
 pub struct WalkCache {
     pub(crate) ids: MethodIds,
-    sites: Box<[Site]>,
+    sites: Box<[Site; SITES]>,
 }
 
 impl Default for WalkCache {
+    /// Not signal-safe: allocates. The sites start as zeroed memory, which
+    /// the allocator leaves untouched (and not resident) until used.
     fn default() -> Self {
-        Self { ids: MethodIds::default(), sites: vec![Site::EMPTY; SITES].into_boxed_slice() }
+        let layout = Layout::new::<[Site; SITES]>();
+        // SAFETY: the layout has a non-zero size.
+        let sites = unsafe { alloc_zeroed(layout) }.cast::<[Site; SITES]>();
+        if sites.is_null() {
+            handle_alloc_error(layout);
+        }
+        // SAFETY: allocated by the global allocator with this type's
+        // layout, and all zero bits is a valid `Site` (integers, a bool and
+        // `JavaFrame`s, whose kind is a `repr(u8)` enum with a 0 variant).
+        let sites = unsafe { Box::from_raw(sites) };
+        Self { ids: MethodIds::default(), sites }
     }
 }
 
@@ -108,18 +131,21 @@ impl<'c> WalkMemo<'c> {
         nmethod: u64,
         in_use_compile_id: impl FnOnce() -> Option<u64>,
     ) -> Option<&Site> {
-        let site = self.cache.site(pc).filter(|site| site.nmethod == nmethod && site.compile_id.is_some())?;
-        if site.compile_id != in_use_compile_id() {
+        let site = self.cache.site(pc).filter(|site| site.nmethod == nmethod && site.lasting)?;
+        if Some(site.compile_id) != in_use_compile_id() {
             return None;
         }
         self.last = *site;
         Some(&self.last)
     }
 
-    /// Remembers a site decoded in this walk.
+    /// Remembers a site decoded in this walk: for later samples too if it
+    /// is lasting (one that is not would only evict one that is).
     pub(crate) fn remember(&mut self, site: Site) {
-        if let Some(slot) = self.cache.sites.get_mut(WalkCache::slot(site.pc)) {
-            *slot = site;
+        if site.lasting {
+            if let Some(slot) = self.cache.sites.get_mut(WalkCache::slot(site.pc)) {
+                *slot = site;
+            }
         }
         self.last = site;
     }
@@ -158,6 +184,25 @@ mod tests {
         assert_eq!(memo.checked_site(0x1000).map(|s| s.len), Some(2));
         let mut memo = WalkMemo::new(0, &mut cache);
         assert_eq!(memo.lasting_site(0x1000, 0x900, || panic!("no candidate: nothing to read")), None);
+    }
+
+    #[test]
+    fn a_new_cache_is_empty_sites() {
+        let cache = WalkCache::default();
+        assert!(cache.sites.iter().all(|site| *site == Site::EMPTY), "zeroed memory reads as empty sites");
+        assert_eq!(cache.site(0), None);
+    }
+
+    #[test]
+    fn a_site_that_does_not_last_leaves_the_lasting_one_in_its_slot() {
+        let mut cache = WalkCache::default();
+        let mut memo = WalkMemo::new(0, &mut cache);
+        memo.remember(Site::new(0x1000, 0x900, Some(7), 4, &[frame(1)]).unwrap());
+        let other = (0x1001..).find(|&pc| WalkCache::slot(pc) == WalkCache::slot(0x1000)).unwrap();
+        memo.remember(Site::new(other, 0x900, None, 4, &[frame(2)]).unwrap());
+        assert_eq!(memo.checked_site(other).map(Site::frames), Some(&[frame(2)][..]), "used within the walk");
+        let mut memo = WalkMemo::new(0, &mut cache);
+        assert_eq!(memo.lasting_site(0x1000, 0x900, || Some(7)).map(Site::frames), Some(&[frame(1)][..]));
     }
 
     #[test]

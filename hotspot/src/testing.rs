@@ -4,6 +4,7 @@
 //! here and in gtest-compat. Built for tests and with feature `testing`.
 
 use crate::compressed::Unsigned5;
+use crate::java_frame::JavaFrame;
 use crate::layout::{
     BlobKind, BlobLayout, CodeAddresses, CodeHeap, CodeStart, Continuations, DebugInfo, DebugLayout, Deopt,
     DeoptHandlers, Field, FrameLayout, MethodIdScheme, MethodLayout, NmethodIdentity, VmLayout,

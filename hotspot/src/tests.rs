@@ -1,7 +1,9 @@
 //! The walker on the synthetic VM of [`super::testing`].
 
-use crate::layout::VmLayout;
+use crate::java_frame::JavaFrame;
+use crate::layout::{BlobLayout, VmLayout};
 use crate::memo::WalkCache;
+use crate::memory::VmMemory;
 use crate::methods::NO_JMETHOD_ID;
 use crate::tables::VmTables;
 use crate::testing::*;
@@ -199,11 +201,45 @@ fn return_sites_are_remembered_across_samples_while_their_nmethod_is_in_use() {
     // Made not entrant: decoded again.
     m.put_bytes(BLOB + 0x74, &[1]);
     assert_eq!(b_at(&walk_with(&m, start, &mut cache).0), (jmethod_id(1), 8));
-    // A new compilation in use at the same address, with B at 3 again.
+    // A new compilation in use at that address (B at 8): decoded and remembered.
     m.put_bytes(BLOB + 0x74, &[0]);
-    m.put_bytes(SCOPES + 6, &[4]);
     m.put_u32(BLOB + 0x70, 43);
+    assert_eq!(b_at(&walk_with(&m, start, &mut cache).0), (jmethod_id(1), 8));
+    m.put_bytes(SCOPES + 6, &[4]);
+    assert_eq!(b_at(&walk_with(&m, start, &mut cache).0), (jmethod_id(1), 8), "remembered");
+    // Another compilation: decoded (B at 3).
+    m.put_u32(BLOB + 0x70, 44);
     assert_eq!(b_at(&walk_with(&m, start, &mut cache).0), (jmethod_id(1), 3), "a new compile id");
+}
+
+/// A decode cut short (an inlined method's id unreadable for a moment:
+/// the method alone is reported) serves no later sample.
+#[test]
+fn a_return_site_decoded_in_part_is_not_remembered() {
+    let (mut m, methods) = vm();
+    let mut cache = WalkCache::default();
+    let start = VmFrame::new(CODE + 0x20, SP, 0);
+    let const_method_b = m.u64(methods.b + 8).unwrap();
+    m.put_u64(methods.b + 8, 0);
+    let (frames, _, _) = walk_with(&m, start, &mut cache);
+    assert_eq!(frames[0], JavaFrame { method: jmethod_id(0), bci: 0, kind: JavaFrameKind::C2Compiled }, "A alone");
+    m.put_u64(methods.b + 8, const_method_b);
+    let (frames, _, _) = walk_with(&m, start, &mut cache);
+    assert_eq!((frames[0].method, frames[1].method), (jmethod_id(1), jmethod_id(0)), "decoded in full");
+}
+
+/// Where the layout does not say where the deoptimization handlers are, a
+/// return address could be one: it serves no later sample.
+#[test]
+fn without_the_deoptimization_handlers_no_return_site_is_remembered() {
+    let (mut m, _) = vm();
+    let w = walker_with(VmLayout { blobs: BlobLayout { deopt: None, ..layout().blobs }, ..layout() });
+    let mut cache = WalkCache::default();
+    let start = VmFrame::new(CODE + 0x20, SP, 0);
+    let walk = |m: &FakeMemory, cache: &mut WalkCache| walk_on(&w, m, start, cache, |f| f.len() >= 64).0[0].bci;
+    assert_eq!(walk(&m, &mut cache), 3);
+    m.put_bytes(SCOPES + 6, &[9]);
+    assert_eq!(walk(&m, &mut cache), 8);
 }
 
 /// Stub frames emit nothing, so a walk stepping from stub to stub is

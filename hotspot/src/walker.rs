@@ -12,6 +12,7 @@
 use crate::code_cache::CodeCache;
 use crate::debug_info::{CodeSite, DebugInfoReader};
 use crate::frame_state::{frame_state, FrameState};
+use crate::java_frame::JavaFrame;
 use crate::layout::{CodeAddresses, Continuations, FrameLayout, VmLayout};
 use crate::memo::{Site, WalkMemo, SITE_FRAMES};
 use crate::memory::VmMemory;
@@ -19,18 +20,6 @@ use crate::methods::{MethodReader, NO_JMETHOD_ID};
 use crate::tables::VmTables;
 use frames::{JavaFrameKind, BCI_NATIVE_METHOD};
 use unwind::MAX_STACK_SPAN;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct JavaFrame {
-    /// The method's jmethodID.
-    pub method: u64,
-    pub bci: i32,
-    pub kind: JavaFrameKind,
-}
-
-impl JavaFrame {
-    pub(crate) const EMPTY: JavaFrame = JavaFrame { method: 0, bci: 0, kind: JavaFrameKind::Interpreted };
-}
 
 /// More stub frames in a row than real stacks have (adapters, runtime
 /// stubs and the frames they call are a handful at most).
@@ -345,10 +334,13 @@ impl JavaSegmentWalker {
         };
         // A frame being deoptimized returns to a handler; its state is that
         // of the pc the handler replaced.
+        let handler = if frame.interrupted { Some(false) } else { self.code.is_deopt_handler(memory, blob, frame.pc) };
         let original =
-            if frame.interrupted { None } else { self.code.original_pc(memory, blob, frame.pc, frame.unextended_sp) };
+            if handler == Some(true) { self.code.original_pc(memory, blob, frame.unextended_sp) } else { None };
         let pc_offset = original.unwrap_or(frame.pc).wrapping_sub(code_begin) as i64;
-        // Remember what this return address decodes to while emitting it.
+        // Remember what this return address decodes to while emitting it
+        // (one slot more than a site holds: a decode too deep to remember
+        // shows as one that fills them all).
         let mut decoded = 0;
         let mut decoded_frames = [JavaFrame::EMPTY; SITE_FRAMES + 1];
         let mut remember = |f: JavaFrame| {
@@ -359,10 +351,16 @@ impl JavaSegmentWalker {
             sink(f)
         };
         let native = self.methods.is_native(memory, method);
+        // The frames emitted are all this pc decodes to: the scope chain down
+        // to its outermost level, or the method alone where there is none
+        // (only such a decode may serve later samples).
+        let mut whole = native;
         let mut emitted = false;
         if !native {
             let site = CodeSite { blob, pc_offset, interrupted: frame.interrupted };
+            let mut chain = false;
             for scope in self.debug.scopes(memory, site) {
+                chain = true;
                 let Some(id) = self.methods.remembered_jmethod_id(memory, &mut memo.cache.ids, scope.method) else {
                     break;
                 };
@@ -371,7 +369,9 @@ impl JavaSegmentWalker {
                     return Step::End(SegmentEnd::Full);
                 }
                 emitted = true;
+                whole = scope.outermost;
             }
+            whole |= !chain;
         }
         if !emitted {
             // A native wrapper, or no debug information at this pc: the
@@ -389,7 +389,10 @@ impl JavaSegmentWalker {
         };
         if !frame.interrupted && original.is_none() {
             let frames = decoded_frames.get(..decoded).unwrap_or_default();
-            let compile_id = self.code.in_use_compile_id(memory, blob);
+            // Never at a handler's pc: the frame returning there is decoded
+            // at the pc it saved, which differs frame by frame.
+            let lasting = whole && handler == Some(false);
+            let compile_id = if lasting { self.code.in_use_compile_id(memory, blob) } else { None };
             if let Some(site) = Site::new(frame.pc, blob, compile_id, frame_size, frames) {
                 memo.remember(site);
             }
