@@ -289,97 +289,51 @@ fn run_once(config: &Config, suite: &Suite, options: &Options, classpath: &str, 
     run
 }
 
+impl Suite {
+    /// `threads` threads of `program` busy with `configs`' rows: the
+    /// shallow sort work, no idle threads.
+    fn busy(configs: &'static [Config], program: Program, threads: usize) -> Self {
+        Suite { configs, program, busy: threads, idle: 0, depth: 0, work: Work::Sort, governor: false }
+    }
+}
+
 /// The CPU table: `--threads` busy threads, no idle ones.
 pub fn run(options: &Options, agent: &Path, scratch: &Path) {
-    run_suite(
-        &Suite {
-            configs: CPU_CONFIGS,
-            program: Program::Workload,
-            busy: options.threads,
-            idle: 0,
-            depth: 0,
-            work: Work::Sort,
-            governor: false,
-        },
-        options,
-        agent,
-        scratch,
-    );
+    run_suite(&Suite::busy(CPU_CONFIGS, Program::Workload, options.threads), options, agent, scratch);
 }
 
 /// The deep-stack table: `--threads` busy threads working 400 frames deep.
 pub fn run_deep(options: &Options, agent: &Path, scratch: &Path) {
-    let suite = Suite {
-        configs: DEEP_CONFIGS,
-        program: Program::Workload,
-        busy: options.threads,
-        idle: 0,
-        depth: DEEP_DEPTH,
-        work: Work::Sort,
-        governor: false,
-    };
+    let suite = Suite { depth: DEEP_DEPTH, ..Suite::busy(DEEP_CONFIGS, Program::Workload, options.threads) };
     run_suite(&suite, options, agent, scratch);
 }
 
 /// The native-stack table: `--threads` busy threads in zlib.
 pub fn run_zlib(options: &Options, agent: &Path, scratch: &Path) {
-    let suite = Suite {
-        configs: ZLIB_CONFIGS,
-        program: Program::Workload,
-        busy: options.threads,
-        idle: 0,
-        depth: 0,
-        work: Work::Deflate,
-        governor: false,
-    };
+    let suite = Suite { work: Work::Deflate, ..Suite::busy(ZLIB_CONFIGS, Program::Workload, options.threads) };
     run_suite(&suite, options, agent, scratch);
 }
 
 /// The real-application table: H2 with `--threads` workers.
 pub fn run_h2(options: &Options, agent: &Path, scratch: &Path) {
-    let suite = Suite {
-        configs: H2_CONFIGS,
-        program: Program::H2,
-        busy: options.threads,
-        idle: 0,
-        depth: 0,
-        work: Work::Sort,
-        governor: false,
-    };
-    run_suite(&suite, options, agent, scratch);
+    run_suite(&Suite::busy(H2_CONFIGS, Program::H2, options.threads), options, agent, scratch);
 }
 
 /// The governor table: `--threads` busy threads 400 frames deep, sampled
 /// at 100 us.
 pub fn run_governor(options: &Options, agent: &Path, scratch: &Path) {
     let suite = Suite {
-        configs: GOVERNOR_CONFIGS,
-        program: Program::Workload,
-        busy: options.threads,
-        idle: 0,
         depth: DEEP_DEPTH,
-        work: Work::Sort,
         governor: true,
+        ..Suite::busy(GOVERNOR_CONFIGS, Program::Workload, options.threads)
     };
     run_suite(&suite, options, agent, scratch);
 }
 
 /// The wall-clock table: 4 busy threads among 200 at `wall=5ms`.
 pub fn run_wall(options: &Options, agent: &Path, scratch: &Path) {
-    run_suite(
-        &Suite {
-            configs: WALL_CONFIGS,
-            program: Program::Workload,
-            busy: WALL_BUSY,
-            idle: WALL_IDLE,
-            depth: 0,
-            work: Work::Sort,
-            governor: false,
-        },
-        options,
-        agent,
-        scratch,
-    );
+    let suite = Suite { idle: WALL_IDLE, ..Suite::busy(WALL_CONFIGS, Program::Workload, WALL_BUSY) };
+    run_suite(&suite, options, agent, scratch);
 }
 
 /// One row of a table: a configuration and the agent build it runs.

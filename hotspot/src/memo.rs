@@ -193,28 +193,21 @@ mod tests {
         assert_eq!(cache.site(0), None);
     }
 
+    /// Two pcs sharing a slot: a lasting site takes it from the other; one
+    /// that does not last serves its own walk and leaves the slot alone.
     #[test]
-    fn a_site_that_does_not_last_leaves_the_lasting_one_in_its_slot() {
-        let mut cache = WalkCache::default();
-        let mut memo = WalkMemo::new(0, &mut cache);
-        memo.remember(Site::new(0x1000, 0x900, Some(7), 4, &[frame(1)]).unwrap());
-        let other = (0x1001..).find(|&pc| WalkCache::slot(pc) == WalkCache::slot(0x1000)).unwrap();
-        memo.remember(Site::new(other, 0x900, None, 4, &[frame(2)]).unwrap());
-        assert_eq!(memo.checked_site(other).map(Site::frames), Some(&[frame(2)][..]), "used within the walk");
-        let mut memo = WalkMemo::new(0, &mut cache);
-        assert_eq!(memo.lasting_site(0x1000, 0x900, || Some(7)).map(Site::frames), Some(&[frame(1)][..]));
-    }
-
-    #[test]
-    fn a_site_is_forgotten_when_another_pc_takes_its_slot() {
-        let mut cache = WalkCache::default();
-        let mut memo = WalkMemo::new(0, &mut cache);
-        memo.remember(Site::new(0x1000, 0x900, Some(7), 4, &[frame(1)]).unwrap());
-        let other = (0x1001..).find(|&pc| WalkCache::slot(pc) == WalkCache::slot(0x1000)).unwrap();
-        memo.remember(Site::new(other, 0x900, Some(7), 4, &[frame(2)]).unwrap());
-        let mut memo = WalkMemo::new(0, &mut cache);
-        assert_eq!(memo.lasting_site(0x1000, 0x900, || Some(7)), None);
-        assert_eq!(memo.lasting_site(other, 0x900, || Some(7)).unwrap().frames(), &[frame(2)]);
+    fn a_slot_holds_the_last_lasting_site() {
+        for second_lasts in [false, true] {
+            let mut cache = WalkCache::default();
+            let mut memo = WalkMemo::new(0, &mut cache);
+            memo.remember(Site::new(0x1000, 0x900, Some(7), 4, &[frame(1)]).unwrap());
+            let other = (0x1001..).find(|&pc| WalkCache::slot(pc) == WalkCache::slot(0x1000)).unwrap();
+            memo.remember(Site::new(other, 0x900, second_lasts.then_some(7), 4, &[frame(2)]).unwrap());
+            assert_eq!(memo.checked_site(other).map(Site::frames), Some(&[frame(2)][..]), "used within the walk");
+            let mut memo = WalkMemo::new(0, &mut cache);
+            assert_eq!(memo.lasting_site(0x1000, 0x900, || Some(7)).is_some(), !second_lasts);
+            assert_eq!(memo.lasting_site(other, 0x900, || Some(7)).is_some(), second_lasts);
+        }
         assert!(Site::new(0x1000, 0x900, None, 4, &[frame(1); SITE_FRAMES + 1]).is_none(), "too deep to remember");
     }
 }
