@@ -26,7 +26,7 @@ pub struct SymbolTable {
     entries: Vec<Entry>,
     names: String,
     /// The marked symbols' ranges, each up to the next symbol's start (where
-    /// a lookup in `entries` would find that one), sorted: about a hundred
+    /// a lookup in `entries` would find that one), sorted: about seventy
     /// in libjvm (`InterpreterRuntime`'s functions, mostly), so the
     /// handler's check of every libjvm frame searches a few KiB instead of
     /// every symbol.
