@@ -248,71 +248,107 @@ mod jfrs_values {
     }
 }
 
+/// Every event of `path` as the `jfrs` crate reads it, with its chunk's
+/// index and header; a chunk or event it cannot parse fails the test.
+fn each_jfrs_event(path: &Path, mut each: impl FnMut(usize, &jfrs::reader::ChunkHeader, &jfrs::reader::event::Event)) {
+    let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("open {}: {e}", path.display()));
+    let mut reader = jfrs::reader::JfrReader::new(std::io::BufReader::new(file));
+    for (index, chunk) in reader.chunks().enumerate() {
+        let (mut chunk_reader, chunk) =
+            chunk.unwrap_or_else(|e| panic!("jfrs cannot read chunk {index} of {}: {e:?}", path.display()));
+        for event in chunk_reader.events(&chunk) {
+            let event = event
+                .unwrap_or_else(|e| panic!("jfrs cannot read an event of chunk {index} of {}: {e:?}", path.display()));
+            each(index, &chunk.header, &event);
+        }
+    }
+}
+
 /// Reads a recording with the `jfrs` crate; a chunk or event it cannot
 /// parse fails the test. A value it cannot resolve reads as `?`.
 pub fn read_jfrs(path: &Path) -> JfrsRecording {
     use jfrs::reader::event::Accessor;
     use jfrs_values::{long, string};
-    let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("open {}: {e}", path.display()));
-    let mut reader = jfrs::reader::JfrReader::new(std::io::BufReader::new(file));
     let mut recording = JfrsRecording::default();
-    for (index, chunk) in reader.chunks().enumerate() {
-        let (mut chunk_reader, chunk) =
-            chunk.unwrap_or_else(|e| panic!("jfrs cannot read chunk {index} of {}: {e:?}", path.display()));
-        recording.chunks += 1;
-        let header = &chunk.header;
+    each_jfrs_event(path, |index, header, event| {
+        recording.chunks = recording.chunks.max(index + 1);
+        let name = event.class.name();
+        *recording.event_counts.entry(name.to_owned()).or_default() += 1;
+        let Some(kind) = Kind::of(name) else { return };
         // As jdk.jfr.consumer converts ticks (TimeConverter).
         let divisor = header.ticks_per_second as f64 / 1e9;
-        let (start_nanos, start_ticks) = (header.start_time_nanos, header.start_ticks);
-        for event in chunk_reader.events(&chunk) {
-            let event = event
-                .unwrap_or_else(|e| panic!("jfrs cannot read an event of chunk {index} of {}: {e:?}", path.display()));
-            let name = event.class.name();
-            *recording.event_counts.entry(name.to_owned()).or_default() += 1;
-            let Some(kind) = Kind::of(name) else { continue };
-            let value = event.value();
-            let ticks = long(value.get_field("startTime")).unwrap_or(i64::MIN);
-            let thread = value.get_field("sampledThread").or_else(|| value.get_field("eventThread"));
-            let thread = thread.and_then(Accessor::resolve).map_or_else(
-                || "?".to_owned(),
-                |t| string(t.get_field("javaName")).or_else(|| string(t.get_field("osName"))).unwrap_or_default(),
-            );
-            // A jdk-dialect CPU sample has no weight field: it stands for one period.
-            let weight = long(value.get_field("weight"))
-                .or_else(|| long(value.get_field("samples")))
-                .unwrap_or(i64::from(kind == Kind::Cpu));
-            let frames = value
-                .get_field("stackTrace")
-                .and_then(Accessor::resolve)
-                .and_then(|s| s.get_field("frames"))
-                .and_then(Accessor::as_iter)
-                .map(|frames| {
-                    frames
-                        .map(|frame| {
-                            let method = frame.get_field("method").and_then(Accessor::resolve);
-                            let field = |name: &str| method.as_ref().and_then(|m| m.get_field(name));
-                            let class =
-                                field("type").and_then(Accessor::resolve).and_then(|t| string(t.get_field("name")));
-                            frame_name(
-                                &string(frame.get_field("type")).unwrap_or_else(|| "?".to_owned()),
-                                &class.unwrap_or_default(),
-                                &string(field("name")).unwrap_or_else(|| "?".to_owned()),
-                                &string(field("descriptor")).unwrap_or_default(),
-                            )
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            recording.samples.push(Sample {
-                kind,
-                thread,
-                start_epoch_ns: start_nanos + ((ticks - start_ticks) as f64 / divisor) as i64,
-                weight,
-                frames,
-            });
-        }
-    }
+        let value = event.value();
+        let ticks = long(value.get_field("startTime")).unwrap_or(i64::MIN);
+        let thread = value.get_field("sampledThread").or_else(|| value.get_field("eventThread"));
+        let thread = thread.and_then(Accessor::resolve).map_or_else(
+            || "?".to_owned(),
+            |t| string(t.get_field("javaName")).or_else(|| string(t.get_field("osName"))).unwrap_or_default(),
+        );
+        // A jdk-dialect CPU sample has no weight field: it stands for one period.
+        let weight = long(value.get_field("weight"))
+            .or_else(|| long(value.get_field("samples")))
+            .unwrap_or(i64::from(kind == Kind::Cpu));
+        let frames = value
+            .get_field("stackTrace")
+            .and_then(Accessor::resolve)
+            .and_then(|s| s.get_field("frames"))
+            .and_then(Accessor::as_iter)
+            .map(|frames| frames.map(|frame| jfrs_frame_name(&frame)).collect())
+            .unwrap_or_default();
+        recording.samples.push(Sample {
+            kind,
+            thread,
+            start_epoch_ns: header.start_time_nanos + ((ticks - header.start_ticks) as f64 / divisor) as i64,
+            weight,
+            frames,
+        });
+    });
     recording
+}
+
+/// A frame as [`frame_name`] spells it.
+fn jfrs_frame_name(frame: &jfrs::reader::event::Accessor<'_>) -> String {
+    use jfrs::reader::event::Accessor;
+    use jfrs_values::string;
+    let method = frame.get_field("method").and_then(Accessor::resolve);
+    let field = |name: &str| method.as_ref().and_then(|m| m.get_field(name));
+    let class = field("type").and_then(Accessor::resolve).and_then(|t| string(t.get_field("name")));
+    frame_name(
+        &string(frame.get_field("type")).unwrap_or_else(|| "?".to_owned()),
+        &class.unwrap_or_default(),
+        &string(field("name")).unwrap_or_else(|| "?".to_owned()),
+        &string(field("descriptor")).unwrap_or_default(),
+    )
+}
+
+/// The stack trace key of every sample of `path` as `jfrs` reads it:
+/// (chunk index, key, the trace's pool entry spelled out: truncation, then
+/// each frame's name, method modifiers, line, bytecode index and type).
+pub fn jfrs_stack_trace_keys(path: &Path) -> Vec<(usize, i64, String)> {
+    use jfrs::reader::event::Accessor;
+    use jfrs::reader::value_descriptor::ValueDescriptor;
+    use jfrs_values::{long, string};
+    let mut keys = Vec::new();
+    each_jfrs_event(path, |index, _, event| {
+        if Kind::of(event.class.name()).is_none() {
+            return;
+        }
+        let Some(stack) = event.value().get_field_raw("stackTrace") else { return };
+        let &ValueDescriptor::ConstantPool { constant_index: key, .. } = stack.value else {
+            panic!("a stack trace not in the pool, chunk {index} of {}", path.display());
+        };
+        let trace = stack.resolve().unwrap_or_else(|| panic!("stack trace {key} undefined in chunk {index}"));
+        let mut entry = format!("{:?}", trace.get_field("truncated").map(|t| t.value));
+        for frame in trace.get_field("frames").and_then(Accessor::as_iter).into_iter().flatten() {
+            let method = frame.get_field("method").and_then(Accessor::resolve);
+            let modifiers = long(method.and_then(|m| m.get_field("modifiers")));
+            let (line, bci) = (long(frame.get_field("lineNumber")), long(frame.get_field("bytecodeIndex")));
+            let frame_type = string(frame.get_field("type")).unwrap_or_default();
+            write!(entry, ";{} {modifiers:?} {line:?}:{bci:?} {frame_type}", jfrs_frame_name(&frame)).unwrap();
+        }
+        keys.push((index, key, entry));
+    });
+    keys
 }
 
 // ---------------------------------------------------------------- jfr print

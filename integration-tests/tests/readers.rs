@@ -6,6 +6,7 @@
 
 use integration_tests::readers::*;
 use integration_tests::*;
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::time::Duration;
 
@@ -126,11 +127,35 @@ fn a_multi_chunk_recording_reads_the_same_whole_and_chunk_by_chunk() {
     }
     let by_chunk: Vec<Sample> = chunks.iter().flat_map(|c| read_jfrs(c).samples).collect();
     assert_same_samples("jfrs", ("whole", &agreed.samples), ("chunk by chunk", &by_chunk));
+    assert_trace_keys_are_content_keys(&session);
 
     let Some(whole) = &agreed.cpu else { return };
     let jar = converter_jar().expect("the converter read the whole file");
     let parts: Vec<Collapsed> = chunks.iter().map(|c| converter_collapsed(&jar, c, Kind::Cpu)).collect();
     assert_same_collapsed("converter --cpu", ("whole", whole), ("sum of the chunks", &sum_collapsed(&parts)));
+}
+
+/// A stack trace key means one trace in every chunk of `session`, and a
+/// trace keeps one key in every chunk it is in: a long session's keys grow
+/// with its distinct stacks, not with its dumps.
+fn assert_trace_keys_are_content_keys(session: &Path) {
+    let mut trace_of = HashMap::new();
+    let mut key_of = HashMap::new();
+    let mut chunks_of: HashMap<i64, BTreeSet<usize>> = HashMap::new();
+    let keys = jfrs_stack_trace_keys(session);
+    for (chunk, key, trace) in &keys {
+        assert_eq!(
+            *trace_of.entry(*key).or_insert(trace),
+            trace,
+            "key {key} in chunk {chunk} of {}",
+            session.display()
+        );
+        assert_eq!(*key_of.entry(trace).or_insert(*key), *key, "{trace} in chunk {chunk} of {}", session.display());
+        chunks_of.entry(*key).or_default().insert(*chunk);
+    }
+    let shared = chunks_of.values().filter(|chunks| chunks.len() > 1).count();
+    assert!(shared > 0, "no stack sampled in two chunks of {}: nothing to check", session.display());
+    eprintln!("{} samples, {} stack traces, {shared} of them in several chunks", keys.len(), trace_of.len());
 }
 
 /// Records CpuShares with CPU and wall sampling in a dialect (`None`: the

@@ -50,6 +50,22 @@ impl ByteBuf {
         self.bytes
     }
 
+    /// Shortens the buffer to its first `len` bytes.
+    pub fn truncate(&mut self, len: usize) {
+        self.bytes.truncate(len);
+    }
+
+    /// Moves `range` of the buffer to start at `to` (see
+    /// [`slice::copy_within`]).
+    pub fn copy_within(&mut self, range: std::ops::Range<usize>, to: usize) {
+        self.bytes.copy_within(range, to);
+    }
+
+    /// Overwrites the bytes at `at` with `bytes`.
+    pub fn write_at(&mut self, at: usize, bytes: &[u8]) {
+        self.bytes[at..at + bytes.len()].copy_from_slice(bytes);
+    }
+
     pub fn put_u8(&mut self, value: u8) {
         self.bytes.push(value);
     }
@@ -75,12 +91,12 @@ impl ByteBuf {
         self.bytes.extend_from_slice(&value.to_be_bytes());
     }
 
-    /// A JFR compressed unsigned 64-bit value (1 to 9 bytes).
     /// A JFR `float`: four big-endian IEEE 754 bytes.
     pub fn put_be_f32(&mut self, value: f32) {
         self.put_bytes(&value.to_bits().to_be_bytes());
     }
 
+    /// A JFR compressed unsigned 64-bit value (1 to 9 bytes).
     pub fn put_varint(&mut self, value: u64) {
         let mut rest = value;
         for _ in 0..8 {
@@ -92,6 +108,18 @@ impl ByteBuf {
             rest >>= 7;
         }
         self.bytes.push(rest as u8);
+    }
+
+    /// `value` (below 2^35) in exactly [`PADDED_VARINT_LEN`] bytes: the
+    /// first four carry a continuation bit even where the value has ended,
+    /// which readers decode as the value itself. A placeholder that a
+    /// shorter varint can replace in place.
+    pub fn put_varint_padded(&mut self, value: u64) {
+        debug_assert!(value < 1 << 35, "{value} does not fit a padded varint");
+        for i in 0..PADDED_VARINT_LEN - 1 {
+            self.bytes.push((value >> (7 * i)) as u8 & 0x7f | 0x80);
+        }
+        self.bytes.push((value >> 28) as u8 & 0x7f);
     }
 
     /// A signed value: JFR stores the two's complement bit pattern, so small
@@ -132,6 +160,9 @@ impl ByteBuf {
         }
     }
 }
+
+/// Bytes of [`ByteBuf::put_varint_padded`].
+pub const PADDED_VARINT_LEN: usize = 5;
 
 /// Number of bytes `put_varint` uses for `value`.
 pub fn varint_len(value: u64) -> usize {
@@ -181,6 +212,16 @@ mod tests {
             assert_eq!(buf.len(), varint_len(value), "length of {value}");
             assert!(buf.len() <= 9);
             assert_eq!(read_varint(buf.as_slice()), (value, buf.len()), "value {value}");
+        }
+    }
+
+    #[test]
+    fn padded_varints_take_five_bytes_and_read_as_their_value() {
+        for value in [0u64, 1, 127, 128, 16_383, 1 << 20, (1 << 35) - 1] {
+            let mut buf = ByteBuf::new();
+            buf.put_varint_padded(value);
+            assert_eq!(buf.len(), PADDED_VARINT_LEN);
+            assert_eq!(read_varint(buf.as_slice()), (value, PADDED_VARINT_LEN), "value {value}");
         }
     }
 

@@ -10,8 +10,8 @@
 //! (see [`ChunkClock`] and [`crate::pools`]): readers carry both from one
 //! chunk to the next.
 
-use crate::buffer::{varint_len, ByteBuf};
-use crate::events::{Event, Sample, SampleKind, MAX_REPEAT};
+use crate::buffer::{decode_varint, varint_len, ByteBuf, PADDED_VARINT_LEN};
+use crate::events::{stack_field, Event, Sample, SampleKind, StackIds, MAX_REPEAT};
 use crate::metadata::encode_metadata_body;
 use crate::pools::ConstantPools;
 use crate::schema::{self, Dialect};
@@ -51,13 +51,65 @@ pub struct ChunkWriter {
     scratch: ByteBuf,
     clock: ChunkClock,
     dialect: Dialect,
+    stacks: StackIds,
 }
 
 impl ChunkWriter {
+    /// A writer whose samples carry their stack trace keys.
     pub fn new(clock: ChunkClock, dialect: Dialect) -> Self {
         let mut out = ByteBuf::with_capacity(64 * 1024);
         out.put_bytes(&[0; HEADER_SIZE]);
-        Self { out, scratch: ByteBuf::new(), clock, dialect }
+        Self { out, scratch: ByteBuf::new(), clock, dialect, stacks: StackIds::Final }
+    }
+
+    /// A writer whose samples carry provisional stack ids (below 2^35),
+    /// each in five bytes until [`Self::renumber_stack_traces`] replaces
+    /// them with their keys: keys can then be chosen once the chunk's
+    /// samples are known (the most used traces first, in the shortest
+    /// varints).
+    pub fn with_provisional_stack_ids(clock: ChunkClock, dialect: Dialect) -> Self {
+        Self { stacks: StackIds::Provisional, ..Self::new(clock, dialect) }
+    }
+
+    /// Replaces the provisional stack id `id` of every sample written so
+    /// far with `key(id)`, shrinking the events in place (a key takes at
+    /// most the five bytes of the id it replaces). Samples written after
+    /// this carry their keys. Nothing to do for a writer made by
+    /// [`Self::new`].
+    pub fn renumber_stack_traces(&mut self, mut key: impl FnMut(u64) -> u64) {
+        if self.stacks == StackIds::Final {
+            return;
+        }
+        self.stacks = StackIds::Final;
+        let end = self.out.len();
+        let (mut read, mut write) = (HEADER_SIZE, HEADER_SIZE);
+        let mut payload = ByteBuf::new();
+        while read < end {
+            let bytes = &self.out.as_slice()[read..end];
+            let Some((size, stack_at)) = sample_stack_at(bytes) else {
+                debug_assert!(false, "an event this writer did not write at offset {read}");
+                break;
+            };
+            let Some(stack_at) = stack_at else {
+                self.out.copy_within(read..read + size, write);
+                read += size;
+                write += size;
+                continue;
+            };
+            let (id, _) = decode_varint(&bytes[stack_at..]).unwrap_or_default();
+            payload.clear();
+            payload.put_bytes(&bytes[varint_len(size as u64)..stack_at]);
+            payload.put_varint(key(id));
+            payload.put_bytes(&bytes[stack_at + PADDED_VARINT_LEN..size]);
+            self.scratch.clear();
+            put_sized(&mut self.scratch, payload.as_slice());
+            // The event only shrank: it ends at or before where it ended.
+            self.out.write_at(write, self.scratch.as_slice());
+            read += size;
+            write += self.scratch.len();
+        }
+        self.out.copy_within(read..end, write);
+        self.out.truncate(write + (end - read));
     }
 
     /// Bytes of events written so far (excluding the header).
@@ -83,11 +135,11 @@ impl ChunkWriter {
         self.scratch.put_varint(sample.type_id());
         match self.dialect {
             Dialect::Datadog => {
-                sample.write_datadog(&mut self.scratch);
+                sample.write_datadog(&mut self.scratch, self.stacks);
                 put_sized(&mut self.out, self.scratch.as_slice());
             }
             Dialect::Jdk => {
-                sample.write_jdk(&mut self.scratch);
+                sample.write_jdk(&mut self.scratch, self.stacks);
                 let mut context = ByteBuf::new();
                 if sample.has_context() {
                     context.put_varint(schema::id::SAMPLE_CONTEXT);
@@ -166,6 +218,22 @@ fn metadata_id(metadata: &[u8]) -> u64 {
     (hash >> 1).max(1)
 }
 
+/// The size of the event `bytes` start with and, for a sample, the offset
+/// of its stack trace field; `None` if the bytes end first.
+fn sample_stack_at(bytes: &[u8]) -> Option<(usize, Option<usize>)> {
+    let (size, size_len) = decode_varint(bytes)?;
+    let size = usize::try_from(size).ok().filter(|&s| s > size_len && s <= bytes.len())?;
+    let (type_id, type_len) = decode_varint(&bytes[size_len..size])?;
+    let Some(before) = stack_field(type_id) else {
+        return Some((size, None));
+    };
+    let mut at = size_len + type_len;
+    for _ in 0..before {
+        at += decode_varint(bytes.get(at..size)?)?.1;
+    }
+    (at + PADDED_VARINT_LEN <= size).then_some((size, Some(at)))
+}
+
 /// Writes an event: its total size (which counts the size field itself)
 /// followed by `payload`.
 fn put_sized(out: &mut ByteBuf, payload: &[u8]) {
@@ -180,6 +248,7 @@ fn put_sized(out: &mut ByteBuf, payload: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::events::ActiveSetting;
 
     /// The type ids of the events before the checkpoint.
     fn event_types(chunk: &[u8]) -> Vec<u64> {
@@ -238,6 +307,78 @@ mod tests {
             [e, e, w, a, m, p, l]
         );
         assert_eq!(event_types(&chunk_of(Dialect::Jdk, &[huge])).len() as u64, MAX_REPEAT);
+    }
+
+    /// Samples of every kind, each of whose stack ids is `stack(i)`.
+    fn every_kind(stack: impl Fn(u64) -> u64) -> Vec<Sample<'static>> {
+        use crate::schema::ThreadState;
+        let cpu = Sample {
+            kind: SampleKind::Cpu,
+            start_ticks: 1 << 40,
+            thread: 300,
+            stack_trace: stack(0),
+            state: ThreadState::Default,
+            weight: 2,
+            span_id: 9,
+            local_root_span_id: 0,
+            context: &[4],
+        };
+        let park = SampleKind::Park { class: 3, duration_ticks: 5_000_000, timeout_ns: None, until_ms: Some(7) };
+        let kinds = [
+            SampleKind::Wall,
+            SampleKind::Alloc { class: 3, size: 1024 },
+            SampleKind::Lock { class: 3, duration_ticks: 5_000_000 },
+            park,
+            SampleKind::Live { class: 3, size: 1024, allocation_ticks: 1, age: 2 },
+        ];
+        let mut samples = vec![cpu];
+        for (i, kind) in kinds.into_iter().enumerate() {
+            samples.push(Sample { kind, stack_trace: stack(i as u64 + 1), ..cpu });
+        }
+        // A payload near 127 bytes, whose size field shrinks with its id.
+        samples.push(Sample { stack_trace: stack(6), span_id: u64::MAX, local_root_span_id: u64::MAX, ..cpu });
+        samples
+    }
+
+    #[test]
+    fn renumbered_stack_ids_give_the_chunk_written_with_the_keys() {
+        let ids = [1u64 << 34, 200, 3, 70_000, 5, 128, 9];
+        let keys = [1u64, 300, 2, 1 << 30, 127, 128, 100_000];
+        let key_of = |id: u64| keys[ids.iter().position(|&i| i == id).unwrap()];
+        let end = ChunkEnd { duration_nanos: 1, final_chunk: true };
+        for dialect in [Dialect::Jdk, Dialect::Datadog] {
+            let clock = ChunkClock { start_nanos: 0, start_ticks: 0, ticks_per_second: 1_000_000_000 };
+            let mut provisional = ChunkWriter::with_provisional_stack_ids(clock, dialect);
+            let mut direct = ChunkWriter::new(clock, dialect);
+            let setting = ActiveSetting { start_ticks: 1, event_type: 2, name: "a", value: "b" };
+            provisional.write(&setting);
+            direct.write(&setting);
+            for (sample, keyed) in every_kind(|i| ids[i as usize]).iter().zip(every_kind(|i| keys[i as usize])) {
+                provisional.sample(sample);
+                direct.sample(&keyed);
+            }
+            let padded = provisional.event_bytes();
+            provisional.renumber_stack_traces(key_of);
+            assert!(provisional.event_bytes() < padded);
+            // Later samples carry their keys.
+            let later = Sample { stack_trace: 5, ..every_kind(|_| 5)[0] };
+            provisional.sample(&later);
+            direct.sample(&later);
+            let renumbered = provisional.finish(&mut ConstantPools::new(), end, &[]);
+            assert_eq!(renumbered, direct.finish(&mut ConstantPools::new(), end, &[]), "{dialect:?}");
+        }
+    }
+
+    #[test]
+    fn a_writer_with_keys_has_nothing_to_renumber() {
+        let clock = ChunkClock { start_nanos: 0, start_ticks: 0, ticks_per_second: 1_000_000_000 };
+        let mut writer = ChunkWriter::new(clock, Dialect::Jdk);
+        for sample in every_kind(|i| i + 1) {
+            writer.sample(&sample);
+        }
+        let before = writer.out.as_slice().to_vec();
+        writer.renumber_stack_traces(|_| panic!("no provisional ids"));
+        assert_eq!(writer.out.as_slice(), before);
     }
 
     #[test]

@@ -10,6 +10,37 @@ pub trait Event {
     fn write_fields(&self, out: &mut ByteBuf);
 }
 
+/// How a writer spells a sample's stack trace: the key itself, or a
+/// provisional id of fixed width, replaced in place once the chunk's keys
+/// are known ([`crate::ChunkWriter::renumber_stack_traces`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StackIds {
+    Final,
+    Provisional,
+}
+
+impl StackIds {
+    fn put(self, out: &mut ByteBuf, stack_trace: u64) {
+        match self {
+            StackIds::Final => out.put_varint(stack_trace),
+            StackIds::Provisional => out.put_varint_padded(stack_trace),
+        }
+    }
+}
+
+/// Where a sample event of `type_id` has its stack trace: after how many
+/// varint fields (following the type id). `None` for events that are not
+/// samples. Must agree with [`Sample::write_head`] and `write_wait`.
+pub(crate) fn stack_field(type_id: u64) -> Option<usize> {
+    match type_id {
+        // start time, sampled thread
+        id::EXECUTION_SAMPLE | id::METHOD_SAMPLE | id::ALLOCATION_SAMPLE | id::LIVE_OBJECT => Some(2),
+        // start time, duration, event thread
+        id::MONITOR_ENTER | id::THREAD_PARK => Some(3),
+        _ => None,
+    }
+}
+
 /// Samples a JDK-dialect CPU sample is written at most: one per interval
 /// its weight stands for (ctimer overruns).
 pub const MAX_REPEAT: u64 = 1000;
@@ -79,11 +110,11 @@ impl Sample<'_> {
     /// `datadog.ExecutionSample` / `datadog.MethodSample` /
     /// `datadog.ObjectSample` / `datadog.HeapLiveObject`: everything in one
     /// event.
-    pub(crate) fn write_datadog(&self, out: &mut ByteBuf) {
-        if self.write_wait(out) {
+    pub(crate) fn write_datadog(&self, out: &mut ByteBuf, stacks: StackIds) {
+        if self.write_wait(out, stacks) {
             return;
         }
-        self.write_head(out);
+        self.write_head(out, stacks);
         let size = match self.kind {
             SampleKind::Alloc { size, .. } => Some(size),
             SampleKind::Live { size, age, .. } => {
@@ -107,11 +138,11 @@ impl Sample<'_> {
     /// `jdk.ExecutionSample` / `profiler.WallClockSample` /
     /// `jdk.ObjectAllocationSample` / `profiler.LiveObject`: the JDK's and
     /// async-profiler's fields.
-    pub(crate) fn write_jdk(&self, out: &mut ByteBuf) {
-        if self.write_wait(out) {
+    pub(crate) fn write_jdk(&self, out: &mut ByteBuf, stacks: StackIds) {
+        if self.write_wait(out, stacks) {
             return;
         }
-        self.write_head(out);
+        self.write_head(out, stacks);
         match self.kind {
             SampleKind::Cpu | SampleKind::Lock { .. } | SampleKind::Park { .. } => {}
             SampleKind::Wall => out.put_int(self.weight.min(i32::MAX as u64) as i32),
@@ -126,7 +157,7 @@ impl Sample<'_> {
     /// A wait, the same event in both dialects: `jdk.JavaMonitorEnter`
     /// or `jdk.ThreadPark` with the JDK's fields (no previous owner or
     /// address is known). False for the other kinds.
-    fn write_wait(&self, out: &mut ByteBuf) -> bool {
+    fn write_wait(&self, out: &mut ByteBuf, stacks: StackIds) -> bool {
         let (class, duration_ticks) = match self.kind {
             SampleKind::Lock { class, duration_ticks } | SampleKind::Park { class, duration_ticks, .. } => {
                 (class, duration_ticks)
@@ -136,7 +167,7 @@ impl Sample<'_> {
         out.put_varint_signed(self.start_ticks);
         out.put_varint_signed(duration_ticks);
         out.put_varint(self.thread);
-        out.put_varint(self.stack_trace);
+        stacks.put(out, self.stack_trace);
         out.put_varint(class);
         if let SampleKind::Park { timeout_ns, until_ms, .. } = self.kind {
             out.put_varint_signed(timeout_ns.unwrap_or(i64::MIN));
@@ -167,10 +198,10 @@ impl Sample<'_> {
     }
 
     /// Time, thread, stack, then the thread state or the allocated class.
-    fn write_head(&self, out: &mut ByteBuf) {
+    fn write_head(&self, out: &mut ByteBuf, stacks: StackIds) {
         out.put_varint_signed(self.start_ticks);
         out.put_varint(self.thread);
-        out.put_varint(self.stack_trace);
+        stacks.put(out, self.stack_trace);
         match self.kind {
             SampleKind::Alloc { class, .. }
             | SampleKind::Live { class, .. }

@@ -7,11 +7,15 @@
 //! next, reuses them without reading the new entry; async-profiler's
 //! reader keeps one dictionary for the whole file.
 //!
-//! Symbols, packages, classes and methods are interned by content, under
-//! keys that are never reused (interning tables are forgotten past
-//! [`INTERNED_LIMIT`] entries; new keys continue after the old ones).
-//! Stack traces, threads, strings and attribute values are keyed by the
-//! caller, whose keys must obey the same rule. Keys start at 1 (0 is how
+//! Symbols, packages, classes, methods and stack traces are interned by
+//! content, under keys that are never reused (interning tables are
+//! forgotten past [`INTERNED_LIMIT`] entries; new keys continue after the
+//! old ones). A stack trace's content is its entry as a reader sees it, so
+//! a stack sampled in every chunk keeps one key for the whole file, and
+//! stacks that differ only in what the entry does not record (two return
+//! addresses in one native function) share one. Threads, strings and
+//! attribute values are keyed by the caller, whose keys must obey the
+//! same rule. Keys start at 1 (0 is how
 //! JFR spells null). A pool with no entry is left out of the checkpoint
 //! (the JDK reader rejects empty pools), except frame types and thread
 //! states, which are always written whole so every value an event can
@@ -20,8 +24,9 @@
 use crate::buffer::ByteBuf;
 use crate::schema::{id, ThreadState};
 use frames::FrameType;
+use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, HashSet};
-use std::hash::Hash;
+use std::hash::{Hash, Hasher};
 
 /// Entries an interning table holds before it is forgotten.
 pub const INTERNED_LIMIT: usize = 1 << 16;
@@ -106,6 +111,20 @@ impl<K: Hash + Eq> Interner<K> {
 type ClassContent = (u64, u64, i32);
 /// A method's identity: class, name and descriptor keys, modifiers, hidden.
 type MethodContent = (u64, u64, u64, i32, bool);
+/// A stack trace's identity: a 128-bit hash of its encoded entry (two
+/// independent 64-bit SipHashes), so a session's traces are told apart
+/// without keeping their frames.
+type TraceContent = (u64, u64);
+
+fn trace_content(entry: &[u8]) -> TraceContent {
+    let half = |seed: u8| {
+        let mut hasher = DefaultHasher::new();
+        hasher.write_u8(seed);
+        hasher.write(entry);
+        hasher.finish()
+    };
+    (half(0), half(1))
+}
 
 /// Encoded entries of one pool.
 #[derive(Default)]
@@ -144,6 +163,9 @@ pub struct ConstantPools {
     package_keys: Interner<u64>,
     class_keys: Interner<ClassContent>,
     method_keys: Interner<MethodContent>,
+    trace_keys: Interner<TraceContent>,
+    /// The stack trace being interned, encoded.
+    trace_entry: ByteBuf,
     /// Interned keys the current chunk's pools hold.
     written: HashSet<(u64, u64)>,
     /// The current chunk's methods by the caller's key.
@@ -236,18 +258,26 @@ impl ConstantPools {
         id
     }
 
-    /// A stack trace under the caller's key (the id events reference).
-    /// Frames go top (innermost) first.
-    pub fn stack_trace(&mut self, key: u64, truncated: bool, frames: &[FrameDef]) {
-        let out = self.stack_traces.entry(key);
-        out.put_bool(truncated);
-        out.put_varint(frames.len() as u64);
+    /// The key of the stack trace of `frames`, top (innermost) first: the
+    /// id events reference. Keys go to new content in the order asked, so
+    /// a caller that asks for its most used traces first gives them the
+    /// shortest keys.
+    pub fn stack_trace(&mut self, truncated: bool, frames: &[FrameDef]) -> u64 {
+        let entry = &mut self.trace_entry;
+        entry.clear();
+        entry.put_bool(truncated);
+        entry.put_varint(frames.len() as u64);
         for frame in frames {
-            out.put_varint(frame.method.0);
-            out.put_int(frame.line);
-            out.put_int(frame.bci);
-            out.put_varint(frame.frame_type.key());
+            entry.put_varint(frame.method.0);
+            entry.put_int(frame.line);
+            entry.put_int(frame.bci);
+            entry.put_varint(frame.frame_type.key());
         }
+        let key = self.trace_keys.key(trace_content(entry.as_slice()));
+        if self.first_in_chunk(id::STACK_TRACE, key) {
+            self.stack_traces.entry(key).put_bytes(self.trace_entry.as_slice());
+        }
+        key
     }
 
     pub fn thread(&mut self, key: u64, def: &ThreadDef<'_>) {
@@ -406,6 +436,34 @@ mod tests {
         let again = interner.key("a".to_owned());
         assert_ne!(again, first);
         assert_eq!(again, INTERNED_LIMIT as u64 + 2);
+    }
+
+    #[test]
+    fn stack_traces_are_keyed_by_what_their_entry_says() {
+        let mut pools = ConstantPools::new();
+        let run = pools.method(1, |p| define(p, "a/Worker", "run"));
+        let main = pools.method(2, |p| define(p, "a/Main", "main"));
+        let frame = |method, line| FrameDef { method, line, bci: 0, frame_type: FrameType::JitCompiled };
+        let stack = [frame(run, 10), frame(main, 3)];
+        let key = pools.stack_trace(false, &stack);
+        assert_eq!(key, 1, "the first content gets the first key");
+        assert_eq!(pools.stack_trace(false, &stack), key);
+        let others = [
+            pools.stack_trace(true, &stack),
+            pools.stack_trace(false, &stack[..1]),
+            pools.stack_trace(false, &[frame(run, 11), frame(main, 3)]),
+            pools.stack_trace(false, &[frame(main, 3), frame(run, 10)]),
+            pools.stack_trace(false, &[FrameDef { frame_type: FrameType::Inlined, ..stack[0] }, stack[1]]),
+        ];
+        assert_eq!(others, [2, 3, 4, 5, 6]);
+        let mut first = ByteBuf::new();
+        pools.encode_chunk(&mut first);
+        // The next chunk writes the entry again, under the same key.
+        assert_eq!(pools.stack_trace(false, &stack), key);
+        assert_eq!(pools.stack_traces.count, 1);
+        let mut second = ByteBuf::new();
+        pools.encode_chunk(&mut second);
+        assert!(second.len() < first.len());
     }
 
     #[test]

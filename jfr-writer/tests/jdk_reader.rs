@@ -24,8 +24,7 @@ fn sample_chunk(dialect: Dialect) -> Vec<u8> {
         modifiers: 0x100,
         hidden: false,
     });
-    pools.stack_trace(
-        7,
+    let trace = pools.stack_trace(
         false,
         &[
             FrameDef { method: native, line: -1, bci: -1, frame_type: FrameType::Native },
@@ -50,7 +49,7 @@ fn sample_chunk(dialect: Dialect) -> Vec<u8> {
             kind: SampleKind::Cpu,
             start_ticks: 1000 * i,
             thread: 1,
-            stack_trace: 7,
+            stack_trace: trace,
             state: dialect.cpu_state(),
             weight: 1,
             span_id: 11,
@@ -81,8 +80,8 @@ fn two_chunks() -> Vec<u8> {
             modifiers: 1,
             hidden: false,
         });
-        let trace = i as u64 + 1;
-        pools.stack_trace(trace, false, &[FrameDef { method, line: 10, bci: 0, frame_type: FrameType::Interpreted }]);
+        let trace =
+            pools.stack_trace(false, &[FrameDef { method, line: 10, bci: 0, frame_type: FrameType::Interpreted }]);
         pools.thread(1, &ThreadDef { os_name: "main", os_thread_id: 1, java_name: Some("main"), java_thread_id: 1 });
         chunk.sample(&Sample {
             kind: SampleKind::Cpu,

@@ -19,7 +19,7 @@ use jfr_writer::{
     schema, ActiveSetting, ChunkClock, ChunkEnd, ChunkWriter, ConstantPools, Dialect, Endpoint, FrameDef, MethodDef,
     NativeLibrary, ProfilerCounter, Sample as SampleEvent, SampleKind, ThreadDef, ThreadState,
 };
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 
 const ACC_NATIVE: i32 = 0x100;
 
@@ -27,19 +27,13 @@ fn thread_state(name: &str) -> ThreadState {
     ThreadState::ALL.into_iter().find(|s| s.name() == name).unwrap_or(ThreadState::Unknown)
 }
 
-/// A stack trace's identity: truncation, then (method, line, bci, type) per frame.
-type TraceKey = (bool, Vec<(jfr_writer::MethodId, i32, i32, u8)>);
-
-/// The copy's pools and the keys it gave threads, stack traces, strings
-/// and attribute values: one set for the whole file.
+/// The copy's pools (which key stack traces by content) and the keys it
+/// gave threads, strings and attribute values: one set for the whole file.
 struct Rewriter<'r> {
     pools: ConstantPools,
     /// Keys are per chunk: see [`ConstantPools::method`].
     methods: HashMap<(String, String, String, i32), jfr_writer::MethodId>,
     threads: HashMap<Thread, u64>,
-    traces: HashMap<TraceKey, u64>,
-    /// The stack traces the current chunk's pool holds.
-    chunk_traces: HashSet<u64>,
     values: HashMap<String, u64>,
     labels: HashMap<String, u64>,
     resolver: Option<&'r mut Resolver>,
@@ -113,16 +107,7 @@ impl Rewriter<'_> {
         for frame in &sample.frames {
             self.frames(frame, &mut frames);
         }
-        let key = (
-            sample.truncated,
-            frames.iter().map(|f| (f.method, f.line, f.bci, f.frame_type as u8)).collect::<Vec<_>>(),
-        );
-        let next = self.traces.len() as u64 + 1;
-        let id = *self.traces.entry(key).or_insert(next);
-        if self.chunk_traces.insert(id) {
-            self.pools.stack_trace(id, sample.truncated, &frames);
-        }
-        id
+        self.pools.stack_trace(sample.truncated, &frames)
     }
 
     fn write_chunk(&mut self, chunk: &Chunk, final_chunk: bool) -> Vec<u8> {
@@ -135,7 +120,6 @@ impl Rewriter<'_> {
         let dialect = dialect(chunk);
         let mut writer = ChunkWriter::new(clock, dialect.unwrap_or_default());
         self.methods.clear();
-        self.chunk_traces.clear();
         for (name, value) in &chunk.settings {
             writer.write(&ActiveSetting { start_ticks: start, event_type: schema::id::EXECUTION_SAMPLE, name, value });
         }
@@ -276,8 +260,6 @@ pub fn rewrite_counting(recording: &Recording, mut resolver: Option<&mut Resolve
         pools: ConstantPools::new(),
         methods: HashMap::new(),
         threads: HashMap::new(),
-        traces: HashMap::new(),
-        chunk_traces: HashSet::new(),
         values: HashMap::new(),
         labels: HashMap::new(),
         resolver,

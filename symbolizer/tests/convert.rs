@@ -10,7 +10,7 @@ fn sample_recording() -> Vec<u8> {
 }
 
 /// The CPU samples of [`sample_recording`], plus whatever `more` writes
-/// (thread 1 and stack traces 2 and 3 exist).
+/// (thread 1 and stack traces 1 and 2 exist).
 fn recording_with(more: impl FnOnce(&mut ChunkWriter, &mut ConstantPools)) -> Vec<u8> {
     let clock = ChunkClock { start_nanos: 0, start_ticks: 0, ticks_per_second: 1_000_000 };
     let mut chunk = ChunkWriter::new(clock, Dialect::Datadog);
@@ -28,14 +28,13 @@ fn recording_with(more: impl FnOnce(&mut ChunkWriter, &mut ConstantPools)) -> Ve
     let work = method(&mut pools, 2, "app/Main", "work");
     let native = method(&mut pools, 3, "", "memcpy");
     let frame = |method, frame_type| FrameDef { method, line: 1, bci: 0, frame_type };
-    pools.stack_trace(2, false, &[frame(work, FrameType::JitCompiled), frame(main, FrameType::Interpreted)]);
-    pools.stack_trace(
-        3,
+    let first = pools.stack_trace(false, &[frame(work, FrameType::JitCompiled), frame(main, FrameType::Interpreted)]);
+    let second = pools.stack_trace(
         false,
         &[frame(native, FrameType::Native), frame(work, FrameType::JitCompiled), frame(main, FrameType::Interpreted)],
     );
     pools.thread(1, &ThreadDef { os_name: "main", os_thread_id: 10, java_name: Some("main"), java_thread_id: 1 });
-    for (trace, weight) in [(2, 1), (2, 2), (3, 1)] {
+    for (trace, weight) in [(first, 1), (first, 2), (second, 1)] {
         chunk.sample(&Sample {
             kind: SampleKind::Cpu,
             start_ticks: 0,
@@ -116,7 +115,7 @@ fn the_jfr_copy_keeps_wall_clock_samples_and_endpoints() {
             kind: SampleKind::Wall,
             start_ticks,
             thread: 1,
-            stack_trace: 3,
+            stack_trace: 2,
             state: ThreadState::Sleeping,
             weight,
             span_id: 7,

@@ -38,8 +38,8 @@ fn chunk(dialect: Dialect, pools: &mut ConstantPools, index: i64, final_chunk: b
     let work = method(pools, 2, "app/Main", "work");
     let native = method(pools, 3, "", "memcpy");
     let frame = |method, frame_type| FrameDef { method, line: 7, bci: 3, frame_type };
-    pools.stack_trace(2, false, &[frame(work, FrameType::JitCompiled), frame(main, FrameType::Interpreted)]);
-    pools.stack_trace(3, true, &[frame(native, FrameType::Native), frame(work, FrameType::Inlined)]);
+    let first = pools.stack_trace(false, &[frame(work, FrameType::JitCompiled), frame(main, FrameType::Interpreted)]);
+    let second = pools.stack_trace(true, &[frame(native, FrameType::Native), frame(work, FrameType::Inlined)]);
     pools.thread(1, &ThreadDef { os_name: "main", os_thread_id: 10, java_name: Some("main"), java_thread_id: 1 });
     pools.thread(2, &ThreadDef { os_name: "worker", os_thread_id: 11, java_name: None, java_thread_id: 0 });
     pools.attribute_value(1, "GET /users");
@@ -64,17 +64,17 @@ fn chunk(dialect: Dialect, pools: &mut ConstantPools, index: i64, final_chunk: b
         SampleKind::Lock { class, duration_ticks: 5_000 },
     ];
     for (i, kind) in kinds.into_iter().enumerate() {
-        for trace in [2, 3] {
+        for (n, trace) in [(0, first), (1, second)] {
             chunk.sample(&Sample {
                 kind,
                 start_ticks: start + i as i64,
-                thread: 1 + (trace % 2),
+                thread: 1 + n,
                 stack_trace: trace,
                 state: ThreadState::Runnable,
                 weight: 1 + i as u64,
-                span_id: 7 * trace,
+                span_id: 7 * (n + 2),
                 local_root_span_id: 8,
-                context: &[trace - 2],
+                context: &[n],
             });
         }
     }

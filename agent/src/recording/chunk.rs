@@ -1,6 +1,9 @@
-//! One JFR chunk in the making: samples are encoded as they are drained;
-//! constant pools are built at the end, for exactly the stack traces and
-//! threads the chunk's events reference. Bytes from what the caller hands
+//! One JFR chunk in the making: samples are encoded as they are drained,
+//! each with its stack's id in the call trace storage; constant pools are
+//! built at the end, for exactly the stack traces and threads the chunk's
+//! events reference. Stack traces get their keys then, by content and the
+//! most sampled first (the shortest varints for the most samples), and
+//! the samples' ids are replaced with those keys. Bytes from what the caller hands
 //! in ([`ChunkSources`]): no I/O, no process-wide state.
 
 use super::endpoints::Batch;
@@ -53,7 +56,8 @@ pub struct ChunkBuilder {
     ticks: Ticks,
     start_mono_ns: u64,
     format: Format,
-    traces: HashSet<u32>,
+    /// Samples per stored stack trace id.
+    traces: HashMap<u32, u64>,
     threads: HashSet<u64>,
     context_values: HashSet<u32>,
 }
@@ -114,7 +118,7 @@ impl ChunkBuilder {
     ) -> Self {
         let start_ticks = ticks.at(start_mono_ns);
         let clock = ChunkClock { start_nanos: start_epoch_ns, start_ticks, ticks_per_second: TICKS_PER_SECOND };
-        let mut writer = ChunkWriter::new(clock, format.dialect);
+        let mut writer = ChunkWriter::with_provisional_stack_ids(clock, format.dialect);
         for (name, value) in settings {
             writer.write(&ActiveSetting { start_ticks, event_type: schema::id::EXECUTION_SAMPLE, name, value });
         }
@@ -123,7 +127,7 @@ impl ChunkBuilder {
             ticks,
             start_mono_ns,
             format: format.clone(),
-            traces: HashSet::new(),
+            traces: HashMap::new(),
             threads: HashSet::new(),
             context_values: HashSet::new(),
         }
@@ -215,7 +219,7 @@ impl ChunkBuilder {
         context: &Context,
     ) {
         self.threads.insert(thread);
-        self.traces.insert(trace);
+        *self.traces.entry(trace).or_default() += 1;
         let mut values = [0u64; MAX_CONTEXT_VALUES];
         let attributes = self.format.attributes.len().min(MAX_CONTEXT_VALUES);
         for (key, &value) in values.iter_mut().zip(&context.values).take(attributes) {
@@ -323,15 +327,20 @@ impl ChunkBuilder {
         }
     }
 
-    fn write_traces(&self, pools: &mut ConstantPools, table: &CallTraceStorage, names: &mut FrameNames<'_>) {
+    /// The stack traces the samples reference, most sampled first, keyed
+    /// by the pools; the samples' ids become those keys.
+    fn write_traces(&mut self, pools: &mut ConstantPools, table: &CallTraceStorage, names: &mut FrameNames<'_>) {
         let mut stored: HashMap<u32, (bool, Vec<Frame>)> = HashMap::new();
         table.for_each_live(|t| {
-            if self.traces.contains(&t.id.0) {
+            if self.traces.contains_key(&t.id.0) {
                 stored.insert(t.id.0, (t.truncated, t.frames.to_vec()));
             }
         });
+        let mut by_use: Vec<(u32, u64)> = self.traces.iter().map(|(&id, &samples)| (id, samples)).collect();
+        by_use.sort_unstable_by_key(|&(id, samples)| (std::cmp::Reverse(samples), id));
+        let mut keys = HashMap::with_capacity(by_use.len());
         let mut frames = Vec::new();
-        for &id in &self.traces {
+        for (id, _) in by_use {
             frames.clear();
             let truncated = match stored.get(&id) {
                 Some((truncated, stack)) => {
@@ -345,8 +354,10 @@ impl ChunkBuilder {
                     false
                 }
             };
-            pools.stack_trace(u64::from(id), truncated, &frames);
+            keys.insert(u64::from(id), pools.stack_trace(truncated, &frames));
         }
+        // Every sample's id is among the keys: `put` counted it.
+        self.writer.renumber_stack_traces(|id| keys.get(&id).copied().unwrap_or(0));
     }
 }
 
@@ -383,6 +394,66 @@ mod tests {
         );
         assert!(finished.bytes.starts_with(b"FLR\0"));
         assert_eq!(finished.context_values_expired, 1, "value 2 is not among the sources");
+    }
+
+    /// Each sample's stack trace key and top frame's bytecode index, as
+    /// `jfrs` reads the chunk.
+    fn sampled_keys(chunk: &[u8]) -> Vec<(i64, i64)> {
+        use jfrs::reader::event::Accessor;
+        use jfrs::reader::value_descriptor::{Primitive, ValueDescriptor};
+        let mut reader = jfrs::reader::JfrReader::new(std::io::Cursor::new(chunk));
+        let (mut events, chunk) = reader.chunks().next().unwrap().unwrap();
+        let mut keys = Vec::new();
+        for event in events.events(&chunk) {
+            let event = event.unwrap();
+            let Some(stack) = event.value().get_field_raw("stackTrace") else { continue };
+            let &ValueDescriptor::ConstantPool { constant_index, .. } = stack.value else { panic!("not pooled") };
+            let top = stack.resolve().and_then(|s| s.get_field("frames")).and_then(Accessor::as_iter).unwrap().next();
+            let bci = match top.and_then(|f| f.get_field("bytecodeIndex")).unwrap().value {
+                ValueDescriptor::Primitive(Primitive::Integer(bci)) => i64::from(*bci),
+                other => panic!("{other:?}"),
+            };
+            keys.push((constant_index, bci));
+        }
+        keys.sort_unstable();
+        keys
+    }
+
+    /// Keys go to the most sampled traces first; stored traces that read
+    /// the same (here two jmethodIDs whose methods are both gone) share one.
+    #[test]
+    fn stack_trace_keys_follow_use_and_content() {
+        let traces = CallTraceStorage::new(64, 1024).unwrap();
+        let stored = [Frame::java(1, 10), Frame::java(2, 20), Frame::java(3, 30), Frame::java(4, 30)]
+            .map(|frame| traces.put(&[frame], false, 0).0);
+        let mut records = Vec::new();
+        for (trace, samples) in stored.into_iter().zip([1, 5, 2, 2]) {
+            records.extend(std::iter::repeat_n(
+                SampleRecord { time_ns: 2_000, tid: 7, trace, ..Default::default() },
+                samples,
+            ));
+        }
+        let mut chunk = ChunkBuilder::new(Ticks::starting_at(1_000), 1_000, 0, &[], &Format::default());
+        chunk.add_samples(&records, u64::from, |_| 0, |size| size);
+        let finished = chunk.finish(
+            ChunkSources {
+                traces: &traces,
+                methods: &mut NoMethods,
+                libraries: None,
+                thread: &|_| None,
+                thread_key: &|tid| u64::from(tid),
+                counters: &[],
+                endpoints: &Batch::default(),
+                context_values: &HashMap::new(),
+                pools: &mut ConstantPools::new(),
+            },
+            3_000,
+            true,
+        );
+        let mut expected = vec![(1, 20); 5];
+        expected.extend([(2, 30); 4]);
+        expected.push((3, 10));
+        assert_eq!(sampled_keys(&finished.bytes), expected);
     }
 
     #[test]

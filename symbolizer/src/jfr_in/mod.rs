@@ -239,7 +239,7 @@ mod tests {
     use super::*;
     use jfr_writer::*;
 
-    /// A chunk with one CPU sample of stack trace `trace` (2 is defined).
+    /// A chunk with one CPU sample of stack trace `trace` (1 is defined).
     fn chunk(trace: u64) -> Vec<u8> {
         let clock = ChunkClock { start_nanos: 0, start_ticks: 0, ticks_per_second: 1_000_000_000 };
         let mut writer = ChunkWriter::new(clock, Dialect::Jdk);
@@ -252,7 +252,7 @@ mod tests {
             hidden: false,
         });
         let frame = FrameDef { method, line: 1, bci: 0, frame_type: frames::FrameType::JitCompiled };
-        pools.stack_trace(2, false, &[frame]);
+        assert_eq!(pools.stack_trace(false, &[frame]), 1);
         pools.thread(1, &ThreadDef { os_name: "t", os_thread_id: 1, java_name: None, java_thread_id: 1 });
         writer.sample(&Sample {
             kind: SampleKind::Cpu,
@@ -282,7 +282,7 @@ mod tests {
 
     #[test]
     fn headers_tell_a_cut_chunk_from_bytes_that_are_no_chunk() {
-        let bytes = chunk(2);
+        let bytes = chunk(1);
         let truncated = |r| matches!(r, Err(Split::Truncated { .. }));
         let malformed = |r| matches!(r, Err(Split::Malformed(_)));
         assert!(header(&bytes, 0).is_ok());
@@ -305,7 +305,7 @@ mod tests {
 
     #[test]
     fn a_chunk_is_checked_before_its_events_are_read() {
-        let bytes = chunk(2);
+        let bytes = chunk(1);
         assert_eq!(read(&bytes), Ok(1));
         let error = |bytes: &[u8]| read(bytes).unwrap_err().what;
         let mut damaged = bytes.clone();
