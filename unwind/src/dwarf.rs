@@ -1,8 +1,10 @@
-//! DWARF CFI unwinding (`.eh_frame`, `.eh_frame_hdr`, `.debug_frame`)
-//! through framehop, with its allocation-free cache policy. Addresses not
-//! covered by any module fall back to frame pointers inside framehop.
+//! DWARF CFI unwinding (`.eh_frame`, `.eh_frame_hdr`, `.debug_frame`):
+//! through a module's compiled rules where they apply ([`crate::rules`]),
+//! else through framehop, with its allocation-free cache policy. Addresses
+//! not covered by any module fall back to frame pointers inside framehop.
 
 use crate::arch::{from_framehop, to_framehop, FramehopCache, FramehopUnwinder};
+use crate::rules::CompiledRules;
 use crate::{check_progress, PcKind, Registers, StackReader, StepError, Unwinder};
 use framehop::{ExplicitModuleSectionInfo, FrameAddress, Module, MustNotAllocateDuringUnwind, Unwinder as _};
 use gimli::{BaseAddresses, EhFrameHdr, NativeEndian};
@@ -25,6 +27,9 @@ pub struct DwarfModule {
     pub eh_frame_hdr: Option<(Range<u64>, SectionData)>,
     pub debug_frame: Option<SectionData>,
     pub got_svma: Option<Range<u64>>,
+    /// `.eh_frame`'s rules compiled ([`CompiledRules::compile`]), shared
+    /// between unwinder generations.
+    pub rules: Option<Arc<CompiledRules>>,
 }
 
 /// The per-stripe cache: framehop's rule cache, sized at creation and
@@ -38,6 +43,15 @@ pub fn new_cache() -> Box<DwarfCache> {
 #[derive(Clone, Default)]
 pub struct DwarfUnwinder {
     inner: FramehopUnwinder<SectionData, MustNotAllocateDuringUnwind>,
+    /// Modules with compiled rules, by runtime address.
+    compiled: Vec<CompiledModule>,
+}
+
+#[derive(Clone)]
+struct CompiledModule {
+    avma: Range<u64>,
+    bias: u64,
+    rules: Arc<CompiledRules>,
 }
 
 impl DwarfUnwinder {
@@ -54,6 +68,11 @@ impl DwarfUnwinder {
             (Some(eh_frame), Some(hdr)) if !sound_eh_frame_hdr(hdr, eh_frame) => (None, None),
             (eh_frame, hdr) => (eh_frame.as_ref(), hdr.as_ref()),
         };
+        if let (Some(_), Some(rules)) = (eh_frame, &module.rules) {
+            let at = self.compiled.partition_point(|m| m.avma.start < module.avma.start);
+            let compiled = CompiledModule { avma: module.avma.clone(), bias: module.bias, rules: Arc::clone(rules) };
+            self.compiled.insert(at, compiled);
+        }
         let info = ExplicitModuleSectionInfo {
             base_svma: 0,
             text_svma: module.text_svma.clone(),
@@ -91,6 +110,31 @@ fn sound_eh_frame_hdr(hdr: &(Range<u64>, SectionData), eh_frame: &(Range<u64>, S
     }
 }
 
+impl DwarfUnwinder {
+    /// A step by the compiled rule of the frame's module, or `None` where
+    /// there is none.
+    fn compiled_step(
+        &self,
+        kind: PcKind,
+        regs: &mut Registers,
+        stack: &mut dyn StackReader,
+    ) -> Option<Result<bool, StepError>> {
+        let address = kind.attribution(regs.pc);
+        let module = &self.compiled[self.compiled.partition_point(|m| m.avma.start <= address).checked_sub(1)?];
+        if !module.avma.contains(&address) {
+            return None;
+        }
+        let rule = module.rules.lookup(address.wrapping_sub(module.bias))?;
+        let Some(caller) = rule.caller(regs, module.rules.ra_offset, stack) else {
+            return Some(Err(StepError::ReadRefused));
+        };
+        Some(check_progress(regs, &caller).map(|more| {
+            *regs = caller;
+            more
+        }))
+    }
+}
+
 impl Unwinder for DwarfUnwinder {
     type Cache = DwarfCache;
 
@@ -101,6 +145,9 @@ impl Unwinder for DwarfUnwinder {
         cache: &mut DwarfCache,
         stack: &mut dyn StackReader,
     ) -> Result<bool, StepError> {
+        if let Some(step) = self.compiled_step(kind, regs, stack) {
+            return step;
+        }
         let address = match kind {
             PcKind::Interrupted => FrameAddress::from_instruction_pointer(regs.pc),
             PcKind::ReturnAddress => FrameAddress::from_return_address(regs.pc).ok_or(StepError::NoProgress)?,

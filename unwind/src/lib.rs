@@ -15,6 +15,7 @@
 pub mod arch;
 pub mod dwarf;
 pub mod fp;
+pub mod rules;
 pub mod sframe;
 
 /// Reads the stack of the thread being unwound.

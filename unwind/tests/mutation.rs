@@ -1,9 +1,10 @@
 //! The unwinders' readers of unwind information taken from library
 //! files, mutated from real libraries for a few seconds each with a fixed
-//! seed: our SFrame reader and framehop's `.eh_frame`/`.eh_frame_hdr`
-//! reader. Each mutated file's sections are loaded as the agent loads
-//! them and unwound from pcs across `.text` against a fake stack: no
-//! panic, no hang, no step that does not move up the stack.
+//! seed: our SFrame reader, framehop's `.eh_frame`/`.eh_frame_hdr`
+//! reader and our compiler of `.eh_frame` rules. Each mutated file's
+//! sections are loaded (and their rules compiled) as the agent loads them
+//! and unwound from pcs across `.text` against a fake stack: no panic, no
+//! hang, no step that does not move up the stack.
 
 use mutation::{Campaign, Case};
 use object::{Object, ObjectSection};
@@ -12,6 +13,7 @@ use std::ops::Range;
 use std::sync::Arc;
 use test_skip::{skip, InCi};
 use unwind::dwarf::{new_cache, DwarfModule, DwarfUnwinder};
+use unwind::rules::CompiledRules;
 use unwind::sframe::{SFrameModule, SFrameSection, SFrameUnwinder};
 use unwind::{PcKind, Registers, StackReader, Unwinder};
 
@@ -128,7 +130,7 @@ fn mutated_eh_frame_unwinds_or_stops() {
         let mutated = |original: &Option<(Range<u64>, Arc<[u8]>)>| {
             original.as_ref().map(|(range, _)| (range.clone(), Arc::from(case.data)))
         };
-        let module = DwarfModule {
+        let mut module = DwarfModule {
             name: case.seed.to_owned(),
             avma: library.text.clone(),
             bias: 0,
@@ -141,7 +143,9 @@ fn mutated_eh_frame_unwinds_or_stops() {
             },
             debug_frame: None,
             got_svma: library.got.clone(),
+            rules: None,
         };
+        module.rules = CompiledRules::compile(&module).map(Arc::new);
         let mut unwinder = DwarfUnwinder::new();
         unwinder.add_module(&module);
         unwind_across(&unwinder, &mut new_cache(), &library.text, case);

@@ -30,6 +30,7 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Arc, Mutex};
 use symbols::SymbolTable;
 use unwind::dwarf::{DwarfModule, DwarfUnwinder, SectionData};
+use unwind::rules::CompiledRules;
 use unwind::sframe::{SFrameModule, SFrameSection, SFrameUnwinder};
 
 pub struct Library {
@@ -46,6 +47,8 @@ pub struct Library {
     pub is_jvm: bool,
     pub symbols: SymbolTable,
     sections: UnwindSections,
+    /// `.eh_frame`'s rules, compiled once when the library is loaded.
+    rules: Option<Arc<CompiledRules>>,
 }
 
 impl Library {
@@ -64,7 +67,7 @@ impl Library {
             None => (SymbolTable::default(), UnwindSections::default()),
         };
         let build_id = object.build_id.clone().or_else(|| data.and_then(|d| buildid::from_file_bytes(d).ok()));
-        Library {
+        let mut library = Library {
             index,
             path: object.path.clone(),
             bias: object.bias,
@@ -74,7 +77,10 @@ impl Library {
             is_jvm: object.path.ends_with("/libjvm.so"),
             symbols,
             sections,
-        }
+            rules: None,
+        };
+        library.rules = CompiledRules::compile(&library.dwarf_module()).map(Arc::new);
+        library
     }
 
     /// The file name (`libz.so.1`).
@@ -117,6 +123,7 @@ impl Library {
             eh_frame_hdr: self.sections.eh_frame_hdr.clone(),
             debug_frame: self.sections.debug_frame.clone(),
             got_svma: self.sections.got.clone(),
+            rules: self.rules.clone(),
         }
     }
 

@@ -22,6 +22,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
 use unwind::dwarf::{new_cache, DwarfModule, DwarfUnwinder, SectionData};
+use unwind::rules::CompiledRules;
 use unwind::{PcKind, Registers, StackReader, Unwinder};
 
 const TEXT: Range<u64> = 0x1000..0x2000;
@@ -146,8 +147,7 @@ pub(super) fn unwinder(eh_frame: &[u8], hdr: Option<&[u8]>) -> DwarfUnwinder {
     let section = |svma: u64, data: &[u8]| -> (Range<u64>, SectionData) {
         (svma..svma + data.len() as u64, Arc::from(data.to_vec()))
     };
-    let mut unwinder = DwarfUnwinder::new();
-    unwinder.add_module(&DwarfModule {
+    let mut module = DwarfModule {
         name: "crafted".into(),
         avma: TEXT.start + BIAS..TEXT.end + BIAS,
         bias: BIAS,
@@ -156,7 +156,12 @@ pub(super) fn unwinder(eh_frame: &[u8], hdr: Option<&[u8]>) -> DwarfUnwinder {
         eh_frame_hdr: hdr.map(|h| section(EH_FRAME_HDR_SVMA, h)),
         debug_frame: None,
         got_svma: None,
-    });
+        rules: None,
+    };
+    // As the agent builds it: the rules compiled ahead of time.
+    module.rules = CompiledRules::compile(&module).map(Arc::new);
+    let mut unwinder = DwarfUnwinder::new();
+    unwinder.add_module(&module);
     unwinder
 }
 

@@ -79,6 +79,10 @@ pub fn from_framehop(return_address: u64, regs: &FramehopRegs) -> Registers {
     Registers { pc: return_address, sp: regs.sp(), fp: regs.fp(), lr: regs.lr() }
 }
 
+/// A leaf function's return address stays in the link register, which
+/// the table does not model: framehop unwinds every frame.
+pub const CFI_REGISTERS: Option<super::CfiRegisters> = None;
+
 /// The ABI code of SFrame sections for this architecture.
 pub const SFRAME_ABI: u8 = crate::sframe::ABI_AARCH64_LE;
 

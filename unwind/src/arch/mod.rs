@@ -1,7 +1,8 @@
 //! Everything that differs between the instruction sets we run on, in one
 //! place: the registers of a signal's `ucontext`, the fault-recoverable
-//! load, the system-call instruction, framehop's unwinder types and the
-//! HotSpot frame-layout constants. One part per architecture, with the
+//! load, the system-call instruction, framehop's unwinder types, the
+//! registers of compiled DWARF rules and the HotSpot frame-layout
+//! constants. One part per architecture, with the
 //! same items; any other target fails to compile here.
 
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
@@ -29,6 +30,19 @@ pub struct HotSpotFrameOffsets {
     pub interpreter_sender_sp: i64,
     /// From an entry frame's fp: its JavaCallWrapper.
     pub entry_call_wrapper: i64,
+}
+
+/// The DWARF registers compiled unwind rules ([`crate::rules`]) read: the
+/// CFA's bases (stack and frame pointer), the frame pointer's rule, and
+/// the return address, which must be saved at `ra_offset` from the CFA.
+/// Each part's `CFI_REGISTERS` is `None` where rules are not compiled
+/// (framehop unwinds every frame there).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CfiRegisters {
+    pub sp: gimli::Register,
+    pub fp: gimli::Register,
+    pub ra: gimli::Register,
+    pub ra_offset: i64,
 }
 
 extern "C" {

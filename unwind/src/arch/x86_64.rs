@@ -80,6 +80,10 @@ pub fn from_framehop(return_address: u64, regs: &FramehopRegs) -> Registers {
     Registers { pc: return_address, sp: regs.sp(), fp: regs.bp(), lr: 0 }
 }
 
+/// The return address is pushed by `call`, just below the CFA.
+pub const CFI_REGISTERS: Option<super::CfiRegisters> =
+    Some(super::CfiRegisters { sp: gimli::X86_64::RSP, fp: gimli::X86_64::RBP, ra: gimli::X86_64::RA, ra_offset: -8 });
+
 /// The ABI code of SFrame sections for this architecture.
 pub const SFRAME_ABI: u8 = crate::sframe::ABI_AMD64_LE;
 
