@@ -128,10 +128,7 @@ impl DwarfUnwinder {
         let Some(caller) = rule.caller(regs, module.rules.ra_offset, stack) else {
             return Some(Err(StepError::ReadRefused));
         };
-        Some(check_progress(regs, &caller).map(|more| {
-            *regs = caller;
-            more
-        }))
+        Some(check_progress(regs, &caller).inspect(|_| *regs = caller))
     }
 }
 
