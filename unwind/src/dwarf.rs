@@ -92,7 +92,7 @@ impl DwarfUnwinder {
 /// points into `.eh_frame`. The lookup (gimli's, inside framehop)
 /// subtracts the `.eh_frame` address from an entry without a check, which
 /// a damaged table overflows.
-fn sound_eh_frame_hdr(hdr: &(Range<u64>, SectionData), eh_frame: &(Range<u64>, SectionData)) -> bool {
+pub(crate) fn sound_eh_frame_hdr(hdr: &(Range<u64>, SectionData), eh_frame: &(Range<u64>, SectionData)) -> bool {
     let bases = BaseAddresses::default().set_eh_frame_hdr(hdr.0.start).set_eh_frame(eh_frame.0.start);
     let Ok(parsed) = EhFrameHdr::new(&hdr.1[..], NativeEndian).parse(&bases, std::mem::size_of::<usize>() as u8) else {
         return false;

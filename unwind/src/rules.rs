@@ -10,9 +10,11 @@
 //! framehop.
 
 use crate::arch::{CfiRegisters, CFI_REGISTERS};
-use crate::dwarf::DwarfModule;
+use crate::dwarf::{sound_eh_frame_hdr, DwarfModule};
 use crate::{Registers, StackReader};
-use gimli::{BaseAddresses, CfaRule, CieOrFde, EhFrame, NativeEndian, RegisterRule, UnwindContext, UnwindSection};
+use gimli::{
+    BaseAddresses, CfaRule, CieOrFde, EhFrame, EhFrameHdr, NativeEndian, RegisterRule, UnwindContext, UnwindSection,
+};
 use std::collections::HashMap;
 
 /// Where a frame's CFA is.
@@ -73,93 +75,122 @@ impl std::fmt::Debug for CompiledRules {
     }
 }
 
-/// One FDE row: link-time address range and its rule, if simple.
-type RawRow = (u64, u64, Option<Rule>);
+/// FDE rows, as offsets from the table's base, and the number of their
+/// rule (1 + its index, or [`NOT_COMPILED`]).
+#[derive(Clone, Copy, Debug)]
+struct Row {
+    start: u32,
+    end: u32,
+    rule: u16,
+}
 
-impl CompiledRules {
-    /// The rules of `module`'s `.eh_frame`, or `None` where this
-    /// architecture's rules are not compiled, the module has no
-    /// `.eh_frame` or no row is simple. Allocates; bounded by the
-    /// section's size (FDEs that do not parse are left to framehop).
-    pub fn compile(module: &DwarfModule) -> Option<CompiledRules> {
-        let registers = CFI_REGISTERS?;
-        let (svma, data) = module.eh_frame.as_ref()?;
-        let eh_frame = EhFrame::new(&data[..], NativeEndian);
-        let mut bases = BaseAddresses::default().set_eh_frame(svma.start);
-        if let Some(text) = &module.text_svma {
-            bases = bases.set_text(text.start);
+/// Rules numbered as they are met; past `u16`'s range, not compiled.
+#[derive(Default)]
+struct Numbering {
+    rules: Vec<Rule>,
+    numbers: HashMap<Rule, u16>,
+}
+
+impl Numbering {
+    fn number(&mut self, rule: Option<Rule>) -> u16 {
+        let Some(rule) = rule else { return NOT_COMPILED };
+        if let Some(&number) = self.numbers.get(&rule) {
+            return number;
         }
-        let mut context = Box::new(UnwindContext::new());
-        let mut rows: Vec<RawRow> = Vec::new();
-        let mut entries = eh_frame.entries(&bases);
-        while let Ok(Some(entry)) = entries.next() {
-            let CieOrFde::Fde(partial) = entry else { continue };
-            let Ok(fde) = partial.parse(|section, bases, offset| section.cie_from_offset(bases, offset)) else {
-                continue;
-            };
-            let Ok(mut table) = fde.rows(&eh_frame, &bases, &mut context) else { continue };
-            while let Ok(Some(row)) = table.next_row() {
-                let rule = simple_rule(&registers, row);
-                rows.push((row.start_address(), row.end_address(), rule));
-            }
-        }
-        Self::from_rows(rows, registers.ra_offset)
+        let Ok(number) = u16::try_from(self.rules.len() + 1) else { return NOT_COMPILED };
+        self.rules.push(rule);
+        self.numbers.insert(rule, number);
+        number
+    }
+}
+
+/// The table in the making, from rows in ascending order of start.
+#[derive(Default)]
+struct TableBuilder {
+    starts: Vec<u32>,
+    row_rules: Vec<u16>,
+    /// The end of the rows so far (`None` before the first).
+    covered_to: Option<u32>,
+    last_start: u32,
+    /// False once a row came before the one pushed before it.
+    in_order: bool,
+}
+
+impl TableBuilder {
+    fn new() -> Self {
+        Self { in_order: true, ..Self::default() }
     }
 
-    /// The table of `rows` (in any order): gaps between FDEs, and a later
-    /// row overlapping an earlier one, are not compiled.
-    fn from_rows(mut rows: Vec<RawRow>, ra_offset: i64) -> Option<CompiledRules> {
-        rows.retain(|&(start, end, _)| start < end);
-        rows.sort_unstable_by_key(|&(start, end, _)| (start, end));
-        let base = rows.first()?.0;
-        let mut starts = Vec::new();
-        let mut row_rules = Vec::new();
-        let mut rules = Vec::new();
-        let mut index_of = HashMap::new();
-        let mut covered_to = base;
-        let mut push = |start: u64, rule: u16| {
-            if row_rules.last() == Some(&rule) {
-                return Some(());
-            }
-            starts.push(u32::try_from(start - base).ok()?);
-            row_rules.push(rule);
-            Some(())
-        };
-        for (start, end, rule) in rows {
-            if start < covered_to {
-                // Overlaps the row before: which FDE a lookup finds is
-                // framehop's call.
-                push(start, NOT_COMPILED)?;
-                covered_to = covered_to.max(end);
-                continue;
-            }
-            if start > covered_to {
-                push(covered_to, NOT_COMPILED)?;
-            }
-            let index = match rule {
-                Some(rule) => *index_of.entry(rule).or_insert_with(|| {
-                    rules.push(rule);
-                    u16::try_from(rules.len()).unwrap_or(NOT_COMPILED)
-                }),
-                None => NOT_COMPILED,
-            };
-            push(start, index)?;
-            covered_to = end;
+    fn mark(&mut self, start: u32, rule: u16) {
+        if self.row_rules.last() != Some(&rule) {
+            self.starts.push(start);
+            self.row_rules.push(rule);
         }
-        push(covered_to, NOT_COMPILED)?;
-        if rules.is_empty() {
+    }
+
+    /// Adds `row`: gaps before it, and its part that overlaps an earlier
+    /// row (which FDE a lookup finds is framehop's call), are not compiled.
+    fn push(&mut self, row: Row) {
+        if !self.in_order || row.start >= row.end {
+            return;
+        }
+        if row.start < self.last_start {
+            self.in_order = false;
+            return;
+        }
+        self.last_start = row.start;
+        match self.covered_to {
+            Some(covered_to) if row.start < covered_to => {
+                self.mark(row.start, NOT_COMPILED);
+                self.covered_to = Some(covered_to.max(row.end));
+                return;
+            }
+            Some(covered_to) if row.start > covered_to => self.mark(covered_to, NOT_COMPILED),
+            _ => {}
+        }
+        self.mark(row.start, row.rule);
+        self.covered_to = Some(row.end);
+    }
+
+    fn finish(mut self, base: u64, rules: Vec<Rule>, ra_offset: i64) -> Option<CompiledRules> {
+        let covered_to = self.covered_to?;
+        self.mark(covered_to, NOT_COMPILED);
+        if self.row_rules.iter().all(|&rule| rule == NOT_COMPILED) {
             return None;
         }
-        // Rules past u16's range were numbered NOT_COMPILED; the table
-        // keeps only those it can number.
-        rules.truncate(usize::from(u16::MAX));
         Some(CompiledRules {
             ra_offset,
             base,
-            starts: starts.into_boxed_slice(),
-            row_rules: row_rules.into_boxed_slice(),
+            starts: self.starts.into_boxed_slice(),
+            row_rules: self.row_rules.into_boxed_slice(),
             rules: rules.into_boxed_slice(),
         })
+    }
+}
+
+impl CompiledRules {
+    /// The rules of `module`'s `.eh_frame` for its executable code, or
+    /// `None` where this architecture's rules are not compiled, the module
+    /// has no `.eh_frame` or no row is simple. Allocates; bounded by the
+    /// section's size (FDEs that do not parse are left to framehop). FDEs
+    /// are read in address order through `.eh_frame_hdr`'s table, rows
+    /// straight into the table; without a header, or with one that is
+    /// not in order, from `.eh_frame` and sorted (12 bytes a row while
+    /// compiling).
+    pub fn compile(module: &DwarfModule) -> Option<CompiledRules> {
+        let registers = CFI_REGISTERS?;
+        let base = module.avma.start.wrapping_sub(module.bias);
+        let mut numbering = Numbering::default();
+        let mut table = TableBuilder::new();
+        let by_address = each_row(module, FdeOrder::Address, base, &registers, &mut numbering, |row| table.push(row));
+        if by_address.is_none() || !table.in_order {
+            let mut rows = Vec::new();
+            each_row(module, FdeOrder::Section, base, &registers, &mut numbering, |row| rows.push(row))?;
+            rows.sort_unstable_by_key(|row| (row.start, row.end));
+            table = TableBuilder::new();
+            rows.into_iter().for_each(|row| table.push(row));
+        }
+        table.finish(base, numbering.rules, registers.ra_offset)
     }
 
     /// The rule at link-time address `svma`, if compiled. Signal-safe.
@@ -171,9 +202,78 @@ impl CompiledRules {
     }
 
     /// Rows and distinct rules.
-    pub fn size(&self) -> (usize, usize) {
+    #[cfg(test)]
+    fn size(&self) -> (usize, usize) {
         (self.starts.len(), self.rules.len())
     }
+}
+
+/// The order [`each_row`] reads FDEs in.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FdeOrder {
+    /// By address, through `.eh_frame_hdr`'s sorted table (none without it).
+    Address,
+    /// As `.eh_frame` lists them.
+    Section,
+}
+
+/// Hands every row of `module`'s `.eh_frame` within 4 GiB above `base`
+/// to `each`, its rule numbered, its FDEs read in `order`; `None` without
+/// the sections that order needs.
+fn each_row(
+    module: &DwarfModule,
+    order: FdeOrder,
+    base: u64,
+    registers: &CfiRegisters,
+    numbering: &mut Numbering,
+    mut each: impl FnMut(Row),
+) -> Option<()> {
+    let (svma, data) = module.eh_frame.as_ref()?;
+    let eh_frame = EhFrame::new(&data[..], NativeEndian);
+    let mut bases = BaseAddresses::default().set_eh_frame(svma.start);
+    if let Some(text) = &module.text_svma {
+        bases = bases.set_text(text.start);
+    }
+    let offset = |address: u64| u32::try_from(address.checked_sub(base)?).ok();
+    let mut context = Box::new(UnwindContext::new());
+    let mut rows_of = |fde: gimli::FrameDescriptionEntry<_>| {
+        let Ok(mut rows) = fde.rows(&eh_frame, &bases, &mut context) else { return };
+        while let Ok(Some(row)) = rows.next_row() {
+            if let (Some(start), Some(end)) = (offset(row.start_address()), offset(row.end_address())) {
+                each(Row { start, end, rule: numbering.number(simple_rule(registers, row)) });
+            }
+        }
+    };
+    match order {
+        FdeOrder::Address => {
+            let (hdr_svma, hdr) = module.eh_frame_hdr.as_ref()?;
+            // gimli's `pointer_to_offset` subtracts unchecked.
+            if !sound_eh_frame_hdr(module.eh_frame_hdr.as_ref()?, module.eh_frame.as_ref()?) {
+                return None;
+            }
+            let bases = bases.clone().set_eh_frame_hdr(hdr_svma.start);
+            let parsed =
+                EhFrameHdr::new(&hdr[..], NativeEndian).parse(&bases, std::mem::size_of::<usize>() as u8).ok()?;
+            let table = parsed.table()?;
+            let mut entries = table.iter(&bases);
+            while let Ok(Some((_, fde))) = entries.next() {
+                let Ok(at) = table.pointer_to_offset(fde) else { continue };
+                if let Ok(fde) = eh_frame.fde_from_offset(&bases, at, EhFrame::cie_from_offset) {
+                    rows_of(fde);
+                }
+            }
+        }
+        FdeOrder::Section => {
+            let mut entries = eh_frame.entries(&bases);
+            while let Ok(Some(entry)) = entries.next() {
+                let CieOrFde::Fde(partial) = entry else { continue };
+                if let Ok(fde) = partial.parse(EhFrame::cie_from_offset) {
+                    rows_of(fde);
+                }
+            }
+        }
+    }
+    Some(())
 }
 
 /// A row's rule if the table can apply it: CFA from the stack or frame
@@ -213,39 +313,69 @@ mod tests {
     use object::{Object, ObjectSection};
     use std::sync::Arc;
 
-    const SP8: Option<Rule> = Some(Rule { cfa: Cfa::Sp(8), saved_fp: None });
-    const FP16: Option<Rule> = Some(Rule { cfa: Cfa::Fp(16), saved_fp: Some(-16) });
+    const SP8: Rule = Rule { cfa: Cfa::Sp(8), saved_fp: None };
+    const FP16: Rule = Rule { cfa: Cfa::Fp(16), saved_fp: Some(-16) };
+
+    /// `rows` (start, end, rule: 1 is `SP8`, 2 `FP16`) from 0x1000.
+    fn table(rows: &[(u32, u32, u16)]) -> Option<CompiledRules> {
+        let mut table = TableBuilder::new();
+        for &(start, end, rule) in rows {
+            table.push(Row { start, end, rule });
+        }
+        table.finish(0x1000, vec![SP8, FP16], -8)
+    }
 
     #[test]
     fn rows_become_a_table_with_gaps_and_overlaps_left_to_framehop() {
-        let rows = vec![
-            (0x1010, 0x1020, FP16),
-            (0x1000, 0x1004, SP8),
-            (0x1004, 0x1010, SP8), // same rule: merged
-            (0x1030, 0x1040, None),
-            (0x1040, 0x1050, SP8),
-            (0x1048, 0x1060, FP16), // overlaps the row before
-        ];
-        let table = CompiledRules::from_rows(rows, -8).unwrap();
+        let table = table(&[
+            (0x0, 0x4, 1),
+            (0x4, 0x10, 1), // same rule: merged
+            (0x10, 0x20, 2),
+            (0x30, 0x40, NOT_COMPILED),
+            (0x40, 0x50, 1),
+            (0x48, 0x60, 2), // overlaps the row before
+            (0x70, 0x70, 2), // empty
+        ])
+        .unwrap();
         assert_eq!(table.size(), (5, 2));
         let at = |address| table.lookup(address);
         assert_eq!(at(0xfff), None, "before the first row");
-        assert_eq!(at(0x1000), SP8);
-        assert_eq!(at(0x100f), SP8);
-        assert_eq!(at(0x1010), FP16);
-        assert_eq!(at(0x101f), FP16);
+        assert_eq!(at(0x1000), Some(SP8));
+        assert_eq!(at(0x100f), Some(SP8));
+        assert_eq!(at(0x1010), Some(FP16));
+        assert_eq!(at(0x101f), Some(FP16));
         assert_eq!(at(0x1020), None, "between FDEs");
         assert_eq!(at(0x1035), None, "a row that is not simple");
-        assert_eq!(at(0x1040), SP8);
+        assert_eq!(at(0x1040), Some(SP8));
         assert_eq!(at(0x1048), None, "overlapping FDEs");
         assert_eq!(at(0x1060), None, "after the last row");
         assert_eq!(at(u64::MAX), None);
     }
 
     #[test]
+    fn a_row_out_of_order_is_noticed() {
+        let mut table = TableBuilder::new();
+        table.push(Row { start: 0x10, end: 0x20, rule: 1 });
+        table.push(Row { start: 0x0, end: 0x10, rule: 1 });
+        assert!(!table.in_order);
+    }
+
+    #[test]
     fn nothing_simple_is_no_table() {
-        assert!(CompiledRules::from_rows(vec![(0x1000, 0x1010, None)], -8).is_none());
-        assert!(CompiledRules::from_rows(Vec::new(), -8).is_none());
+        assert!(table(&[(0x0, 0x10, NOT_COMPILED)]).is_none());
+        assert!(table(&[]).is_none());
+    }
+
+    #[test]
+    fn rules_past_sixteen_bits_are_not_compiled() {
+        let mut numbering = Numbering::default();
+        let rule = |offset| Some(Rule { cfa: Cfa::Sp(offset), saved_fp: None });
+        for offset in 0..i32::from(u16::MAX) {
+            assert_eq!(numbering.number(rule(offset)), offset as u16 + 1);
+        }
+        assert_eq!(numbering.number(rule(-1)), NOT_COMPILED);
+        assert_eq!(numbering.number(rule(7)), 8, "a rule met before keeps its number");
+        assert_eq!(numbering.number(None), NOT_COMPILED);
     }
 
     /// The module of the ELF file `bytes` at its link-time addresses.
@@ -291,13 +421,21 @@ mod tests {
 
     /// From the first and last address of every compiled row, interrupted
     /// there or returning there, the compiled rules give the caller
-    /// framehop gives.
+    /// framehop gives; compiled with or without `.eh_frame_hdr`, the same.
     #[test]
     fn compiled_rules_step_as_framehop_does() {
         for path in libraries() {
             let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
             let module = module_of(&path, &bytes);
             let rules = Arc::new(CompiledRules::compile(&module).unwrap());
+            // Without `.eh_frame_hdr`, FDEs read as listed and sorted: the same rules.
+            let unsorted = CompiledRules::compile(&DwarfModule { eh_frame_hdr: None, ..module.clone() }).unwrap();
+            for table in [&*rules, &unsorted] {
+                for &start in table.starts.iter() {
+                    let at = table.base + u64::from(start);
+                    assert_eq!(rules.lookup(at), unsorted.lookup(at), "{path} at {at:#x}");
+                }
+            }
             let mut compiled = DwarfUnwinder::new();
             compiled.add_module(&DwarfModule { rules: Some(Arc::clone(&rules)), ..module.clone() });
             let mut framehop = DwarfUnwinder::new();
