@@ -222,7 +222,6 @@ pub struct JfrsRecording {
     pub samples: Vec<Sample>,
     /// How many events of each type, all chunks together.
     pub event_counts: BTreeMap<String, usize>,
-    pub chunks: usize,
 }
 
 mod jfrs_values {
@@ -270,8 +269,7 @@ pub fn read_jfrs(path: &Path) -> JfrsRecording {
     use jfrs::reader::event::Accessor;
     use jfrs_values::{long, string};
     let mut recording = JfrsRecording::default();
-    each_jfrs_event(path, |index, header, event| {
-        recording.chunks = recording.chunks.max(index + 1);
+    each_jfrs_event(path, |_, header, event| {
         let name = event.class.name();
         *recording.event_counts.entry(name.to_owned()).or_default() += 1;
         let Some(kind) = Kind::of(name) else { return };

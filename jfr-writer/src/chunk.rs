@@ -72,10 +72,11 @@ impl ChunkWriter {
     }
 
     /// Replaces the provisional stack id `id` of every sample written so
-    /// far with `key(id)`, shrinking the events in place (a key takes at
-    /// most the five bytes of the id it replaces). Samples written after
-    /// this carry their keys. Nothing to do for a writer made by
-    /// [`Self::new`].
+    /// far with `key(id)`, shrinking the events in place: a key below
+    /// 2^35 takes at most the five bytes of the id it replaces (a larger
+    /// one, which pools never give, is written as 0, no stack). Samples
+    /// written after this carry their keys. Nothing to do for a writer
+    /// made by [`Self::new`].
     pub fn renumber_stack_traces(&mut self, mut key: impl FnMut(u64) -> u64) {
         if self.stacks == StackIds::Final {
             return;
@@ -87,8 +88,11 @@ impl ChunkWriter {
         while read < end {
             let bytes = &self.out.as_slice()[read..end];
             let Some((size, stack_at)) = sample_stack_at(bytes) else {
+                // Not an event this writer wrote: what follows is dropped
+                // rather than left with provisional ids.
                 debug_assert!(false, "an event this writer did not write at offset {read}");
-                break;
+                self.out.truncate(write);
+                return;
             };
             let Some(stack_at) = stack_at else {
                 self.out.copy_within(read..read + size, write);
@@ -99,7 +103,7 @@ impl ChunkWriter {
             let (id, _) = decode_varint(&bytes[stack_at..]).unwrap_or_default();
             payload.clear();
             payload.put_bytes(&bytes[varint_len(size as u64)..stack_at]);
-            payload.put_varint(key(id));
+            payload.put_varint(Some(key(id)).filter(|&key| key < 1 << 35).unwrap_or(0));
             payload.put_bytes(&bytes[stack_at + PADDED_VARINT_LEN..size]);
             self.scratch.clear();
             put_sized(&mut self.scratch, payload.as_slice());
@@ -112,7 +116,8 @@ impl ChunkWriter {
         self.out.truncate(write + (end - read));
     }
 
-    /// Bytes of events written so far (excluding the header).
+    /// Bytes of events written so far (excluding the header; provisional
+    /// stack ids count their five bytes).
     pub fn event_bytes(&self) -> usize {
         self.out.len() - HEADER_SIZE
     }
@@ -367,6 +372,21 @@ mod tests {
             let renumbered = provisional.finish(&mut ConstantPools::new(), end, &[]);
             assert_eq!(renumbered, direct.finish(&mut ConstantPools::new(), end, &[]), "{dialect:?}");
         }
+    }
+
+    #[test]
+    fn a_key_too_long_for_its_place_is_written_as_no_stack() {
+        let clock = ChunkClock { start_nanos: 0, start_ticks: 0, ticks_per_second: 1_000_000_000 };
+        let end = ChunkEnd { duration_nanos: 1, final_chunk: true };
+        let mut provisional = ChunkWriter::with_provisional_stack_ids(clock, Dialect::Jdk);
+        let mut direct = ChunkWriter::new(clock, Dialect::Jdk);
+        for (sample, keyed) in every_kind(|i| i + 1).iter().zip(every_kind(|_| 0)) {
+            provisional.sample(sample);
+            direct.sample(&keyed);
+        }
+        provisional.renumber_stack_traces(|_| 1 << 35);
+        let renumbered = provisional.finish(&mut ConstantPools::new(), end, &[]);
+        assert_eq!(renumbered, direct.finish(&mut ConstantPools::new(), end, &[]));
     }
 
     #[test]

@@ -11,15 +11,15 @@
 //! content, under keys that are never reused (interning tables are
 //! forgotten past [`INTERNED_LIMIT`] entries; new keys continue after the
 //! old ones). A stack trace's content is its entry as a reader sees it, so
-//! a stack sampled in every chunk keeps one key for the whole file, and
+//! a stack sampled in every chunk keeps one key for the whole file (until
+//! the file has had [`INTERNED_LIMIT`] distinct stacks), and
 //! stacks that differ only in what the entry does not record (two return
 //! addresses in one native function) share one. Threads, strings and
 //! attribute values are keyed by the caller, whose keys must obey the
-//! same rule. Keys start at 1 (0 is how
-//! JFR spells null). A pool with no entry is left out of the checkpoint
-//! (the JDK reader rejects empty pools), except frame types and thread
-//! states, which are always written whole so every value an event can
-//! carry resolves.
+//! same rule. Keys start at 1 (0 is how JFR spells null). A pool with no
+//! entry is left out of the checkpoint (the JDK reader rejects empty
+//! pools), except frame types and thread states, which are always written
+//! whole so every value an event can carry resolves.
 
 use crate::buffer::ByteBuf;
 use crate::schema::{id, ThreadState};

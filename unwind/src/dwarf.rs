@@ -111,9 +111,11 @@ pub(crate) fn sound_eh_frame_hdr(hdr: &(Range<u64>, SectionData), eh_frame: &(Ra
 }
 
 impl DwarfUnwinder {
-    /// A step by the compiled rule of the frame's module, or `None` where
-    /// there is none.
-    fn compiled_step(
+    /// A step by the compiled rule of the frame's module that reads its
+    /// caller and moves up the stack; `None` otherwise (no rule here, a
+    /// read refused, a return address of 0, no progress), where framehop
+    /// takes the step and decides how it ends, as it would have alone.
+    pub(crate) fn compiled_step(
         &self,
         kind: PcKind,
         regs: &mut Registers,
@@ -125,10 +127,11 @@ impl DwarfUnwinder {
             return None;
         }
         let rule = module.rules.lookup(address.wrapping_sub(module.bias))?;
-        let Some(caller) = rule.caller(regs, module.rules.ra_offset, stack) else {
-            return Some(Err(StepError::ReadRefused));
-        };
-        Some(check_progress(regs, &caller).inspect(|_| *regs = caller))
+        let interrupted = kind == PcKind::Interrupted;
+        let caller = rule.caller(regs, interrupted, module.rules.ra_offset, stack).filter(|caller| caller.pc != 0)?;
+        let more = check_progress(regs, &caller).ok()?;
+        *regs = caller;
+        Some(Ok(more))
     }
 }
 

@@ -125,7 +125,7 @@ fn seeds(libraries: &HashMap<String, (String, Library)>, kinds: &[&str]) -> Vec<
 fn mutated_eh_frame_unwinds_or_stops() {
     let libraries = libraries();
     let seeds = seeds(&libraries, &[".eh_frame", ".eh_frame_hdr"]);
-    Campaign::new("framehop .eh_frame and .eh_frame_hdr", seeds).run(move |case| {
+    Campaign::new(".eh_frame and .eh_frame_hdr (framehop, compiled rules)", seeds).run(move |case| {
         let (kind, library) = &libraries[case.seed];
         let mutated = |original: &Option<(Range<u64>, Arc<[u8]>)>| {
             original.as_ref().map(|(range, _)| (range.clone(), Arc::from(case.data)))
@@ -145,6 +145,10 @@ fn mutated_eh_frame_unwinds_or_stops() {
             got_svma: library.got.clone(),
             rules: None,
         };
+        // framehop alone, then as the agent builds it (rules compiled).
+        let mut framehop = DwarfUnwinder::new();
+        framehop.add_module(&module);
+        unwind_across(&framehop, &mut new_cache(), &library.text, case);
         module.rules = CompiledRules::compile(&module).map(Arc::new);
         let mut unwinder = DwarfUnwinder::new();
         unwinder.add_module(&module);

@@ -3,8 +3,8 @@
 //! built at the end, for exactly the stack traces and threads the chunk's
 //! events reference. Stack traces get their keys then, by content and the
 //! most sampled first (the shortest varints for the most samples), and
-//! the samples' ids are replaced with those keys. Bytes from what the caller hands
-//! in ([`ChunkSources`]): no I/O, no process-wide state.
+//! the samples' ids are replaced with those keys. Bytes from what the
+//! caller hands in ([`ChunkSources`]): no I/O, no process-wide state.
 
 use super::endpoints::Batch;
 use super::frame_names::FrameNames;

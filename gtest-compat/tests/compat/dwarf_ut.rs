@@ -1,9 +1,11 @@
 //! Port of upstream `dwarf_ut` (see gtest-compat/README.md).
 //!
 //! Upstream's `DwarfParser` turns `.eh_frame` (linearly, or through
-//! `.eh_frame_hdr`) into a table of frame records. Ours hands the sections
-//! to framehop (`unwind::dwarf::DwarfUnwinder`), which exposes no table: a
-//! record is observed through `step()`. Every case builds a module whose
+//! `.eh_frame_hdr`) into a table of frame records. Ours compiles the simple
+//! rules into a table too (`unwind::rules`) and hands the sections to
+//! framehop for the rest (`unwind::dwarf::DwarfUnwinder`): a record is
+//! observed through `step()`, of the agent's unwinder and of framehop
+//! alone, which must agree. Every case builds a module whose
 //! `.eh_frame` is crafted in the test, then unwinds one frame at a chosen
 //! address from a fake stack laid out so that the outcome names the rule
 //! that was applied:
@@ -143,7 +145,15 @@ fn eh_frame_hdr(fde_count: u32, entries: &[(u64, usize)]) -> Vec<u8> {
     out
 }
 
-pub(super) fn unwinder(eh_frame: &[u8], hdr: Option<&[u8]>) -> DwarfUnwinder {
+/// The crafted module two ways: as the agent builds it (the rules
+/// compiled ahead of time, framehop for the rest) and framehop alone, so
+/// both readers of the crafted sections are checked.
+pub(super) struct Unwinders {
+    compiled: DwarfUnwinder,
+    framehop: DwarfUnwinder,
+}
+
+pub(super) fn unwinder(eh_frame: &[u8], hdr: Option<&[u8]>) -> Unwinders {
     let section = |svma: u64, data: &[u8]| -> (Range<u64>, SectionData) {
         (svma..svma + data.len() as u64, Arc::from(data.to_vec()))
     };
@@ -158,30 +168,38 @@ pub(super) fn unwinder(eh_frame: &[u8], hdr: Option<&[u8]>) -> DwarfUnwinder {
         got_svma: None,
         rules: None,
     };
-    // As the agent builds it: the rules compiled ahead of time.
+    let mut framehop = DwarfUnwinder::new();
+    framehop.add_module(&module);
     module.rules = CompiledRules::compile(&module).map(Arc::new);
-    let mut unwinder = DwarfUnwinder::new();
-    unwinder.add_module(&module);
-    unwinder
+    let mut compiled = DwarfUnwinder::new();
+    compiled.add_module(&module);
+    Unwinders { compiled, framehop }
 }
 
 /// Unwinds the frame whose return address is just past link-time `svma`
-/// (so `svma` is the address looked up).
-pub(super) fn probe(unwinder: &DwarfUnwinder, svma: u64) -> Outcome {
-    let mut stack = FakeStack(HashMap::from([(SP, JUST_RA), (SP + 8, DWARF_RA), (FP, FP + 0x100), (FP + 8, FP_RA)]));
-    let mut regs = Registers { pc: svma + BIAS + 1, sp: SP, fp: FP, lr: 0 };
-    let mut cache = new_cache();
-    let result = unwinder.step(PcKind::ReturnAddress, &mut regs, &mut cache, &mut stack).map(|_| regs);
-    match result {
-        Ok(r) if r == (Registers { pc: DWARF_RA, sp: SP + 16, fp: FP, lr: 0 }) => Outcome::Dwarf,
-        Ok(r) if r == (Registers { pc: JUST_RA, sp: SP + 8, fp: FP, lr: 0 }) => Outcome::JustReturn,
-        Ok(r) if r == (Registers { pc: FP_RA, sp: FP + 16, fp: FP + 0x100, lr: 0 }) => Outcome::FramePointer,
-        other => Outcome::Other(other),
-    }
+/// (so `svma` is the address looked up), with and without the compiled
+/// rules, which must agree.
+pub(super) fn probe(unwinders: &Unwinders, svma: u64) -> Outcome {
+    let outcome = |unwinder: &DwarfUnwinder| {
+        let mut stack =
+            FakeStack(HashMap::from([(SP, JUST_RA), (SP + 8, DWARF_RA), (FP, FP + 0x100), (FP + 8, FP_RA)]));
+        let mut regs = Registers { pc: svma + BIAS + 1, sp: SP, fp: FP, lr: 0 };
+        let mut cache = new_cache();
+        let result = unwinder.step(PcKind::ReturnAddress, &mut regs, &mut cache, &mut stack).map(|_| regs);
+        match result {
+            Ok(r) if r == (Registers { pc: DWARF_RA, sp: SP + 16, fp: FP, lr: 0 }) => Outcome::Dwarf,
+            Ok(r) if r == (Registers { pc: JUST_RA, sp: SP + 8, fp: FP, lr: 0 }) => Outcome::JustReturn,
+            Ok(r) if r == (Registers { pc: FP_RA, sp: FP + 16, fp: FP + 0x100, lr: 0 }) => Outcome::FramePointer,
+            other => Outcome::Other(other),
+        }
+    };
+    let compiled = outcome(&unwinders.compiled);
+    assert_eq!(compiled, outcome(&unwinders.framehop), "compiled rules and framehop at {svma:#x}");
+    compiled
 }
 
 /// Probes a spread of addresses over the text: none may get a DWARF rule.
-fn assert_no_records(unwinder: &DwarfUnwinder) {
+fn assert_no_records(unwinder: &Unwinders) {
     for svma in (TEXT.start..TEXT.end).step_by(0x40) {
         assert_eq!(probe(unwinder, svma), Outcome::FramePointer, "at {svma:#x}");
     }
