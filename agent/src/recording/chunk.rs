@@ -366,6 +366,23 @@ mod tests {
     use super::*;
     use crate::recording::methods::NoMethods;
 
+    /// The last chunk of a session whose sources are `traces` and the
+    /// context `values` alone.
+    fn finish(chunk: ChunkBuilder, traces: &CallTraceStorage, values: &HashMap<u32, String>) -> Finished {
+        let sources = ChunkSources {
+            traces,
+            methods: &mut NoMethods,
+            libraries: None,
+            thread: &|_| None,
+            thread_key: &|tid| u64::from(tid),
+            counters: &[],
+            endpoints: &Batch::default(),
+            context_values: values,
+            pools: &mut ConstantPools::new(),
+        };
+        chunk.finish(sources, 3_000, true)
+    }
+
     #[test]
     fn a_chunk_comes_from_its_sources_alone_and_reports_unknown_context_values() {
         let format = Format { attributes: vec!["route".to_owned()], ..Format::default() };
@@ -377,21 +394,7 @@ mod tests {
         chunk.add_samples(&[known, unknown], u64::from, |_| 0, |size| size);
         let traces = CallTraceStorage::new(64, 1024).unwrap();
         let values = HashMap::from([(1, "/orders".to_owned())]);
-        let finished = chunk.finish(
-            ChunkSources {
-                traces: &traces,
-                methods: &mut NoMethods,
-                libraries: None,
-                thread: &|_| None,
-                thread_key: &|tid| u64::from(tid),
-                counters: &[],
-                endpoints: &Batch::default(),
-                context_values: &values,
-                pools: &mut ConstantPools::new(),
-            },
-            3_000,
-            true,
-        );
+        let finished = finish(chunk, &traces, &values);
         assert!(finished.bytes.starts_with(b"FLR\0"));
         assert_eq!(finished.context_values_expired, 1, "value 2 is not among the sources");
     }
@@ -435,21 +438,7 @@ mod tests {
         }
         let mut chunk = ChunkBuilder::new(Ticks::starting_at(1_000), 1_000, 0, &[], &Format::default());
         chunk.add_samples(&records, u64::from, |_| 0, |size| size);
-        let finished = chunk.finish(
-            ChunkSources {
-                traces: &traces,
-                methods: &mut NoMethods,
-                libraries: None,
-                thread: &|_| None,
-                thread_key: &|tid| u64::from(tid),
-                counters: &[],
-                endpoints: &Batch::default(),
-                context_values: &HashMap::new(),
-                pools: &mut ConstantPools::new(),
-            },
-            3_000,
-            true,
-        );
+        let finished = finish(chunk, &traces, &HashMap::new());
         let mut expected = vec![(1, 20); 5];
         expected.extend([(2, 30); 4]);
         expected.push((3, 10));
