@@ -112,8 +112,7 @@ impl ChunkWriter {
             read += size;
             write += self.scratch.len();
         }
-        self.out.copy_within(read..end, write);
-        self.out.truncate(write + (end - read));
+        self.out.truncate(write);
     }
 
     /// Bytes of events written so far (excluding the header; provisional
