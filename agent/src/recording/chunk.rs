@@ -23,18 +23,22 @@ use jfr_writer::{
 };
 use std::collections::{HashMap, HashSet};
 
-/// Event ticks are CLOCK_MONOTONIC nanoseconds counted from a session's
+/// Event ticks are CLOCK_MONOTONIC microseconds counted from a session's
 /// [`Ticks`] origin: one clock for every chunk of the session.
-const TICKS_PER_SECOND: i64 = 1_000_000_000;
+const TICKS_PER_SECOND: i64 = 1_000_000;
+const NANOS_PER_TICK: u64 = 1_000_000_000 / TICKS_PER_SECOND as u64;
 
 /// A session's tick origin, one second before the session began (so no
-/// time of the session, nor a chunk's start, is tick 0). Small ticks are
-/// short varints: 5 bytes for the first 33 s of a session, 6 bytes up to
-/// 73 minutes, 7 bytes up to 6.5 days, where nanoseconds since boot take
-/// 7 to 8 bytes on a host up for a day or more. A time before the origin
-/// (a wait that began more than a second before the session) is stamped
-/// at the origin. The ticks are this session's own: nothing lines them up
-/// with another clock's (the JVM's own JFR ticks by its TSC when it can).
+/// time of the session, nor a chunk's start, is tick 0). A tick is a
+/// microsecond: every event stamps one, and small ticks are short
+/// varints (4 bytes for the first 268 s of a session, 5 bytes up to 9.5
+/// hours, 6 bytes up to 1.1 years, where nanoseconds would take 5 bytes
+/// from 268 ms, 6 from 34 s and 7 from 73 minutes). Samples come at most
+/// every 100 µs and waits are recorded from 10 µs, so a microsecond loses
+/// nothing a reader can use. A time before the origin (a wait that began
+/// more than a second before the session) is stamped at the origin. The
+/// ticks are this session's own: nothing lines them up with another
+/// clock's (the JVM's own JFR ticks by its TSC when it can).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ticks {
     origin_mono_ns: u64,
@@ -47,7 +51,20 @@ impl Ticks {
 
     /// The tick of a CLOCK_MONOTONIC time (0 for a time before the origin).
     pub fn at(self, mono_ns: u64) -> i64 {
-        mono_ns.saturating_sub(self.origin_mono_ns) as i64
+        Self::span(mono_ns.saturating_sub(self.origin_mono_ns))
+    }
+
+    /// The ticks of a duration, rounded down as [`Self::at`] rounds times.
+    pub fn span(nanos: u64) -> i64 {
+        (nanos / NANOS_PER_TICK) as i64
+    }
+
+    /// How far `mono_ns` is past the start of its tick. A chunk's header
+    /// pairs its start tick with the wall-clock time of that tick's start,
+    /// so every chunk maps ticks to time alike: a reader converting one
+    /// chunk's ticks by another's header gets the same times.
+    pub fn into_tick(self, mono_ns: u64) -> u64 {
+        mono_ns.saturating_sub(self.origin_mono_ns) % NANOS_PER_TICK
     }
 }
 
@@ -117,7 +134,8 @@ impl ChunkBuilder {
         format: &Format,
     ) -> Self {
         let start_ticks = ticks.at(start_mono_ns);
-        let clock = ChunkClock { start_nanos: start_epoch_ns, start_ticks, ticks_per_second: TICKS_PER_SECOND };
+        let start_nanos = start_epoch_ns - ticks.into_tick(start_mono_ns) as i64;
+        let clock = ChunkClock { start_nanos, start_ticks, ticks_per_second: TICKS_PER_SECOND };
         let mut writer = ChunkWriter::with_provisional_stack_ids(clock, format.dialect);
         for (name, value) in settings {
             writer.write(&ActiveSetting { start_ticks, event_type: schema::id::EXECUTION_SAMPLE, name, value });
@@ -164,13 +182,13 @@ impl ChunkBuilder {
                     (kind, ThreadState::Runnable, alloc_weight(record.value))
                 }
                 SampleKind::Lock => {
-                    let kind = Kind::Lock { class: class_key(record.class), duration_ticks: record.value as i64 };
+                    let kind = Kind::Lock { class: class_key(record.class), duration_ticks: Ticks::span(record.value) };
                     (kind, ThreadState::Blocked, record.value)
                 }
                 SampleKind::Park => {
                     let kind = Kind::Park {
                         class: class_key(record.class),
-                        duration_ticks: record.value as i64,
+                        duration_ticks: Ticks::span(record.value),
                         timeout_ns: (record.park_time > 0).then_some(record.park_time),
                         until_ms: (record.park_time < 0).then(|| record.park_time.saturating_neg()),
                     };
@@ -445,12 +463,38 @@ mod tests {
         assert_eq!(sampled_keys(&finished.bytes), expected);
     }
 
+    /// Chunks started at different points within their first tick still
+    /// map every tick to one time: a reader may convert all chunks by the
+    /// first one's header (the JDK's parser does) and get each chunk's times.
+    #[test]
+    fn every_chunk_of_a_session_maps_ticks_to_the_same_time() {
+        let ticks = Ticks::starting_at(5_000_000_000);
+        let epoch_offset = 1_700_000_000_000_000_000i64;
+        let origin_epoch = |start_mono_ns: u64| {
+            let chunk =
+                ChunkBuilder::new(ticks, start_mono_ns, start_mono_ns as i64 + epoch_offset, &[], &Format::default());
+            let header = finish(chunk, &CallTraceStorage::new(64, 1024).unwrap(), &HashMap::new()).bytes;
+            let field = |at: usize| i64::from_be_bytes(header[at..at + 8].try_into().unwrap());
+            let (start_nanos, start_ticks, per_second) = (field(32), field(48), field(56));
+            assert_eq!(per_second, TICKS_PER_SECOND);
+            start_nanos - start_ticks * (1_000_000_000 / per_second)
+        };
+        let first = origin_epoch(5_000_000_000);
+        assert_eq!(first, 4_000_000_000 + epoch_offset, "tick 0 is the origin");
+        for start in [5_000_000_001, 6_000_000_999, 7_123_456_789] {
+            assert_eq!(origin_epoch(start), first, "a chunk starting at {start}");
+        }
+    }
+
     #[test]
     fn ticks_count_from_a_second_before_the_session() {
         let ticks = Ticks::starting_at(5_000_000_000);
-        assert_eq!(ticks.at(5_000_000_000), 1_000_000_000);
-        assert_eq!(ticks.at(5_000_000_123), 1_000_000_123);
+        assert_eq!(ticks.at(5_000_000_000), 1_000_000);
+        assert_eq!(ticks.at(5_000_123_999), 1_000_123, "microseconds, rounded down");
         assert_eq!(ticks.at(3_000_000_000), 0, "before the origin");
-        assert_eq!(Ticks::starting_at(10).at(10), 10, "a session in the first second of the clock");
+        assert_eq!(Ticks::starting_at(10_000).at(10_000), 10, "a session in the first second of the clock");
+        assert_eq!(Ticks::span(10_000_999), 10_000);
+        assert_eq!(ticks.into_tick(5_000_123_999), 999);
+        assert_eq!(ticks.into_tick(3_000_000_001), 0, "before the origin: tick 0 starts there");
     }
 }
