@@ -217,6 +217,28 @@ fn hotspot_source(plan: StackPlan, vm: &Vm, threads: &JavaThreads) -> Option<Hot
     }
 }
 
+/// The event types a session may write: its modes' samples, and what
+/// any session may (settings, counters, native libraries, and the Java
+/// API's endpoints and trace context, which can come at any time).
+fn session_events(options: &Options) -> Vec<u64> {
+    use jfr_writer::schema::id;
+    let mut events =
+        vec![id::ACTIVE_SETTING, id::PROFILER_COUNTER, id::NATIVE_LIBRARY, id::ENDPOINT, id::SAMPLE_CONTEXT];
+    let modes = [
+        (options.cpu.is_some(), &[id::EXECUTION_SAMPLE][..]),
+        (options.wall.is_some(), &[id::METHOD_SAMPLE]),
+        (options.alloc.is_some(), &[id::ALLOCATION_SAMPLE]),
+        (options.alloc.is_some() && options.live, &[id::LIVE_OBJECT]),
+        (options.lock.is_some(), &[id::MONITOR_ENTER, id::THREAD_PARK]),
+    ];
+    for (on, types) in modes {
+        if on {
+            events.extend_from_slice(types);
+        }
+    }
+    events
+}
+
 /// The recorded settings: the options as given, except `cstack`, which
 /// is the plan that runs (`cstack`).
 fn settings(options: &Options, cpu_engine: Option<&str>, cstack: StackPlan) -> Vec<(String, String)> {
@@ -382,7 +404,8 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
         io(e)
     })?;
     let stores = Stores { sampler: Arc::clone(&sampler), endpoints, context: sampler.context };
-    let format = Format { dialect: options.dialect, attributes: options.attributes.clone() };
+    let format =
+        Format { dialect: options.dialect, attributes: options.attributes.clone(), events: session_events(options) };
     let cstack = if sampler.hotspot.is_none() { options.cstack.without_hotspot() } else { options.cstack };
     let cpu_interval = options.cpu.map(|(_, interval)| interval).filter(|_| cpu_engine.is_some());
     let governed = governed && (cpu_interval.is_some() || options.wall.is_some());

@@ -12,7 +12,7 @@
 
 use crate::buffer::{decode_varint, varint_len, ByteBuf, PADDED_VARINT_LEN};
 use crate::events::{stack_field, Event, Sample, SampleKind, StackIds, MAX_REPEAT};
-use crate::metadata::encode_metadata_body;
+use crate::metadata::{encode_metadata_body, Kind};
 use crate::pools::ConstantPools;
 use crate::schema::{self, Dialect};
 
@@ -28,9 +28,12 @@ const CHECKPOINT_FLUSH: u8 = 1;
 /// means `start_nanos + (t - start_ticks) * 1e9 / ticks_per_second`.
 ///
 /// Every chunk of a file must count ticks on one clock (not from 0 per
-/// chunk): the JDK's parser converts the ticks of every chunk with the
-/// first chunk's clock. It also divides `ticks_per_second` by 10^9 in
-/// integer arithmetic, so use a whole number of ticks per nanosecond.
+/// chunk), and every header must map ticks to time alike: a reader may
+/// convert the ticks of every chunk with the first chunk's clock. Any
+/// frequency reads (the JDK's own recordings tick at the TSC's); the
+/// JDK's parser computes `start_nanos + (long) ((t - start_ticks) /
+/// (ticks_per_second / 1e9))` in doubles (for microsecond ticks `k /
+/// 0.001` rounds to exactly `1000 k` while that is below 2^53).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ChunkClock {
     pub start_nanos: i64,
@@ -52,6 +55,9 @@ pub struct ChunkWriter {
     clock: ChunkClock,
     dialect: Dialect,
     stacks: StackIds,
+    /// The event types the metadata declares (bit `id`): those written
+    /// and those [`Self::declare`]d. Other event types are left out.
+    event_types: u128,
 }
 
 impl ChunkWriter {
@@ -59,7 +65,7 @@ impl ChunkWriter {
     pub fn new(clock: ChunkClock, dialect: Dialect) -> Self {
         let mut out = ByteBuf::with_capacity(64 * 1024);
         out.put_bytes(&[0; HEADER_SIZE]);
-        Self { out, scratch: ByteBuf::new(), clock, dialect, stacks: StackIds::Final }
+        Self { out, scratch: ByteBuf::new(), clock, dialect, stacks: StackIds::Final, event_types: 0 }
     }
 
     /// A writer whose samples carry provisional stack ids (below 2^35),
@@ -115,6 +121,24 @@ impl ChunkWriter {
         self.out.truncate(write);
     }
 
+    /// Declares event types whether or not the chunk writes them: a
+    /// recording whose chunks all declare what any of them may write
+    /// describes its types alike in every chunk.
+    pub fn declare(&mut self, type_ids: &[u64]) {
+        for &type_id in type_ids {
+            self.note(type_id);
+        }
+    }
+
+    fn note(&mut self, type_id: u64) {
+        debug_assert!(type_id < 128, "event type ids fit in one byte");
+        self.event_types |= 1u128.checked_shl(type_id as u32).unwrap_or(0);
+    }
+
+    fn declares(&self, type_id: u64) -> bool {
+        self.event_types & 1u128.checked_shl(type_id as u32).unwrap_or(0) != 0
+    }
+
     /// Bytes of events written so far (excluding the header; provisional
     /// stack ids count their five bytes).
     pub fn event_bytes(&self) -> usize {
@@ -122,6 +146,7 @@ impl ChunkWriter {
     }
 
     pub fn write<E: Event>(&mut self, event: &E) {
+        self.note(E::TYPE_ID);
         self.scratch.clear();
         self.scratch.put_varint(E::TYPE_ID);
         event.write_fields(&mut self.scratch);
@@ -135,6 +160,7 @@ impl ChunkWriter {
     /// [`MAX_REPEAT`] times; readers count CPU samples), each followed by
     /// its context, if it has any, as a `jvmprofiler.SampleContext`.
     pub fn sample(&mut self, sample: &Sample<'_>) {
+        self.note(sample.type_id());
         self.scratch.clear();
         self.scratch.put_varint(sample.type_id());
         match self.dialect {
@@ -146,6 +172,7 @@ impl ChunkWriter {
                 sample.write_jdk(&mut self.scratch, self.stacks);
                 let mut context = ByteBuf::new();
                 if sample.has_context() {
+                    self.note(schema::id::SAMPLE_CONTEXT);
                     context.put_varint(schema::id::SAMPLE_CONTEXT);
                     sample.write_context_event(&mut context);
                 }
@@ -168,8 +195,9 @@ impl ChunkWriter {
     }
 
     /// Appends the constant pools (ending their chunk) and the metadata
-    /// (with the context `attributes` as fields), fills in the header and
-    /// returns the complete chunk.
+    /// (every type but the events neither written nor declared, with the
+    /// context `attributes` as fields), fills in the header and returns the
+    /// complete chunk.
     pub fn finish(mut self, pools: &mut ConstantPools, end: ChunkEnd, attributes: &[String]) -> Vec<u8> {
         let checkpoint_offset = self.out.len();
         let mut body = ByteBuf::new();
@@ -182,7 +210,8 @@ impl ChunkWriter {
         put_sized(&mut self.out, body.as_slice());
 
         let metadata_offset = self.out.len();
-        let types = schema::types(self.dialect);
+        let mut types = schema::types(self.dialect);
+        types.retain(|t| t.kind != Kind::Event || self.declares(t.id));
         let metadata =
             encode_metadata_body(&types, &schema::ANNOTATIONS, &schema::extensions(self.dialect, attributes));
         body.clear();
@@ -398,6 +427,43 @@ mod tests {
         let before = writer.out.as_slice().to_vec();
         writer.renumber_stack_traces(|_| panic!("no provisional ids"));
         assert_eq!(writer.out.as_slice(), before);
+    }
+
+    /// The metadata declares every type but the events the chunk neither
+    /// wrote nor declared.
+    #[test]
+    fn metadata_declares_the_events_written_or_declared() {
+        let clock = ChunkClock { start_nanos: 0, start_ticks: 0, ticks_per_second: 1_000_000 };
+        let mut writer = ChunkWriter::new(clock, Dialect::Jdk);
+        writer.declare(&[schema::id::THREAD_PARK]);
+        let cpu = every_kind(|_| 1)[0];
+        writer.sample(&Sample { context: &[], span_id: 0, ..cpu });
+        writer.write(&ActiveSetting {
+            start_ticks: 0,
+            event_type: schema::id::EXECUTION_SAMPLE,
+            name: "a",
+            value: "b",
+        });
+        let chunk = writer.finish(&mut ConstantPools::new(), ChunkEnd { duration_nanos: 1, final_chunk: true }, &[]);
+        let metadata = &chunk[i64::from_be_bytes(chunk[24..32].try_into().unwrap()) as usize..];
+        let declares = |name: &str| metadata.windows(name.len()).any(|w| w == name.as_bytes());
+        for name in
+            ["jdk.ExecutionSample", "jdk.ThreadPark", "jdk.ActiveSetting", "jdk.types.StackTrace", "java.lang.Thread"]
+        {
+            assert!(declares(name), "{name} is declared");
+        }
+        for name in [
+            "profiler.WallClockSample",
+            "jdk.ObjectAllocationSample",
+            "jdk.JavaMonitorEnter",
+            "profiler.LiveObject",
+            "jvmprofiler.SampleContext",
+            "jvmprofiler.Endpoint",
+            "jvmprofiler.Counter",
+            "jdk.NativeLibrary",
+        ] {
+            assert!(!declares(name), "{name} is neither written nor declared");
+        }
     }
 
     #[test]

@@ -137,6 +137,7 @@ impl ChunkBuilder {
         let start_nanos = start_epoch_ns - ticks.into_tick(start_mono_ns) as i64;
         let clock = ChunkClock { start_nanos, start_ticks, ticks_per_second: TICKS_PER_SECOND };
         let mut writer = ChunkWriter::with_provisional_stack_ids(clock, format.dialect);
+        writer.declare(&format.events);
         for (name, value) in settings {
             writer.write(&ActiveSetting { start_ticks, event_type: schema::id::EXECUTION_SAMPLE, name, value });
         }

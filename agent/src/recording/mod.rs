@@ -49,12 +49,16 @@ pub struct DumpContext {
     pub env: JniEnv,
 }
 
-/// What a session's chunks declare: the dialect and the context
-/// attribute names (`attributes=`), sample fields in slot order.
+/// What a session's chunks declare: the dialect, the context attribute
+/// names (`attributes=`), sample fields in slot order, and the event
+/// types the session may write (`jfr_writer::schema::id`), declared in
+/// every chunk whether it holds such events or not, so that all chunks
+/// describe the same types (others are left out of the metadata).
 #[derive(Clone, Debug, Default)]
 pub struct Format {
     pub dialect: Dialect,
     pub attributes: Vec<String>,
+    pub events: Vec<u64>,
 }
 
 pub struct Recording {
