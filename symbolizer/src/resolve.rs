@@ -10,6 +10,7 @@
 use crate::debuginfo::{has_dwarf, mmap, Locator, Missing};
 use crate::recording::Recording;
 use crate::symbols::SymbolTable;
+use addr2line::gimli::{Reader as _, ReaderOffset as _};
 use addr2line::Loader;
 use rustc_hash::FxHashMap;
 use std::collections::hash_map::Entry;
@@ -179,22 +180,16 @@ struct Sources {
 }
 
 /// Demangled function names and file names already seen, so that a name
-/// is demangled and copied once, however many addresses share it.
+/// is demangled and copied once, however many addresses share it. Keyed
+/// by where the name's bytes lie (address and length) in the loader's
+/// data (the mapped debug file, its parsed line tables), which stays put
+/// while the loader lives: a table lives no longer than its loader, so a
+/// key names one string, and a name is neither hashed nor validated as
+/// UTF-8 again. (A string stored twice gets two keys with one value.)
 #[derive(Default)]
 struct Names {
-    functions: FxHashMap<String, Arc<str>>,
-    files: FxHashMap<String, Arc<str>>,
-}
-
-impl Names {
-    fn intern(map: &mut FxHashMap<String, Arc<str>>, key: &str, make: impl FnOnce() -> Arc<str>) -> Arc<str> {
-        if let Some(name) = map.get(key) {
-            return name.clone();
-        }
-        let name = make();
-        map.insert(key.to_owned(), name.clone());
-        name
-    }
+    functions: FxHashMap<(u64, u64), Arc<str>>,
+    files: FxHashMap<(usize, usize), Arc<str>>,
 }
 
 impl Resolver {
@@ -398,12 +393,18 @@ fn lookup(loader: &Loader, symbols: Option<&SymbolTable>, address: u64, names: &
     if let Ok(mut iter) = loader.find_frames(address) {
         while let Ok(Some(frame)) = iter.next() {
             let Some(function) = frame.function.as_ref() else { continue };
-            let Ok(raw) = function.raw_name() else { continue };
-            let function = Names::intern(&mut names.functions, &raw, || {
-                addr2line::demangle_auto(raw.clone(), function.language).into()
-            });
+            let key = (function.name.offset_id().0, function.name.len().into_u64());
+            let function = match names.functions.entry(key) {
+                Entry::Occupied(name) => name.get().clone(),
+                Entry::Vacant(slot) => {
+                    let Ok(raw) = function.raw_name() else { continue };
+                    slot.insert(addr2line::demangle_auto(raw, function.language).into()).clone()
+                }
+            };
             let location = frame.location.as_ref();
-            let file = location.and_then(|l| l.file).map(|f| Names::intern(&mut names.files, f, || f.into()));
+            let file = location
+                .and_then(|l| l.file)
+                .map(|f| names.files.entry((f.as_ptr() as usize, f.len())).or_insert_with(|| f.into()).clone());
             frames.push(ResolvedFrame { function, file, line: location.and_then(|l| l.line) });
         }
     }
@@ -443,6 +444,27 @@ mod tests {
         assert_eq!(resolver.resolve(ID, address), &first);
         assert_eq!(resolver.stats(), Stats { lookups: 2, cache_hits: 1 });
         assert!(resolver.problems().is_empty(), "{:?}", resolver.problems());
+    }
+
+    /// Names shared across lookups (keyed by where their bytes lie) give
+    /// every address the frames a lookup with no shared names gives.
+    #[test]
+    fn shared_names_resolve_as_fresh_ones() {
+        use object::{Object, ObjectSection};
+        let exe = std::env::current_exe().unwrap();
+        let data = std::fs::read(&exe).unwrap();
+        let file = object::File::parse(&*data).unwrap();
+        let text = file.section_by_name(".text").expect(".text");
+        let loader = Loader::new(&exe).unwrap();
+        let mut shared = Names::default();
+        let (mut named, step) = (0, (text.size() / 3000).max(1));
+        for address in (text.address()..text.address() + text.size()).step_by(step as usize) {
+            let fresh = lookup(&loader, None, address, &mut Names::default());
+            named += usize::from(matches!(fresh, Resolution::Frames(_)));
+            assert_eq!(lookup(&loader, None, address, &mut shared), fresh, "{address:#x}");
+        }
+        assert!(named > 2000, "{named} of 3000 addresses have DWARF frames");
+        assert!(shared.functions.len() > 100, "{} distinct functions", shared.functions.len());
     }
 
     #[test]
