@@ -405,6 +405,9 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
             "wallbatch" => options.wall_batch = parse_bool(key, value)?,
             "lock" => {
                 let threshold = value.map_or(Ok(DEFAULT_LOCK_THRESHOLD), |v| parse_interval(key, v))?;
+                // Waits are recorded in whole microseconds: a threshold
+                // between two is raised to the next, so none is written below it.
+                let threshold = Duration::from_micros(threshold.as_nanos().div_ceil(1_000) as u64);
                 options.lock = Some(limit(key, threshold, &LOCK_LIMITS, &mut options.warnings)?);
             }
             "remotesym" => options.remote_symbolication = parse_bool(key, value)?,
@@ -820,6 +823,7 @@ mod tests {
     fn lock_takes_a_threshold() {
         assert_eq!(parse("start,lock").unwrap().lock, Some(DEFAULT_LOCK_THRESHOLD));
         assert_eq!(parse("start,lock=100us").unwrap().lock, Some(Duration::from_micros(100)));
+        assert_eq!(parse("start,lock=10500ns").unwrap().lock, Some(Duration::from_micros(11)), "whole microseconds");
         assert_eq!(parse("start,lock").unwrap().cpu, None);
         for bad in ["lock=abc", "lock=0", "lock=1x", "lock="] {
             assert_eq!(err(bad).option, "lock", "{bad}");

@@ -219,14 +219,20 @@ fn hotspot_source(plan: StackPlan, vm: &Vm, threads: &JavaThreads) -> Option<Hot
 
 /// The event types a session may write: its modes' samples, and what
 /// any session may (settings, counters, native libraries, and the Java
-/// API's endpoints and trace context, which can come at any time).
+/// API's endpoints and trace context, which can come at any time). CPU
+/// samples are always declared: the settings are recorded against them.
 fn session_events(options: &Options) -> Vec<u64> {
     use jfr_writer::schema::id;
-    let mut events =
-        vec![id::ACTIVE_SETTING, id::PROFILER_COUNTER, id::NATIVE_LIBRARY, id::ENDPOINT, id::SAMPLE_CONTEXT];
+    let mut events = vec![
+        id::EXECUTION_SAMPLE,
+        id::ACTIVE_SETTING,
+        id::PROFILER_COUNTER,
+        id::NATIVE_LIBRARY,
+        id::ENDPOINT,
+        id::SAMPLE_CONTEXT,
+    ];
     let modes = [
-        (options.cpu.is_some(), &[id::EXECUTION_SAMPLE][..]),
-        (options.wall.is_some(), &[id::METHOD_SAMPLE]),
+        (options.wall.is_some(), &[id::METHOD_SAMPLE][..]),
         (options.alloc.is_some(), &[id::ALLOCATION_SAMPLE]),
         (options.alloc.is_some() && options.live, &[id::LIVE_OBJECT]),
         (options.lock.is_some(), &[id::MONITOR_ENTER, id::THREAD_PARK]),

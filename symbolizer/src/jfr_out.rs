@@ -119,6 +119,7 @@ impl Rewriter<'_> {
         let start = chunk.clock.start_ticks;
         let dialect = dialect(chunk);
         let mut writer = ChunkWriter::new(clock, dialect.unwrap_or_default());
+        writer.declare(&REWRITTEN_EVENTS);
         self.methods.clear();
         for (name, value) in &chunk.settings {
             writer.write(&ActiveSetting { start_ticks: start, event_type: schema::id::EXECUTION_SAMPLE, name, value });
@@ -213,6 +214,18 @@ impl Rewriter<'_> {
         )
     }
 }
+
+/// Every event type a rewritten chunk can hold, declared in every chunk
+/// so that all describe the same types.
+const REWRITTEN_EVENTS: [u64; 7] = [
+    schema::id::EXECUTION_SAMPLE,
+    schema::id::METHOD_SAMPLE,
+    schema::id::SAMPLE_CONTEXT,
+    schema::id::ACTIVE_SETTING,
+    schema::id::ENDPOINT,
+    schema::id::PROFILER_COUNTER,
+    schema::id::NATIVE_LIBRARY,
+];
 
 /// The key of `text` in `keys`, assigned (1, 2, ...) on first use.
 fn intern(keys: &mut HashMap<String, u64>, text: &str) -> u64 {

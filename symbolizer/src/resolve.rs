@@ -123,9 +123,8 @@ enum Source {
     /// A debug file with DWARF, and its symbol table for addresses its
     /// DWARF does not cover.
     Dwarf {
-        loader: Box<Loader>,
+        dwarf: Box<Dwarf>,
         symbols: Option<SymbolTable>,
-        names: Names,
         path: PathBuf,
     },
     Symbols {
@@ -179,13 +178,31 @@ struct Sources {
     problems: Vec<String>,
 }
 
+/// A debug file's DWARF and the names its lookups produced, which live
+/// and die together (see [`Names`]).
+struct Dwarf {
+    loader: Loader,
+    names: Names,
+}
+
+impl Dwarf {
+    fn open(path: &Path) -> Result<Dwarf, Box<dyn std::error::Error>> {
+        Ok(Dwarf { loader: Loader::new(path)?, names: Names::default() })
+    }
+
+    fn lookup(&mut self, symbols: Option<&SymbolTable>, address: u64) -> Resolution {
+        lookup(&self.loader, symbols, address, &mut self.names)
+    }
+}
+
 /// Demangled function names and file names already seen, so that a name
 /// is demangled and copied once, however many addresses share it. Keyed
-/// by where the name's bytes lie (address and length) in the loader's
-/// data (the mapped debug file, its parsed line tables), which stays put
-/// while the loader lives: a table lives no longer than its loader, so a
-/// key names one string, and a name is neither hashed nor validated as
-/// UTF-8 again. (A string stored twice gets two keys with one value.)
+/// by where the name's bytes lie (address and length) in a loader's data
+/// (the mapped debug file, its parsed line tables), which stays put while
+/// the loader lives: a table serves one loader and lives no longer (both
+/// are a [`Dwarf`]'s), so a key names one string, and a name is neither
+/// hashed nor validated as UTF-8 again. (A string stored twice gets two
+/// keys with one value.)
 #[derive(Default)]
 struct Names {
     functions: FxHashMap<(u64, u64), Arc<str>>,
@@ -308,9 +325,8 @@ impl Resolver {
 /// with a loader of its own over the debug file at `path` (`None` if it
 /// cannot be opened).
 fn resolve_part(path: &Path, symbols: Option<&SymbolTable>, offsets: &[u64]) -> Option<Vec<(u64, Resolution)>> {
-    let loader = Loader::new(path).ok()?;
-    let mut names = Names::default();
-    Some(offsets.iter().map(|&offset| (offset, lookup(&loader, symbols, offset, &mut names))).collect())
+    let mut dwarf = Dwarf::open(path).ok()?;
+    Some(offsets.iter().map(|&offset| (offset, dwarf.lookup(symbols, offset))).collect())
 }
 
 impl Sources {
@@ -327,7 +343,7 @@ impl Sources {
 
     fn resolve(&mut self, build_id: &str, offset: u64) -> Resolution {
         match self.source(build_id) {
-            Ok(Source::Dwarf { loader, symbols, names, .. }) => lookup(loader, symbols.as_ref(), offset, names),
+            Ok(Source::Dwarf { dwarf, symbols, .. }) => dwarf.lookup(symbols.as_ref(), offset),
             Ok(Source::Symbols { table, .. }) => match table.lookup(offset) {
                 Some(name) => Resolution::NameOnly(name),
                 None => Resolution::Unresolved(Unresolved::NoSymbol),
@@ -339,15 +355,8 @@ impl Sources {
     fn find_source(&mut self, build_id: &str) -> Result<Source, Failure> {
         let mut candidates = Vec::new();
         let mut missing = match self.locator.locate(build_id) {
-            Ok(path) if has_dwarf(&path) => match Loader::new(&path) {
-                Ok(loader) => {
-                    return Ok(Source::Dwarf {
-                        symbols: symbol_table(&path),
-                        loader: Box::new(loader),
-                        names: Names::default(),
-                        path,
-                    })
-                }
+            Ok(path) if has_dwarf(&path) => match Dwarf::open(&path) {
+                Ok(dwarf) => return Ok(Source::Dwarf { symbols: symbol_table(&path), dwarf: Box::new(dwarf), path }),
                 Err(e) => Some(format!("{} is not a usable debug file: {e}", path.display())),
             },
             Ok(path) => {

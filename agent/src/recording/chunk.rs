@@ -32,10 +32,12 @@ const NANOS_PER_TICK: u64 = 1_000_000_000 / TICKS_PER_SECOND as u64;
 /// time of the session, nor a chunk's start, is tick 0). A tick is a
 /// microsecond: every event stamps one, and small ticks are short
 /// varints (4 bytes for the first 268 s of a session, 5 bytes up to 9.5
-/// hours, 6 bytes up to 1.1 years, where nanoseconds would take 5 bytes
-/// from 268 ms, 6 from 34 s and 7 from 73 minutes). Samples come at most
-/// every 100 µs and waits are recorded from 10 µs, so a microsecond loses
-/// nothing a reader can use. A time before the origin (a wait that began
+/// hours, 6 bytes up to 51 days, where nanoseconds would take 5 bytes
+/// from 268 ms, 6 from 34 s and 7 from 73 minutes). A thread's CPU and
+/// wall-clock samples come at most every 100 µs and waits are recorded
+/// from 10 µs (thresholds in whole microseconds), so a microsecond loses
+/// nothing a reader can use (events of several threads, or allocations,
+/// may share one). A time before the origin (a wait that began
 /// more than a second before the session) is stamped at the origin. The
 /// ticks are this session's own: nothing lines them up with another
 /// clock's (the JVM's own JFR ticks by its TSC when it can).
@@ -63,7 +65,7 @@ impl Ticks {
     /// pairs its start tick with the wall-clock time of that tick's start,
     /// so every chunk maps ticks to time alike: a reader converting one
     /// chunk's ticks by another's header gets the same times.
-    pub fn into_tick(self, mono_ns: u64) -> u64 {
+    pub fn past_tick_start(self, mono_ns: u64) -> u64 {
         mono_ns.saturating_sub(self.origin_mono_ns) % NANOS_PER_TICK
     }
 }
@@ -134,7 +136,7 @@ impl ChunkBuilder {
         format: &Format,
     ) -> Self {
         let start_ticks = ticks.at(start_mono_ns);
-        let start_nanos = start_epoch_ns - ticks.into_tick(start_mono_ns) as i64;
+        let start_nanos = start_epoch_ns - ticks.past_tick_start(start_mono_ns) as i64;
         let clock = ChunkClock { start_nanos, start_ticks, ticks_per_second: TICKS_PER_SECOND };
         let mut writer = ChunkWriter::with_provisional_stack_ids(clock, format.dialect);
         writer.declare(&format.events);
@@ -144,7 +146,8 @@ impl ChunkBuilder {
         Self {
             writer,
             ticks,
-            start_mono_ns,
+            // The header's start: the start of the start tick.
+            start_mono_ns: start_mono_ns - ticks.past_tick_start(start_mono_ns),
             format: format.clone(),
             traces: HashMap::new(),
             threads: HashSet::new(),
@@ -495,7 +498,7 @@ mod tests {
         assert_eq!(ticks.at(3_000_000_000), 0, "before the origin");
         assert_eq!(Ticks::starting_at(10_000).at(10_000), 10, "a session in the first second of the clock");
         assert_eq!(Ticks::span(10_000_999), 10_000);
-        assert_eq!(ticks.into_tick(5_000_123_999), 999);
-        assert_eq!(ticks.into_tick(3_000_000_001), 0, "before the origin: tick 0 starts there");
+        assert_eq!(ticks.past_tick_start(5_000_123_999), 999);
+        assert_eq!(ticks.past_tick_start(3_000_000_001), 0, "before the origin: tick 0 starts there");
     }
 }
