@@ -9,8 +9,9 @@
 //! chunk's pools hold; [`endpoints`] is the store of endpoint events.
 //!
 //! The chunks of a session share one tick clock (CLOCK_MONOTONIC
-//! nanoseconds) and one set of constant pools, so that any run of them in a
-//! file reads the same whole as chunk by chunk (see `jfr_writer::pools`).
+//! microseconds, `chunk::Ticks`) and one set of constant pools, so that
+//! any run of them in a file reads the same whole as chunk by chunk (see
+//! `jfr_writer::pools`).
 //!
 //! A chunk is finished ("rotated") when it grows past [`ROTATE_BYTES`], on
 //! `dump` and on `stop`.
