@@ -405,10 +405,12 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
             "wallbatch" => options.wall_batch = parse_bool(key, value)?,
             "lock" => {
                 let threshold = value.map_or(Ok(DEFAULT_LOCK_THRESHOLD), |v| parse_interval(key, v))?;
+                let threshold = limit(key, threshold, &LOCK_LIMITS, &mut options.warnings)?;
                 // Waits are recorded in whole microseconds: a threshold
-                // between two is raised to the next, so none is written below it.
-                let threshold = Duration::from_micros(threshold.as_nanos().div_ceil(1_000) as u64);
-                options.lock = Some(limit(key, threshold, &LOCK_LIMITS, &mut options.warnings)?);
+                // between two is raised to the next, so none is written
+                // below it (the limits are whole microseconds: checked first,
+                // so an error shows the value given).
+                options.lock = Some(Duration::from_micros(threshold.as_nanos().div_ceil(1_000) as u64));
             }
             "remotesym" => options.remote_symbolication = parse_bool(key, value)?,
             "filter" => options.filter = parse_bool(key, value)?,
@@ -824,6 +826,7 @@ mod tests {
         assert_eq!(parse("start,lock").unwrap().lock, Some(DEFAULT_LOCK_THRESHOLD));
         assert_eq!(parse("start,lock=100us").unwrap().lock, Some(Duration::from_micros(100)));
         assert_eq!(parse("start,lock=10500ns").unwrap().lock, Some(Duration::from_micros(11)), "whole microseconds");
+        assert!(err("start,lock=9999ns").message.contains("9999ns is below"), "{}", err("start,lock=9999ns").message);
         assert_eq!(parse("start,lock").unwrap().cpu, None);
         for bad in ["lock=abc", "lock=0", "lock=1x", "lock="] {
             assert_eq!(err(bad).option, "lock", "{bad}");
