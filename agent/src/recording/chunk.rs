@@ -136,7 +136,9 @@ impl ChunkBuilder {
         format: &Format,
     ) -> Self {
         let start_ticks = ticks.at(start_mono_ns);
-        let start_nanos = start_epoch_ns - ticks.past_tick_start(start_mono_ns) as i64;
+        // The header's start is the start of the start tick.
+        let into_tick = ticks.past_tick_start(start_mono_ns);
+        let start_nanos = start_epoch_ns - into_tick as i64;
         let clock = ChunkClock { start_nanos, start_ticks, ticks_per_second: TICKS_PER_SECOND };
         let mut writer = ChunkWriter::with_provisional_stack_ids(clock, format.dialect);
         writer.declare(&format.events);
@@ -146,8 +148,7 @@ impl ChunkBuilder {
         Self {
             writer,
             ticks,
-            // The header's start: the start of the start tick.
-            start_mono_ns: start_mono_ns - ticks.past_tick_start(start_mono_ns),
+            start_mono_ns: start_mono_ns - into_tick,
             format: format.clone(),
             traces: HashMap::new(),
             threads: HashSet::new(),
