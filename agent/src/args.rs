@@ -53,9 +53,11 @@ pub const MAX_JSTACKDEPTH: u32 = 65_536;
 const COSTLY_JSTACKDEPTH: u32 = 8192;
 /// At most this many context attributes (`attributes=`).
 pub const MAX_ATTRIBUTES: usize = 8;
-/// The profiler's CPU use, in percent of one core, past which the overhead
-/// governor stretches the sampling intervals (`overhead=`; 0: never).
-pub const DEFAULT_OVERHEAD_PERCENT: u32 = 5;
+/// The profiler's CPU use, in percent of the application's, past which the
+/// overhead governor stretches the sampling intervals (`overhead=`; 0:
+/// never): twice what sampling two busy threads every millisecond costs
+/// on the README's VM.
+pub const DEFAULT_OVERHEAD_PERCENT: u32 = 10;
 const MAX_OVERHEAD_PERCENT: u32 = 1000;
 /// Contended lock waits recorded from this long by default (`lock`): the
 /// JDK's own profiling threshold.
@@ -144,11 +146,12 @@ pub struct Options {
     pub wall_batch: bool,
     /// Output path template (`%p` = pid, `%t` = timestamp).
     pub file: Option<String>,
-    /// How stacks are walked (`cstack=`; the HotSpot walker by default).
+    /// How stacks are walked (`cstack=`, `javawalk=`; the HotSpot walker
+    /// by default).
     pub cstack: StackPlan,
     pub jstackdepth: u32,
     pub remote_symbolication: bool,
-    /// With `cstack=vm`/`vmx`, also walk every sample with
+    /// With the HotSpot walker, also walk every sample with
     /// AsyncGetCallTrace and count agreement (`verifywalk`).
     pub verify_walk: bool,
     /// Context attribute names (`attributes=a;b`), in slot order.
@@ -157,7 +160,7 @@ pub struct Options {
     pub dialect: Dialect,
     /// Sample only threads added to the filter (`filter`).
     pub filter: bool,
-    /// The overhead governor's ceiling, percent of one core (`overhead=`;
+    /// The overhead governor's ceiling, percent of the application's CPU (`overhead=`;
     /// 0 turns it off).
     pub overhead: u32,
     pub log_file: Option<String>,
@@ -262,7 +265,7 @@ fn limit(key: &str, value: Duration, limits: &Limits, warnings: &mut Vec<String>
 
 const OPTION_NAMES: &str =
     "start, stop, dump, status, version, event, cpu, wall, alloc, live, lock, walltpt, wallbatch, interval, file, \
-     jfr, cstack, jstackdepth, remotesym, verifywalk, attributes, jfrdialect, filter, overhead, log, loglevel";
+     jfr, cstack, javawalk, jstackdepth, remotesym, verifywalk, attributes, jfrdialect, filter, overhead, log, loglevel";
 
 /// Parses a comma-separated option string. An empty string is valid (the
 /// agent is loaded and waits for commands). Every option is given at most
@@ -279,6 +282,7 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
     let mut cpu_interval: Option<Duration> = None;
     let mut cpu_requested = false;
     let mut wall_interval_given = false;
+    let mut java_walk = None;
     // Each option as first given: `event=cpu`.
     let mut given: Vec<(&str, &str)> = Vec::new();
 
@@ -369,6 +373,15 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
                     error(key, format!("unknown mode '{}' (accepted: {})", echo(text), StackPlan::accepted()))
                 })?;
             }
+            "javawalk" => {
+                let text = required(key, value)?;
+                java_walk = Some(StackPlan::java_walk(text).ok_or_else(|| {
+                    error(
+                        key,
+                        format!("unknown walker '{}' (accepted: {})", echo(text), StackPlan::java_walks_accepted()),
+                    )
+                })?);
+            }
             "jstackdepth" => {
                 let v = required(key, value)?;
                 let accepted = format!("accepted: 1 to {MAX_JSTACKDEPTH}");
@@ -423,7 +436,7 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
             }
             "overhead" => {
                 let v = required(key, value)?;
-                let accepted = format!("accepted: 0 (off) to {MAX_OVERHEAD_PERCENT}, percent of one core");
+                let accepted = format!("accepted: 0 (off) to {MAX_OVERHEAD_PERCENT}, percent of the application's CPU");
                 let percent: u32 = v
                     .strip_suffix('%')
                     .unwrap_or(v)
@@ -500,6 +513,9 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
         };
         let period = limit(key, period, &CPU_LIMITS, &mut options.warnings)?;
         options.cpu = Some((cpu_event.unwrap_or(CpuEngineKind::PerfCpuClock), period));
+    }
+    if let Some(java) = java_walk {
+        options.cstack = options.cstack.with_java(java).map_err(|why| error("javawalk", why))?;
     }
     if options.live && options.alloc.is_none() {
         return Err(error("live", "tracks the objects allocation sampling samples: add alloc[=BYTES]"));
@@ -781,6 +797,18 @@ mod tests {
         for text in ["fp", "dwarf", "sframe", "vm", "vmx", "no"] {
             assert_eq!(parse(&format!("cstack={text}")).unwrap().cstack.spelling(), text);
         }
+        // javawalk applies wherever it is given, and only where cstack
+        // does not name the walker itself.
+        for text in ["javawalk=asgct,cstack=fp", "cstack=fp,javawalk=asgct"] {
+            let plan = parse(text).unwrap().cstack;
+            assert_eq!((plan.spelling(), plan.java_spelling()), ("fp", "asgct"), "{text}");
+        }
+        assert_eq!(parse("cstack=vm,javawalk=hotspot").unwrap().cstack.spelling(), "vm");
+        let e = err("cstack=vm,javawalk=asgct");
+        assert_eq!(e.option, "javawalk");
+        assert!(e.message.contains("cstack=fp, dwarf, sframe or no"), "{e}");
+        let e = err("javawalk=jvmti");
+        assert!(e.message.contains("'jvmti'") && e.message.contains("hotspot, asgct"), "{e}");
     }
 
     #[test]
@@ -1023,7 +1051,7 @@ mod tests {
     }
 
     #[test]
-    fn overhead_is_a_percentage_of_one_core() {
+    fn overhead_is_a_percentage_of_the_applications_cpu() {
         assert_eq!(parse("start").unwrap().overhead, DEFAULT_OVERHEAD_PERCENT);
         assert_eq!(parse("start,overhead=2").unwrap().overhead, 2);
         assert_eq!(parse("start,overhead=15%").unwrap().overhead, 15);

@@ -1,20 +1,31 @@
 //! Time sources.
 
+/// Clock `clock` in nanoseconds; `None` if the kernel refuses it (a
+/// thread's clock once the thread is gone). Signal-safe (a vDSO call or a
+/// system call).
+#[inline]
+fn read(clock: libc::clockid_t) -> Option<u64> {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a clock id (the kernel checks it) and an out pointer.
+    let status = unsafe { libc::clock_gettime(clock, &mut ts) };
+    (status == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
 /// CLOCK_MONOTONIC in nanoseconds. Signal-safe (a vDSO call).
 #[inline]
 pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: valid clock id and out pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    read(libc::CLOCK_MONOTONIC).unwrap_or(0)
 }
 
 /// The calling thread's CPU time in nanoseconds. Signal-safe.
 pub fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: valid clock id and out pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    read(libc::CLOCK_THREAD_CPUTIME_ID).unwrap_or(0)
+}
+
+/// The CPU time of the whole process in nanoseconds, every thread's (the
+/// profiler's included).
+pub fn process_cpu_ns() -> u64 {
+    read(libc::CLOCK_PROCESS_CPUTIME_ID).unwrap_or(0)
 }
 
 /// The CPU-time clock of thread `tid` of this process (Linux's
@@ -27,11 +38,7 @@ pub fn thread_cpu_clock(tid: u32) -> libc::clockid_t {
 /// The CPU time of thread `tid` of this process in nanoseconds, through
 /// its per-thread CPU clock; `None` if the thread is gone.
 pub fn thread_cpu_ns_of(tid: u32) -> Option<u64> {
-    let clock = thread_cpu_clock(tid);
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: a clock id (the kernel checks the thread) and an out pointer.
-    let status = unsafe { libc::clock_gettime(clock, &mut ts) };
-    (status == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+    read(thread_cpu_clock(tid))
 }
 
 /// `d` as a `timespec`.

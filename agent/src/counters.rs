@@ -48,6 +48,8 @@ counters! {
     WallIdleNotesDropped => "wall_idle_notes_dropped",
     OverheadStretches => "overhead_stretches",
     HandlerNanos => "handler_ns_total",
+    CpuSignals => "cpu_signals_handled",
+    WallSignals => "wall_signals_handled",
     HandlerNanosMedian => "handler_ns_p50",
     HandlerNanosP99 => "handler_ns_p99",
     CallTraces => "call_traces",

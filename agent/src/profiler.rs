@@ -6,7 +6,8 @@ use crate::context;
 use crate::counters;
 use crate::engine;
 use crate::existing_threads;
-use crate::governor::{signal_cost, Governor};
+use crate::governor::signal_cost::{self, Delivery, SignalCosts};
+use crate::governor::{Governor, InForce};
 use crate::jni_env::JniEnv;
 use crate::jvmti_samples::JvmtiSamples;
 use crate::libraries::sections::Wanted;
@@ -19,7 +20,7 @@ use crate::recording::writer::Writer;
 use crate::recording::{DumpContext, Format, Recording};
 use crate::sampling::java_thread::{self, JavaThreads};
 use crate::sampling::native::{NativeMode, NativeUnwinder};
-use crate::sampling::origin::Origins;
+use crate::sampling::origin::{CpuSource, Origins};
 use crate::sampling::thread_state::{self, BlockingMethods};
 use crate::sampling::vm_stack::HotSpotSource;
 use crate::sampling::{self, safe_read, Sampler};
@@ -47,6 +48,8 @@ struct Session {
     ticker: Ticker,
     /// The engines sampling, for `status` ("perf, wall").
     engines: String,
+    /// The sampling intervals in force, for `status`.
+    intervals: Arc<InForce>,
     started: Instant,
 }
 
@@ -118,12 +121,16 @@ pub fn is_running() -> bool {
 
 fn status() -> String {
     match session().as_ref() {
-        Some(s) => format!(
-            "Profiling is running for {} seconds (engines: {}, samples: {})",
-            s.started.elapsed().as_secs(),
-            s.engines,
-            counters::get(counters::Counter::Samples)
-        ),
+        Some(s) => {
+            let intervals = s.intervals.describe();
+            let intervals = if intervals.is_empty() { String::new() } else { format!(", intervals: {intervals}") };
+            format!(
+                "Profiling is running for {} seconds (engines: {}{intervals}, samples: {})",
+                s.started.elapsed().as_secs(),
+                s.engines,
+                counters::get(counters::Counter::Samples)
+            )
+        }
         None => "Profiler is not active".to_owned(),
     }
 }
@@ -190,11 +197,13 @@ fn native_unwinder(plan: StackPlan, remote: bool) -> Option<NativeUnwinder> {
 fn hotspot_source(plan: StackPlan, vm: &Vm, threads: &JavaThreads) -> Option<HotSpotSource> {
     let JavaSource::HotSpot { extended } = plan.java else { return None };
     let fallback = |why: &str| {
+        let instead = plan.without_hotspot();
         log::warn!(
             "the HotSpot walker (cstack={}) cannot run: {why}; walking Java frames with AsyncGetCallTrace \
-             (recorded as cstack={})",
+             (recorded as cstack={}, javawalk={})",
             plan.spelling(),
-            plan.without_hotspot().spelling()
+            instead.spelling(),
+            instead.java_spelling()
         );
     };
     if !matches!(threads, JavaThreads::Key(_)) {
@@ -245,8 +254,8 @@ fn session_events(options: &Options) -> Vec<u64> {
     events
 }
 
-/// The recorded settings: the options as given, except `cstack`, which
-/// is the plan that runs (`cstack`).
+/// The recorded settings: the options as given, except `cstack` and
+/// `javawalk`, which are the plan that runs (`cstack`).
 fn settings(options: &Options, cpu_engine: Option<&str>, cstack: StackPlan) -> Vec<(String, String)> {
     let nanos = |d: Duration| format!("{} ns", d.as_nanos());
     let mut settings: Vec<(String, String)> = vec![("enabled".into(), "true".into())];
@@ -268,6 +277,7 @@ fn settings(options: &Options, cpu_engine: Option<&str>, cstack: StackPlan) -> V
     }
     settings.extend([
         ("cstack".into(), cstack.spelling().into()),
+        ("javawalk".into(), cstack.java_spelling().into()),
         ("jstackdepth".into(), options.jstackdepth.to_string()),
         ("remotesym".into(), options.remote_symbolication.to_string()),
         ("attributes".into(), options.attributes.join(";")),
@@ -390,7 +400,7 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
     })?;
     // Before any engine is armed: the measurement has SIGPROF to itself.
     let governed = options.overhead > 0 && (options.cpu.is_some() || options.wall.is_some());
-    let per_signal = if governed { signal_cost::per_signal() } else { None };
+    let signal_costs = if governed { signal_cost::costs() } else { None };
     let blocking = env.map(|env| preload_methods(vm, env, options.wall.is_some()));
     counters::reset();
     let endpoints = endpoints::endpoints().map_err(io)?;
@@ -416,8 +426,17 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
     let cpu_interval = options.cpu.map(|(_, interval)| interval).filter(|_| cpu_engine.is_some());
     let governed = governed && (cpu_interval.is_some() || options.wall.is_some());
     let mut settings = settings(options, cpu_engine, cstack);
-    if let Some(per_signal) = per_signal.filter(|_| governed) {
-        settings.push(("signal_cost".into(), format!("{} ns", per_signal.as_nanos())));
+    let cpu_delivery = match sampler.origins.cpu_source() {
+        CpuSource::Ctimer | CpuSource::Itimer => Delivery::AtTick,
+        CpuSource::Perf | CpuSource::Off => Delivery::Timer,
+    };
+    let charges = signal_costs
+        .filter(|_| governed)
+        .map(|costs: SignalCosts| (costs.of(cpu_delivery), costs.of(Delivery::CrossThread)));
+    if let Some((cpu, wall)) = charges {
+        let nanos = |d: Duration| format!("{} ns", d.as_nanos());
+        settings.extend(cpu_interval.map(|_| ("signal_cost".to_owned(), nanos(cpu))));
+        settings.extend(options.wall.map(|_| ("wall_signal_cost".to_owned(), nanos(wall))));
     }
     let recording = Arc::new(Mutex::new(Recording::new(settings, format, stores, sink)));
     let mut ticks: Vec<Box<dyn Tick>> = Vec::new();
@@ -425,9 +444,10 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
         ticks.push(Box::new(RefreshTick(Arc::clone(&native.libraries))));
     }
     ticks.push(Box::new(Writer::new(vm, Arc::clone(&recording))));
+    let intervals = Arc::new(InForce::new(cpu_interval, options.wall));
     if governed {
-        let per_signal = per_signal.unwrap_or(Duration::ZERO);
-        let governor = Governor::new(options.overhead, cpu_interval, options.wall, per_signal, Arc::clone(&recording));
+        let (cpu, wall) = charges.unwrap_or_default();
+        let governor = Governor::new(options.overhead, cpu, wall, Arc::clone(&intervals), vm, Arc::clone(&recording));
         ticks.push(Box::new(governor));
     }
     let ticker = Ticker::spawn(vm, ticks).map_err(|e| {
@@ -436,7 +456,7 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
     })?;
     log::info!("profiling started: {engines}");
     let message = format!("Profiling started ({engines})");
-    *current = Some(Session { recording, ticker, engines, started: Instant::now() });
+    *current = Some(Session { recording, ticker, engines, intervals, started: Instant::now() });
     Ok(message)
 }
 

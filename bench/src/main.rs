@@ -8,7 +8,7 @@
 //! - `wall`: the same for wall-clock sampling at 5 ms, 4 busy threads
 //!   among 200 (the rest sleeping or parked).
 //! - `deep`: the same at 1 ms with the work 400 frames deep, for
-//!   AsyncGetCallTrace (`cstack=fp`), the HotSpot walker (`cstack=vm`,
+//!   AsyncGetCallTrace (`cstack=fp,javawalk=asgct`), the HotSpot walker (`cstack=vm`,
 //!   the default), async-profiler and JFR.
 //! - `zlib`: the same at 1 ms with the work in zlib's C code under
 //!   `Deflater` (native stacks, unwound with DWARF), each side with its

@@ -71,7 +71,12 @@ const WALL_CONFIGS: &[Config] = &[
 /// its default (its own VMStructs walker).
 const DEEP_CONFIGS: &[Config] = &[
     Config { name: "unprofiled", kind: Kind::Baseline, period_us: 0, extra: "" },
-    Config { name: "agent cpu=1ms,cstack=fp", kind: Kind::Agent, period_us: 1_000, extra: ",cstack=fp,overhead=0" },
+    Config {
+        name: "agent cpu=1ms,javawalk=asgct",
+        kind: Kind::Agent,
+        period_us: 1_000,
+        extra: ",cstack=fp,javawalk=asgct,overhead=0",
+    },
     Config { name: "agent cpu=1ms,cstack=vm", kind: Kind::Agent, period_us: 1_000, extra: ",cstack=vm,overhead=0" },
     Config { name: "async-profiler cpu=1ms", kind: Kind::Peer, period_us: 1_000, extra: "" },
     Config { name: "JFR 1ms", kind: Kind::Jfr, period_us: 1_000, extra: "" },
@@ -100,7 +105,12 @@ const H2_CONFIGS: &[Config] = &[
     Config { name: "agent cpu=10ms", kind: Kind::Agent, period_us: 10_000, extra: UNGOVERNED },
     Config { name: "async-profiler cpu=10ms", kind: Kind::Peer, period_us: 10_000, extra: "" },
     Config { name: "JFR 10ms", kind: Kind::Jfr, period_us: 10_000, extra: "" },
-    Config { name: "agent cpu=1ms,cstack=fp", kind: Kind::Agent, period_us: 1_000, extra: ",cstack=fp,overhead=0" },
+    Config {
+        name: "agent cpu=1ms,javawalk=asgct",
+        kind: Kind::Agent,
+        period_us: 1_000,
+        extra: ",cstack=fp,javawalk=asgct,overhead=0",
+    },
     Config { name: "agent cpu=1ms,cstack=vm", kind: Kind::Agent, period_us: 1_000, extra: ",cstack=vm,overhead=0" },
     Config { name: "async-profiler cpu=1ms", kind: Kind::Peer, period_us: 1_000, extra: "" },
 ];

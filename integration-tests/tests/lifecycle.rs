@@ -34,14 +34,14 @@ fn a_hundred_start_stop_cycles_return_fds_and_memory() {
 /// The churn run: 16 short-lived threads started and joined
 /// continuously, classes defined in throwaway loaders and unloaded
 /// continuously, CPU and wall clock at 1 ms, AsyncGetCallTrace
-/// (`cstack=fp`), a dump every 100 ms, for 20 s (`CHURN_SECONDS`): the JVM survives and every dump parses with
+/// (`cstack=fp,javawalk=asgct`), a dump every 100 ms, for 20 s (`CHURN_SECONDS`): the JVM survives and every dump parses with
 /// `jdk.jfr.consumer` with every sample's thread, stack and frames
 /// resolvable. The ten-minute run with every kind of profiling is the
 /// `soak` benchmark's.
 #[test]
 fn thread_and_class_churn_under_sampling_and_dumps() {
     let seconds = std::env::var("CHURN_SECONDS").unwrap_or_else(|_| "20".to_owned());
-    churn("churn", &seconds, "cstack=fp");
+    churn("churn", &seconds, "cstack=fp,javawalk=asgct");
 }
 
 /// The same churn with Java frames walked from HotSpot's structures.

@@ -14,6 +14,7 @@ fn bad_options_refuse_to_start_the_jvm_with_a_clear_error() {
         ("start,file=", &["file", "requires a value"]),
         ("start,jstackdepth=0", &["jstackdepth", "out of range"]),
         ("start,cstack=lbr", &["cstack", "fp, dwarf"]),
+        ("start,cstack=vmx,javawalk=asgct", &["javawalk", "cstack=fp, dwarf, sframe or no"]),
         ("start,cstack=vm,verifywalk=sometimes", &["verifywalk", "not a boolean"]),
         ("start,interval=1ns", &["interval", "below the floor of 100us"]),
         ("start,wall=1us", &["wall", "below the floor of 100us"]),
@@ -39,10 +40,11 @@ fn bad_options_refuse_to_start_the_jvm_with_a_clear_error() {
 /// reports why and the program runs on unprofiled.
 #[test]
 fn verifywalk_without_the_hotspot_walker_is_refused_and_the_jvm_runs() {
-    let output = run_java(Some("start,cpu,cstack=fp,verifywalk"), "CpuShares", &["0"], Duration::from_secs(60));
+    let options = "start,cpu,cstack=fp,javawalk=asgct,verifywalk";
+    let output = run_java(Some(options), "CpuShares", &["0"], Duration::from_secs(60));
     assert_success(&output);
     let err = stderr(&output);
-    assert!(err.contains("verifywalk") && err.contains("cstack=vm or vmx"), "{err}");
+    assert!(err.contains("verifywalk") && err.contains("javawalk=hotspot"), "{err}");
     assert!(stdout(&output).contains("cpu heavy"), "the program ran to its end");
 }
 

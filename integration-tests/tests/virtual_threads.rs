@@ -66,10 +66,10 @@ fn assert_virtual_stacks(label: &str, samples: Vec<&Event>) {
 
 /// 1,000 virtual threads burning CPU in a known method and parking or
 /// sleeping between bursts, sampled by CPU time and wall clock with
-/// AsyncGetCallTrace (`cstack=fp`).
+/// AsyncGetCallTrace (`javawalk=asgct`).
 #[test]
 fn virtual_thread_samples_show_their_frames_with_async_get_call_trace() {
-    let Some(recording) = record("virtual-asgct", "cpu=1ms,wall=5ms,cstack=fp") else { return };
+    let Some(recording) = record("virtual-asgct", "cpu=1ms,wall=5ms,cstack=fp,javawalk=asgct") else { return };
     assert_virtual_stacks("cpu, AsyncGetCallTrace", recording.samples().collect());
     assert_virtual_stacks("wall, AsyncGetCallTrace", recording.wall_samples().collect());
 }

@@ -28,7 +28,7 @@
 //!              --output-dir, some recordings gave no output (no events of the kind, unwritable)
 //! ```
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use symbolizer::debuginfo::Locator;
@@ -129,22 +129,6 @@ fn write(output: Option<&Path>, bytes: &[u8]) -> Result<(), String> {
             std::io::stdout().write_all(bytes).map_err(|e| format!("cannot write to stdout: {e}"))
         }
     }
-}
-
-/// A setting of the recording's first chunk, in nanoseconds (`"1000000
-/// ns"` as we write it, `"1000000"` as async-profiler does).
-fn setting_nanos(recording: &Recording, name: &str) -> Option<i64> {
-    let chunk = recording.chunks.first()?;
-    let (_, value) = chunk.settings.iter().find(|(k, _)| k == name)?;
-    value.trim_end_matches(" ns").parse().ok()
-}
-
-/// The sampling interval of a CPU or wall-clock profile: ours records
-/// the wall-clock interval as `wall`, async-profiler the interval of its
-/// one `event` as `interval`.
-fn period(recording: &Recording, kind: EventKind) -> i64 {
-    let wall = (kind == EventKind::Wall).then(|| setting_nanos(recording, "wall")).flatten();
-    wall.or_else(|| setting_nanos(recording, "interval")).unwrap_or(0)
 }
 
 /// The error for a recording without events of the chosen kind, naming
@@ -302,13 +286,6 @@ fn run() -> Result<Finish, String> {
                 [(name, _)] => name.clone(),
                 _ => format!("{} recordings", recordings.len()),
             };
-            let kind = args.event.unwrap_or_default();
-            let periods: HashSet<i64> = recordings.iter().map(|(_, r)| period(r, kind)).collect();
-            if args.command == "pprof" && periods.len() > 1 {
-                eprintln!(
-                    "warning: the recordings were sampled at different intervals; the pprof period is the first's"
-                );
-            }
             let merged = Recording { chunks: recordings.into_iter().flat_map(|(_, r)| r.chunks).collect() };
             produce(&args, &name, &merged, &mut resolver, args.output.as_deref())?;
         }
@@ -357,7 +334,7 @@ fn produce(
             let title = args.title.clone().unwrap_or_else(|| format!("Flame graph of {name}: {}", kind.describe()));
             flamegraph::render(&profile, &title, args.by_thread).into_bytes()
         }
-        "pprof" => pprof::encode(&pprof::to_pprof(&profile, period(recording, kind))),
+        "pprof" => pprof::encode(&pprof::to_pprof(&profile, profile.period)),
         _ => report.to_string().into_bytes(),
     };
     write(output, &bytes)?;

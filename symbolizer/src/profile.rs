@@ -4,7 +4,7 @@
 //! about as the innermost frame.
 
 use crate::events::EventKind;
-use crate::recording::{Frame, Recording};
+use crate::recording::{Chunk, Frame, Recording};
 use crate::report::Report;
 use crate::resolve::{Resolution, Resolver, Tier, Unresolved};
 use frames::{FrameType, UnknownNative};
@@ -35,6 +35,10 @@ pub struct ProfileSample {
 #[derive(Default, Debug)]
 pub struct Profile {
     pub kind: EventKind,
+    /// For CPU and wall-clock profiles, the interval (nanoseconds) one
+    /// unit of weight stands for: the shortest any chunk was sampled at
+    /// (0: no chunk names one).
+    pub period: i64,
     pub frames: Vec<StackFrame>,
     index: HashMap<StackFrame, u32>,
     pub samples: Vec<ProfileSample>,
@@ -153,16 +157,57 @@ fn expand(
 
 /// Builds the profile of the samples of `kind`, resolving remote frames
 /// with `resolver` (when given), and reports how they resolved.
+/// The sampling interval of `kind` (CPU or wall clock) a chunk's samples
+/// were taken at, in nanoseconds: the last value its settings give (ours
+/// records the wall-clock interval as `wall`, async-profiler the interval
+/// of its one event as `interval`; `"1000000 ns"` as we write it,
+/// `"1000000"` as async-profiler does).
+pub fn chunk_interval(chunk: &Chunk, kind: EventKind) -> Option<i64> {
+    let names: &[&str] = match kind {
+        EventKind::Cpu => &["interval"],
+        EventKind::Wall => &["wall", "interval"],
+        _ => return None,
+    };
+    names.iter().find_map(|name| {
+        let (_, value) = chunk.settings.iter().rev().find(|(setting, _)| setting == name)?;
+        value.trim_end_matches(" ns").parse().ok().filter(|&nanos: &i64| nanos > 0)
+    })
+}
+
+/// The shortest interval of `kind` any chunk with such samples names (the
+/// profile's period), and each chunk's factor over it: a sample taken at
+/// four times that interval weighs four of its own (the overhead
+/// governor's stretches, recordings taken at different rates). Chunks
+/// naming no interval keep their weights.
+fn interval_scales(recording: &Recording, kind: EventKind) -> (i64, Vec<u64>) {
+    let intervals: Vec<Option<i64>> = recording.chunks.iter().map(|chunk| chunk_interval(chunk, kind)).collect();
+    let sampled =
+        recording.chunks.iter().zip(&intervals).filter(|(chunk, _)| chunk.samples.iter().any(|s| s.kind == kind));
+    let period = sampled.filter_map(|(_, interval)| *interval).min().unwrap_or(0);
+    let scales = intervals
+        .iter()
+        .map(|interval| match interval {
+            Some(interval) if period > 0 => ((*interval + period / 2) / period).max(1) as u64,
+            _ => 1,
+        })
+        .collect();
+    (period, scales)
+}
+
 pub fn build(recording: &Recording, kind: EventKind, mut resolver: Option<&mut Resolver>) -> (Profile, Report) {
     let libraries = library_names(recording);
     if let Some(r) = resolver.as_deref_mut() {
         r.prepare([recording]);
     }
-    let mut profile = Profile::new(kind);
+    let (period, scales) = interval_scales(recording, kind);
+    let mut profile = Profile { period, ..Profile::new(kind) };
     let mut report = Report::new(kind, recording.kinds());
     let mut names: HashMap<String, String> = HashMap::new();
-    for sample in recording.samples().filter(|s| s.kind == kind) {
-        let count = report.frame_count(sample.weight);
+    let chunks = recording.chunks.iter().zip(scales);
+    let samples = chunks.flat_map(|(chunk, scale)| chunk.samples.iter().map(move |sample| (sample, scale)));
+    for (sample, scale) in samples.filter(|(s, _)| s.kind == kind) {
+        let weight = sample.weight.saturating_mul(scale);
+        let count = report.frame_count(weight);
         let mut problems = Vec::new();
         let mut stack = Vec::with_capacity(sample.frames.len() + 1);
         if let Some(leaf) = &sample.leaf {
@@ -186,8 +231,8 @@ pub fn build(recording: &Recording, kind: EventKind, mut resolver: Option<&mut R
                 stack.push(profile.intern(expanded));
             }
         }
-        report.add_sample(sample.weight, &problems);
-        profile.samples.push(ProfileSample { thread: sample.thread.name().to_owned(), weight: sample.weight, stack });
+        report.add_sample(weight, &problems);
+        profile.samples.push(ProfileSample { thread: sample.thread.name().to_owned(), weight, stack });
     }
     for (build_id, library) in &mut report.libraries {
         library.name = names.remove(build_id).unwrap_or_default();
@@ -233,6 +278,41 @@ mod tests {
         assert!((0..3).all(|i| frame(&profile, 0, i).remote.is_none() && !frame(&profile, 0, i).inlined));
         assert_eq!((report.total_weight, report.remote_frames), (3, 0));
         assert!(report.categories.is_empty());
+    }
+
+    /// A chunk sampled at four times the interval of another (a stretch
+    /// of the overhead governor) weighs its samples four times: equal CPU
+    /// time reads equal.
+    #[test]
+    fn samples_weigh_the_interval_their_chunk_was_taken_at() {
+        let at = |nanos: &str, method: &str, samples: usize| {
+            let mut chunk = chunk(vec![sample("t", 1, vec![java("app/Main", method, 1)]); samples], vec![]);
+            chunk.settings =
+                vec![("interval".to_owned(), "1000000 ns".to_owned()), ("interval".to_owned(), nanos.to_owned())];
+            chunk
+        };
+        let stretched = Recording { chunks: vec![at("1000000 ns", "early", 400), at("4000000", "late", 100)] };
+        let (profile, report) = build_cpu(&stretched, None);
+        assert_eq!(profile.period, 1_000_000, "the shortest interval");
+        let weight = |method: &str| -> u64 {
+            profile
+                .samples
+                .iter()
+                .filter(|s| profile.frames[s.stack[0] as usize].name.ends_with(method))
+                .map(|s| s.weight)
+                .sum()
+        };
+        assert_eq!((weight("early"), weight("late")), (400, 400));
+        assert_eq!(report.total_weight, 800);
+        // A chunk naming no interval keeps its weights; none at all: period 0.
+        let (profile, _) = build_cpu(&recording(vec![sample("t", 3, vec![])], vec![]), None);
+        assert_eq!((profile.period, profile.samples[0].weight), (0, 3));
+        // Wall clock reads our `wall` setting first.
+        let mut wall = at("2000000 ns", "w", 1);
+        wall.settings.push(("wall".to_owned(), "50000000 ns".to_owned()));
+        assert_eq!(chunk_interval(&wall, EventKind::Wall), Some(50_000_000));
+        assert_eq!(chunk_interval(&wall, EventKind::Cpu), Some(2_000_000));
+        assert_eq!(chunk_interval(&wall, EventKind::Alloc), None);
     }
 
     #[test]

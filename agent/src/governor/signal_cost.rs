@@ -1,43 +1,57 @@
 //! What delivering one sampling signal costs the thread it interrupts,
-//! beyond the handler's own time (which the handler measures): the timer
-//! interrupt, the kernel's signal frame, `rt_sigreturn` and, on a virtual
-//! machine, the hypervisor's exits. The handler's clock reads cannot see
-//! it, yet the application pays it: 18–24 µs a signal on the README's
+//! beyond the handler's own time (which the handler measures): the
+//! kernel's signal frame, `rt_sigreturn` and, for a signal that must
+//! interrupt the thread, the interrupt (on a virtual machine, the
+//! hypervisor's exits too). The handler's clock reads cannot see it, yet
+//! the application pays it: 18–24 µs a timer signal on the README's
 //! 2-core VM, a few µs on bare metal.
 //!
 //! Measured once per process, at the first governed `start`, before any
 //! engine is armed, on a thread of its own: the same spin of work timed
 //! on the thread's CPU clock (which the kernel charges with all of the
-//! above) without signals and under a CLOCK_MONOTONIC timer signalling
-//! that thread every `PERIOD`, whose signals a handler that does
-//! nothing else counts ([`on_calibration`]). The charge is the median,
-//! over `ROUNDS` signalled rounds, of a round's extra time per signal it
+//! above) without signals and under signals that a handler doing nothing
+//! else counts ([`on_calibration`]). The charge is the median, over
+//! `ROUNDS` signalled rounds, of a round's extra time per signal it
 //! received, so that a round disturbed by an interrupt storm or a
-//! frequency change does not decide. It is the cost of a high-resolution
-//! timer's signal, as perf's `cpu-clock` delivers them; for the ctimer
-//! and itimer engines (signals at the scheduler tick) and wall-clock
-//! signals (sent from another CPU) it is an estimate, likely on the high
-//! side. Control plane only.
+//! frequency change does not decide. One charge per way a signal
+//! arrives ([`Delivery`]), as the engines send theirs:
+//! - [`Delivery::Timer`]: a high-resolution timer's interrupt, as perf's
+//!   `cpu-clock` delivers its signals;
+//! - [`Delivery::AtTick`]: a signal raised while the thread runs, with no
+//!   interrupt of its own, as the ctimer and itimer engines' signals come
+//!   at the scheduler tick that happens anyway (measured with signals the
+//!   thread queues to itself, the system call included: on the high
+//!   side);
+//! - [`Delivery::CrossThread`]: a signal another thread queues, as the
+//!   wall-clock sampler sends them.
+//!
+//! Control plane only.
 
 use crate::clock::{thread_cpu_ns, timespec};
 use crate::engine::signals::{self, Pending};
 use crate::log;
+use crate::os_thread::current_tid;
 use crate::sampling::chain::PREVIOUS_CALIBRATION;
 use crate::sampling::handler::{on_calibration, CALIBRATION_SIGNALS};
 use crate::sampling::origin::CALIBRATION_PAYLOAD;
+use crate::sampling::siginfo::RawSiginfo;
 use std::io;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-/// The calibration timer's period: a few signals per round, far enough
+/// The calibration signals' period: a few signals per round, far enough
 /// apart that each is delivered on its own.
 const PERIOD: Duration = Duration::from_micros(50);
 
 /// The CPU time of one round's spin, with no signal.
 const ROUND_CPU: Duration = Duration::from_micros(250);
 
-/// Rounds of each kind: about 20 ms of CPU in all on that VM.
+/// Signals a thread queues to itself in one [`Delivery::AtTick`] round,
+/// about one a `PERIOD` of its spin.
+const QUEUED_PER_ROUND: u64 = 5;
+
+/// Rounds of each kind: about 20 ms of CPU for each delivery on that VM.
 const ROUNDS: usize = 31;
 
 /// A charge above this is a measurement gone wrong (the thread starved,
@@ -46,13 +60,43 @@ const MAX_CHARGE: Duration = Duration::from_micros(200);
 
 const SIGEV_THREAD_ID: libc::c_int = 4;
 
-static CHARGE: OnceLock<Option<Duration>> = OnceLock::new();
+/// How a sampling signal reaches the sampled thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Delivery {
+    /// A high-resolution timer interrupts it (perf `cpu-clock`).
+    Timer,
+    /// Raised at the scheduler tick while it runs (ctimer, itimer).
+    AtTick,
+    /// Queued by another thread (the wall-clock sampler).
+    CrossThread,
+}
 
-/// The cost of delivering one signal here, measured on first use; `None`
-/// (logged once) if it could not be measured, and the governor then
-/// charges handler time alone.
-pub fn per_signal() -> Option<Duration> {
-    *CHARGE.get_or_init(|| {
+/// What delivering one signal costs here, by [`Delivery`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SignalCosts {
+    pub timer: Duration,
+    pub at_tick: Duration,
+    pub cross_thread: Duration,
+}
+
+impl SignalCosts {
+    pub fn of(&self, delivery: Delivery) -> Duration {
+        match delivery {
+            Delivery::Timer => self.timer,
+            Delivery::AtTick => self.at_tick,
+            Delivery::CrossThread => self.cross_thread,
+        }
+    }
+}
+
+static COSTS: OnceLock<Option<SignalCosts>> = OnceLock::new();
+
+/// What delivering a signal costs here, measured on first use; `None`
+/// (logged once) if the timer's could not be measured, and the governor
+/// then charges handler time alone. A delivery other than the timer's
+/// that cannot be measured is charged as the timer's (logged).
+pub fn costs() -> Option<SignalCosts> {
+    *COSTS.get_or_init(|| {
         let measured = std::thread::Builder::new()
             .name("profiler-calibrate".into())
             .spawn(measure)
@@ -60,9 +104,15 @@ pub fn per_signal() -> Option<Duration> {
             .and_then(|thread| thread.join().map_err(|_| "the calibration thread panicked".to_owned()))
             .and_then(|result| result.map_err(|e| e.to_string()));
         match measured {
-            Ok(charge) => {
-                log::info!("delivering a sampling signal costs about {} ns here (calibrated)", charge.as_nanos());
-                Some(charge)
+            Ok(costs) => {
+                log::info!(
+                    "delivering a sampling signal costs about {} ns by timer, {} ns at the tick, {} ns from another \
+                     thread here (calibrated)",
+                    costs.timer.as_nanos(),
+                    costs.at_tick.as_nanos(),
+                    costs.cross_thread.as_nanos()
+                );
+                Some(costs)
             }
             Err(e) => {
                 log::warn!("cannot measure what a sampling signal costs to deliver ({e}); the overhead governor counts handler time only");
@@ -138,7 +188,7 @@ fn median(values: &mut [u64]) -> u64 {
 /// measurement only (forwarding anything else to whatever SIGPROF did).
 /// Restoring it discards SIGPROF signals pending then in any thread (see
 /// `signals::Pending::Discard`): another profiler's, for a moment, once.
-fn measure() -> io::Result<Duration> {
+fn measure() -> io::Result<SignalCosts> {
     // SAFETY: sigset_t is plain data; unblocks SIGPROF on this thread only.
     let unblocked = unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
@@ -150,28 +200,117 @@ fn measure() -> io::Result<Duration> {
         return Err(io::Error::from_raw_os_error(unblocked));
     }
     signals::install(libc::SIGPROF, on_calibration, &PREVIOUS_CALIBRATION)?;
-    // The timer is gone (and its last signal delivered) before the handler.
-    let charge = Timer::new().and_then(|timer| rounds(&timer));
+    let costs = measure_each();
     signals::restore(libc::SIGPROF, on_calibration, &PREVIOUS_CALIBRATION, Pending::Discard)?;
-    charge
+    costs
 }
 
-/// Alternating quiet and signalled rounds of the same spin.
-fn rounds(timer: &Timer) -> io::Result<Duration> {
+/// Each delivery's charge, with the counting handler installed.
+fn measure_each() -> io::Result<SignalCosts> {
     const PROBE: u64 = 100_000;
     let probe = (0..3).map(|_| spin_time(PROBE)).min().unwrap_or(0).max(1);
     let iterations = (PROBE as u128 * ROUND_CPU.as_nanos() / u128::from(probe)).clamp(1_000, 100_000_000) as u64;
+    // The timer is gone (and its last signal delivered) before the handler.
+    let timer = Timer::new().and_then(|timer| {
+        rounds(iterations, |iterations| {
+            timer.set(PERIOD)?;
+            let time = spin_time(iterations);
+            timer.set(Duration::ZERO)?;
+            Ok(time)
+        })
+    })?;
+    let or_timer = |delivery: &str, measured: io::Result<Duration>| {
+        measured.unwrap_or_else(|e| {
+            log::info!("cannot measure a {delivery} signal's delivery ({e}); charged as a timer's");
+            timer
+        })
+    };
+    let tid = current_tid();
+    let at_tick = rounds(iterations, |iterations| {
+        let start = thread_cpu_ns();
+        for _ in 0..QUEUED_PER_ROUND {
+            std::hint::black_box(spin(iterations / QUEUED_PER_ROUND));
+            queue_calibration_signal(tid)?;
+        }
+        Ok(thread_cpu_ns().saturating_sub(start))
+    });
+    let cross_thread = Sender::spawn(tid).and_then(|sender| {
+        rounds(iterations, |iterations| {
+            sender.sending.store(true, Ordering::Relaxed);
+            let time = spin_time(iterations);
+            sender.sending.store(false, Ordering::Relaxed);
+            // Signals still on their way land here, not in a quiet round.
+            std::thread::sleep(PERIOD * 2);
+            Ok(time)
+        })
+    });
+    Ok(SignalCosts {
+        timer,
+        at_tick: or_timer("self-queued", at_tick),
+        cross_thread: or_timer("cross-thread", cross_thread),
+    })
+}
+
+/// Queues one calibration signal to thread `tid` of this process.
+fn queue_calibration_signal(tid: u32) -> io::Result<()> {
+    let pid = std::process::id() as i32;
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    let info = RawSiginfo::queued(libc::SIGPROF, pid, uid, CALIBRATION_PAYLOAD);
+    // SAFETY: a valid siginfo for this process; the kernel copies it.
+    if unsafe { libc::syscall(libc::SYS_rt_tgsigqueueinfo, pid, tid as i32, libc::SIGPROF, &info) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// A thread queueing calibration signals to the calibration thread every
+/// `PERIOD` while `sending`, as the wall-clock sampler does; stopped and
+/// joined when dropped.
+struct Sender {
+    sending: std::sync::Arc<AtomicBool>,
+    stop: std::sync::Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Sender {
+    fn spawn(target: u32) -> io::Result<Self> {
+        let sending = std::sync::Arc::new(AtomicBool::new(false));
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let (on, off) = (std::sync::Arc::clone(&sending), std::sync::Arc::clone(&stop));
+        let thread = std::thread::Builder::new().name("profiler-calibrate-sender".into()).spawn(move || {
+            while !off.load(Ordering::Relaxed) {
+                if on.load(Ordering::Relaxed) && queue_calibration_signal(target).is_err() {
+                    return;
+                }
+                std::thread::sleep(PERIOD);
+            }
+        })?;
+        Ok(Self { sending, stop, thread: Some(thread) })
+    }
+}
+
+impl Drop for Sender {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Alternating quiet and signalled rounds of the same spin (`signalled`
+/// spins `iterations` under signals and returns its CPU time).
+fn rounds(iterations: u64, mut signalled: impl FnMut(u64) -> io::Result<u64>) -> io::Result<Duration> {
     let mut quiet = Vec::with_capacity(ROUNDS);
-    let mut signalled = Vec::with_capacity(ROUNDS);
+    let mut taken = Vec::with_capacity(ROUNDS);
     for _ in 0..ROUNDS {
         quiet.push(spin_time(iterations));
-        timer.set(PERIOD)?;
         let before = CALIBRATION_SIGNALS.load(Ordering::Relaxed);
-        let time = spin_time(iterations);
-        signalled.push((time, CALIBRATION_SIGNALS.load(Ordering::Relaxed) - before));
-        timer.set(Duration::ZERO)?;
+        let time = signalled(iterations)?;
+        taken.push((time, CALIBRATION_SIGNALS.load(Ordering::Relaxed) - before));
     }
-    charge(&mut quiet, &signalled)
+    charge(&mut quiet, &taken)
 }
 
 /// The median, over the signalled rounds (CPU time, signals received)
@@ -229,9 +368,11 @@ mod tests {
 
     #[test]
     fn delivering_a_signal_is_measured_on_this_machine() {
-        let charge = per_signal().expect("a measured charge");
-        assert!(charge <= MAX_CHARGE, "{charge:?}");
+        let measured = costs().expect("measured charges");
+        for delivery in [Delivery::Timer, Delivery::AtTick, Delivery::CrossThread] {
+            assert!(measured.of(delivery) <= MAX_CHARGE, "{delivery:?}: {measured:?}");
+        }
         // Measured once per process.
-        assert_eq!(per_signal(), Some(charge));
+        assert_eq!(costs(), Some(measured));
     }
 }

@@ -195,13 +195,26 @@ impl Recording {
         self.sink.store(finished.bytes);
     }
 
-    /// Changes (or adds) a setting: recorded now in the current chunk, and
-    /// at the start of every later one.
-    pub fn update_setting(&mut self, name: &str, value: String) {
-        self.chunk.add_setting(clock::monotonic_ns(), name, &value);
-        match self.settings.iter_mut().find(|(n, _)| n == name) {
-            Some(setting) => setting.1 = value,
-            None => self.settings.push((name.to_owned(), value)),
+    /// Changes (or adds) settings from now on. With `ctx`, the current
+    /// chunk is finished as it was set and the next starts with the new
+    /// settings, so that a chunk's settings are those all its samples were
+    /// taken under (readers that count events per chunk see the change at
+    /// the boundary); without (no JNIEnv to finish a chunk with), the
+    /// change is recorded now in the current chunk, and at the start of
+    /// every later one.
+    pub fn change_settings(&mut self, changes: &[(&str, String)], ctx: Option<&DumpContext>) {
+        let now = clock::monotonic_ns();
+        for (name, value) in changes {
+            if ctx.is_none() {
+                self.chunk.add_setting(now, name, value);
+            }
+            match self.settings.iter_mut().find(|(n, _)| n == name) {
+                Some(setting) => setting.1.clone_from(value),
+                None => self.settings.push(((*name).to_owned(), value.clone())),
+            }
+        }
+        if let Some(ctx) = ctx {
+            self.rotate(ctx, false);
         }
     }
 

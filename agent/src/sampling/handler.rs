@@ -36,6 +36,10 @@ fn take_sample(sampler: &Sampler, ucontext: *mut c_void, weight: u32, tid: u32, 
     sampler.record(SampleRequest { ucontext, weight, kind }, start, tid);
     let elapsed = monotonic_ns().saturating_sub(start);
     counters::add(Counter::HandlerNanos, elapsed);
+    counters::increment(match kind {
+        SampleKind::Wall => Counter::WallSignals,
+        _ => Counter::CpuSignals,
+    });
     crate::latency::HANDLER.record(elapsed);
 }
 

@@ -35,13 +35,16 @@ pub fn wall_payload(weight: u32) -> u64 {
     WALL_COOKIE | u64::from(weight)
 }
 
-/// The payload of the overhead governor's calibration timer
-/// (`governor::signal_cost`), whose signals no session samples.
+/// The payload of the overhead governor's calibration signals
+/// (`governor::signal_cost`: its timer's, and those queued by this
+/// process), which no session samples.
 pub const CALIBRATION_PAYLOAD: u64 = 0x4341_4c49 << 32;
 
-/// Whether `info` is a signal of the calibration timer. Signal-safe.
+/// Whether `info` is a calibration signal: the calibration timer's, or
+/// one queued by this process. Signal-safe.
 pub fn is_calibration(info: &RawSiginfo) -> bool {
-    info.code == SI_TIMER && info.timer_value() == CALIBRATION_PAYLOAD
+    let sent = info.code == SI_TIMER || (info.code == SI_QUEUE && info.sender_pid() == std::process::id() as i32);
+    sent && info.timer_value() == CALIBRATION_PAYLOAD
 }
 
 /// File descriptor numbers the perf table covers.
@@ -84,6 +87,16 @@ impl Origins {
 
     pub fn set_cpu_source(&self, source: CpuSource) {
         self.cpu_source.store(source as u8, Ordering::SeqCst);
+    }
+
+    /// The CPU engine whose signals are ours now.
+    pub fn cpu_source(&self) -> CpuSource {
+        match self.cpu_source.load(Ordering::SeqCst) {
+            1 => CpuSource::Perf,
+            2 => CpuSource::Ctimer,
+            3 => CpuSource::Itimer,
+            _ => CpuSource::Off,
+        }
     }
 
     fn perf_slot(&self, fd: i32) -> Option<&AtomicU32> {

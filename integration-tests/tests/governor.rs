@@ -1,0 +1,126 @@
+//! The overhead governor on a real JVM: what it stretches and what it
+//! leaves alone, and that a stretched profile still weighs its phases by
+//! the CPU time they took.
+
+use integration_tests::*;
+use std::process::Command;
+use std::time::Duration;
+
+/// Deadline for a JVM that should exit on its own within seconds. It only
+/// detects a hang (the test fails on expiry); nothing waits for it.
+const HANG: Duration = Duration::from_secs(120);
+
+/// The setting `name` in nanoseconds (`"1000000 ns"`).
+fn nanos(recording: &Recording, name: &str) -> u64 {
+    recording.settings[name]
+        .strip_suffix(" ns")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("setting {name} is not in nanoseconds: {:?}", recording.settings.get(name)))
+}
+
+/// CPU sampling at its floor (100 us) and wall clock at 1 ms on two busy
+/// threads cost far more than `overhead=1` (1% of the application's
+/// CPU): the intervals are stretched, counted, recorded as settings,
+/// each stretch logged with the delivery cost the governor measured.
+#[test]
+fn the_overhead_governor_stretches_intervals_past_its_ceiling() {
+    let dir = scratch_dir("governor-stretch");
+    let file = dir.join("governed.jfr");
+    let options = format!("start,cpu=100us,wall=1ms,overhead=1,file={}", file.display());
+    let output = run_java(Some(&options), "CpuShares", &["5"], HANG);
+    assert_success(&output);
+    let recording = read_recording(&file);
+    let stretches = recording.counter("overhead_stretches");
+    println!("{stretches} stretches; settings {:?}", recording.settings);
+    assert!(stretches >= 1);
+    assert_eq!(recording.settings.get("overhead").map(String::as_str), Some("1%"));
+    let stretch: u64 = recording.settings["overhead_stretch"].parse().unwrap();
+    assert!(stretch >= 2 && stretch.is_power_of_two(), "{stretch}");
+    assert_eq!(nanos(&recording, "interval"), 100_000 * stretch, "the interval in force");
+    assert_eq!(nanos(&recording, "wall"), 1_000_000 * stretch);
+    // Each signal's delivery, measured at start, is part of the cost.
+    let signal_cost = nanos(&recording, "signal_cost");
+    let wall_signal_cost = nanos(&recording, "wall_signal_cost");
+    assert!(signal_cost < 200_000 && wall_signal_cost < 200_000, "{signal_cost} ns, {wall_signal_cost} ns a signal");
+    let err = stderr(&output);
+    assert_eq!(err.matches("above overhead=1%").count() as i64, stretches, "every stretch logged: {err}");
+    assert!(
+        err.contains(&format!("charged at {signal_cost} ns by CPU engines, {wall_signal_cost} ns wall-clock")),
+        "{err}"
+    );
+    // Each stretch starts a chunk: the settings of each say what it was
+    // sampled at.
+    assert!(recording.counter("chunks_written") > stretches, "{}", recording.counter("chunks_written"));
+}
+
+/// Two busy threads sampled every millisecond with default options (about
+/// what async-profiler costs at that rate, a few percent of the
+/// application's CPU): the governor leaves the interval alone.
+#[test]
+fn two_busy_threads_at_1ms_are_not_stretched_by_default() {
+    let dir = scratch_dir("governor-1ms");
+    let file = dir.join("default.jfr");
+    let options = format!("start,cpu=1ms,file={}", file.display());
+    let output = run_java(Some(&options), "CpuShares", &["5"], HANG);
+    assert_success(&output);
+    let recording = read_recording(&file);
+    let handled = recording.counter("cpu_signals_handled");
+    let handler = recording.counter("handler_ns_total");
+    println!(
+        "{handled} signals, {} ns handler mean, signal cost {}",
+        handler / handled.max(1),
+        recording.settings["signal_cost"]
+    );
+    assert_eq!(recording.counter("overhead_stretches"), 0, "{}", stderr(&output));
+    assert_eq!(nanos(&recording, "interval"), 1_000_000);
+    assert!(!recording.settings.contains_key("overhead_stretch"));
+}
+
+/// The sample counts under each phase's method in `symbolize collapsed`.
+fn phase_weights(file: &std::path::Path) -> (u64, u64) {
+    let output = Command::new(symbolize_binary())
+        .args(["collapsed", file.to_str().unwrap(), "--no-debuginfod"])
+        .output()
+        .unwrap();
+    assert_success(&output);
+    let (mut first, mut second) = (0, 0);
+    for line in stdout(&output).lines() {
+        let Some((stack, count)) = line.rsplit_once(' ') else { continue };
+        let count: u64 = count.parse().unwrap_or_else(|_| panic!("bad line {line}"));
+        if stack.contains("Phases.firstPhase") {
+            first += count;
+        } else if stack.contains("Phases.secondPhase") {
+            second += count;
+        }
+    }
+    (first, second)
+}
+
+/// CPU sampling at 100 us with default options is stretched early in the
+/// first of two phases of equal CPU time, so the first phase has far more
+/// samples than the second; weighed by the interval each chunk was taken
+/// at (each stretch starts a chunk that says so), the profile still reads
+/// the phases half and half.
+#[test]
+fn a_stretched_profile_weighs_each_sample_by_its_interval() {
+    let dir = scratch_dir("governor-phases");
+    let file = dir.join("phases.jfr");
+    let options = format!("start,cpu=100us,file={}", file.display());
+    let output = run_java(Some(&options), "Phases", &["3000"], HANG);
+    assert_success(&output);
+    let recording = read_recording(&file);
+    let stretch: u64 = recording.settings["overhead_stretch"].parse().expect("stretched");
+    let (first, second) = phase_weights(&file);
+    let events_first = recording.samples().filter(|s| s.frames.iter().any(|f| f.method == "firstPhase")).count();
+    let events_second = recording.samples().filter(|s| s.frames.iter().any(|f| f.method == "secondPhase")).count();
+    let share = first as f64 / (first + second) as f64;
+    println!(
+        "stretched {stretch}x; events {events_first} / {events_second}; weighed {first} / {second}: {:.1}% first",
+        share * 100.0
+    );
+    assert!(
+        events_first > events_second * 6 / 5,
+        "the first phase is sampled faster: {events_first} / {events_second}"
+    );
+    assert!((share - 0.5).abs() <= 0.05, "the phases read {:.1}% / {:.1}%", share * 100.0, 100.0 - share * 100.0);
+}
