@@ -59,9 +59,10 @@ pub const MAX_ATTRIBUTES: usize = 8;
 /// on the README's VM.
 pub const DEFAULT_OVERHEAD_PERCENT: u32 = 10;
 const MAX_OVERHEAD_PERCENT: u32 = 1000;
-/// Contended lock waits recorded from this long by default (`lock`): the
-/// JDK's own profiling threshold.
-pub const DEFAULT_LOCK_THRESHOLD: Duration = Duration::from_millis(10);
+/// Lock waits are sampled every this much time waited by default
+/// (`lock`), as async-profiler samples them: short, frequent contention
+/// shows, each sample weighing the wait it stands for.
+pub const DEFAULT_LOCK_INTERVAL: Duration = Duration::from_micros(10);
 /// Bytes between allocation samples by default (`alloc`).
 pub const DEFAULT_ALLOC_INTERVAL: u32 = 512 * 1024;
 /// `alloc=` below this is refused: nearly every small object would be
@@ -113,16 +114,21 @@ pub const WALL_LIMITS: Limits = Limits {
 };
 
 /// `lock`: every contended monitor entry raises JVMTI events whatever the
-/// threshold; waits above it are also recorded with a JVMTI stack walk.
-/// Below 10 us nearly every contention would be, and 1 ms is where
-/// recording them starts to cost on a contended application (the JDK's own
-/// threshold is 10-20 ms).
+/// interval; a sampled wait is also recorded with a JVMTI stack walk, on
+/// the thread that waited. A wait is sampled with a probability of its
+/// length over the interval (always from the interval on), so 1 us
+/// samples nearly every contention; the JDK's own threshold is 10-20 ms.
 pub const LOCK_LIMITS: Limits = Limits {
-    what: "lock waits",
-    floor: Duration::from_micros(10),
-    costly_below: Duration::from_millis(1),
+    what: "lock wait sampling",
+    floor: Duration::from_micros(1),
+    costly_below: Duration::from_micros(10),
     ceiling: MAX_INTERVAL,
 };
+
+/// `lockthreshold`: waits shorter than this are never recorded (none by
+/// default); up to a minute, as intervals.
+pub const LOCK_THRESHOLD_LIMITS: Limits =
+    Limits { what: "lock waits recorded", floor: Duration::ZERO, costly_below: Duration::ZERO, ceiling: MAX_INTERVAL };
 
 /// A parsed option string.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -137,8 +143,10 @@ pub struct Options {
     /// Sampled objects still alive are written at each dump (`live`, with
     /// `alloc`).
     pub live: bool,
-    /// Contended monitor waits at least this long are recorded (`lock=`).
+    /// Lock waits are sampled every this much time waited (`lock=`).
     pub lock: Option<Duration>,
+    /// Lock waits shorter than this are never recorded (`lockthreshold=`).
+    pub lock_threshold: Duration,
     /// Threads signalled per wall-clock interval (`walltpt=`).
     pub wall_threads_per_tick: u32,
     /// Idle threads' wall-clock samples are folded instead of signalled
@@ -178,6 +186,7 @@ impl Default for Options {
             alloc: None,
             live: false,
             lock: None,
+            lock_threshold: Duration::ZERO,
             wall_threads_per_tick: DEFAULT_WALL_THREADS_PER_TICK,
             wall_batch: true,
             file: None,
@@ -264,7 +273,8 @@ fn limit(key: &str, value: Duration, limits: &Limits, warnings: &mut Vec<String>
 }
 
 const OPTION_NAMES: &str =
-    "start, stop, dump, status, version, event, cpu, wall, alloc, live, lock, walltpt, wallbatch, interval, file, \
+    "start, stop, dump, status, version, event, cpu, wall, alloc, live, lock, lockthreshold, walltpt, wallbatch, \
+     interval, file, \
      jfr, cstack, javawalk, jstackdepth, remotesym, verifywalk, attributes, jfrdialect, filter, overhead, log, loglevel";
 
 /// Parses a comma-separated option string. An empty string is valid (the
@@ -417,13 +427,18 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
             "live" => options.live = parse_bool(key, value)?,
             "wallbatch" => options.wall_batch = parse_bool(key, value)?,
             "lock" => {
-                let threshold = value.map_or(Ok(DEFAULT_LOCK_THRESHOLD), |v| parse_interval(key, v))?;
-                let threshold = limit(key, threshold, &LOCK_LIMITS, &mut options.warnings)?;
+                let interval = value.map_or(Ok(DEFAULT_LOCK_INTERVAL), |v| parse_interval(key, v))?;
+                options.lock = Some(limit(key, interval, &LOCK_LIMITS, &mut options.warnings)?);
+            }
+            "lockthreshold" => {
+                let threshold = match required(key, value)? {
+                    "0" => Duration::ZERO,
+                    v => limit(key, parse_interval(key, v)?, &LOCK_THRESHOLD_LIMITS, &mut options.warnings)?,
+                };
                 // Waits are recorded in whole microseconds: a threshold
                 // between two is raised to the next, so none is written
-                // below it (the limits are whole microseconds: checked first,
-                // so an error shows the value given).
-                options.lock = Some(Duration::from_micros(threshold.as_nanos().div_ceil(1_000) as u64));
+                // below it (checked first, so an error shows the value given).
+                options.lock_threshold = Duration::from_micros(threshold.as_nanos().div_ceil(1_000) as u64);
             }
             "remotesym" => options.remote_symbolication = parse_bool(key, value)?,
             "filter" => options.filter = parse_bool(key, value)?,
@@ -519,6 +534,9 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
     }
     if options.live && options.alloc.is_none() {
         return Err(error("live", "tracks the objects allocation sampling samples: add alloc[=BYTES]"));
+    }
+    if !item("lockthreshold").is_empty() && options.lock.is_none() {
+        return Err(error("lockthreshold", "applies to lock profiling: add lock[=INTERVAL]"));
     }
     if let Some(wall) = options.wall {
         let per_second = u64::from(options.wall_threads_per_tick) * 1_000_000_000 / (wall.as_nanos() as u64).max(1);
@@ -850,14 +868,20 @@ mod tests {
     }
 
     #[test]
-    fn lock_takes_a_threshold() {
-        assert_eq!(parse("start,lock").unwrap().lock, Some(DEFAULT_LOCK_THRESHOLD));
+    fn lock_takes_a_sampling_interval_and_a_threshold() {
+        assert_eq!(parse("start,lock").unwrap().lock, Some(DEFAULT_LOCK_INTERVAL));
+        assert_eq!(parse("start,lock").unwrap().lock_threshold, Duration::ZERO);
         assert_eq!(parse("start,lock=100us").unwrap().lock, Some(Duration::from_micros(100)));
-        assert_eq!(parse("start,lock=10500ns").unwrap().lock, Some(Duration::from_micros(11)), "whole microseconds");
-        assert!(err("start,lock=9999ns").message.contains("9999ns is below"), "{}", err("start,lock=9999ns").message);
+        assert!(err("start,lock=999ns").message.contains("999ns is below"), "{}", err("start,lock=999ns").message);
         assert_eq!(parse("start,lock").unwrap().cpu, None);
-        for bad in ["lock=abc", "lock=0", "lock=1x", "lock="] {
+        for bad in ["lock=abc", "lock=0", "lock=1x", "lock=", "lock=61s"] {
             assert_eq!(err(bad).option, "lock", "{bad}");
+        }
+        let o = parse("start,lock,lockthreshold=10500ns").unwrap();
+        assert_eq!(o.lock_threshold, Duration::from_micros(11), "whole microseconds");
+        assert_eq!(parse("start,lock,lockthreshold=0").unwrap().lock_threshold, Duration::ZERO);
+        for bad in ["lock,lockthreshold=abc", "lock,lockthreshold", "lock,lockthreshold=2min", "lockthreshold=1ms"] {
+            assert_eq!(err(bad).option, "lockthreshold", "{bad}");
         }
     }
 
@@ -924,7 +948,7 @@ mod tests {
             ("start,wall=5us", "wall", "100us"),
             ("start,event=wall,interval=1us", "interval", "100us"),
             ("start,wall=61s", "wall", "60s"),
-            ("start,lock=1us", "lock", "10us"),
+            ("start,lock=999ns", "lock", "1us"),
             ("start,lock=3600s", "lock", "60s"),
         ];
         for (input, option, limit) in cases {
@@ -957,7 +981,7 @@ mod tests {
             ("start,wall=500us", "wall=500us"),
             ("start,wall=5ms,walltpt=1024", "204800 signals a second"),
             ("start,alloc=4k", "alloc=4096"),
-            ("start,lock=100us", "lock=100us"),
+            ("start,lock=2us", "lock=2us"),
             ("start,jstackdepth=10000", "jstackdepth=10000"),
         ];
         for (input, needle) in cases {

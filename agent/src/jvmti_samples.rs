@@ -31,12 +31,72 @@ use std::cell::{Cell, RefCell};
 /// Classes a session names; later ones are recorded as unknown (id 0).
 const CLASS_CAPACITY: u32 = 65_536;
 
+/// Lock waits sampled by the time waited (`lock=INTERVAL`,
+/// `lockthreshold=`): a wait of at least `interval_ns` is always recorded
+/// and weighs itself; a shorter one is recorded with probability
+/// waited / interval and weighs one interval, so that the weights add up
+/// to the time waited (in expectation), however short and frequent the
+/// waits; a wait shorter than `threshold_ns` is never recorded. A
+/// recorded wait keeps its own duration: its weight, `max(duration,
+/// interval)`, follows from the `lock` setting, so readers that know the
+/// setting weigh it without a field of its own (async-profiler's
+/// converter reads the JDK's fields by position). Independent draws per
+/// wait: no aliasing with regular wait patterns, no shared counter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LockSampling {
+    pub interval_ns: u64,
+    pub threshold_ns: u64,
+}
+
+impl LockSampling {
+    /// Whether a wait of `waited` ns is recorded, given `draw`, uniformly
+    /// distributed over all `u64`s.
+    pub fn takes(self, waited: u64, draw: u64) -> bool {
+        if waited == 0 || waited < self.threshold_ns {
+            return false;
+        }
+        // draw / 2^64 < waited / interval, exactly.
+        waited >= self.interval_ns || (u128::from(draw) * u128::from(self.interval_ns)) >> 64 < u128::from(waited)
+    }
+
+    /// The wait a recorded wait of `waited` ns stands for.
+    pub fn weight(self, waited: u64) -> u64 {
+        waited.max(self.interval_ns)
+    }
+
+    /// Whether a wait of `waited` ns is recorded, drawn from the calling
+    /// thread's own generator.
+    pub fn takes_now(self, waited: u64) -> bool {
+        // Long waits need no draw.
+        waited >= self.interval_ns && waited >= self.threshold_ns || self.takes(waited, random())
+    }
+}
+
+/// A uniformly distributed `u64` from the calling thread's own generator
+/// (xorshift64*, seeded from the thread's id and the clock on first use).
+fn random() -> u64 {
+    thread_local! {
+        static STATE: Cell<u64> = const { Cell::new(0) };
+    }
+    STATE.with(|state| {
+        let mut x = state.get();
+        if x == 0 {
+            x = (u64::from(crate::os_thread::current_tid()) << 32 ^ clock::monotonic_ns()) | 1;
+        }
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        state.set(x);
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    })
+}
+
 /// A session's JVMTI-delivered sampling.
 pub struct JvmtiSamples {
     /// Mean bytes between allocation samples (`alloc=`).
     pub alloc_interval: Option<u32>,
-    /// Monitor waits at least this long are recorded (`lock=`), in ns.
-    pub lock_threshold_ns: Option<u64>,
+    /// Which lock waits are recorded (`lock=`, `lockthreshold=`).
+    pub lock: Option<LockSampling>,
     /// Sampled objects still alive (`live`).
     pub live: Option<LiveObjects>,
     /// Sampled objects' classes by internal name (`[B`,
@@ -46,10 +106,10 @@ pub struct JvmtiSamples {
 }
 
 impl JvmtiSamples {
-    pub fn new(alloc_interval: Option<u32>, live: bool, lock_threshold_ns: Option<u64>) -> std::io::Result<Self> {
+    pub fn new(alloc_interval: Option<u32>, live: bool, lock: Option<LockSampling>) -> std::io::Result<Self> {
         let classes = TripleBufferedDictionary::new(CLASS_CAPACITY as usize, Carry::Everything)?;
         let live = live.then(LiveObjects::default);
-        Ok(Self { alloc_interval, lock_threshold_ns, live, classes })
+        Ok(Self { alloc_interval, lock, live, classes })
     }
 
     /// The class table id of `class` (0 when unknown or the table is full).
@@ -227,16 +287,17 @@ pub fn contended_enter() {
 }
 
 /// The calling thread `tid` entered the contended monitor `object`: its
-/// wait, if long enough, is recorded in the published `sampler`.
+/// wait, if sampled ([`LockSampling`]), is recorded in the published
+/// `sampler`.
 ///
 /// # Safety
 /// `object` must be the monitor reference the JVMTI callback received.
 pub unsafe fn contended_entered(sampler: &Sampler, jvmti: &Jvmti, env: JniEnv, object: jni::sys::jobject, tid: u32) {
     let start = WAIT_START.replace(0);
     let Some(samples) = sampler.jvmti_samples.as_ref() else { return };
-    let Some(threshold) = samples.lock_threshold_ns else { return };
+    let Some(lock) = samples.lock else { return };
     let waited = clock::monotonic_ns().saturating_sub(start);
-    if start == 0 || waited < threshold || !sampler.sampled(tid) {
+    if start == 0 || !lock.takes_now(waited) || !sampler.sampled(tid) {
         return;
     }
     // SAFETY: per the contract, a valid reference on this thread.
@@ -275,9 +336,10 @@ fn is_lock(signature: &str) -> bool {
     LOCK_CLASSES.iter().any(|prefix| signature.starts_with(prefix))
 }
 
-/// The calling thread `tid` was parked from `start` for `waited` ns: if it
-/// was long enough and its park blocker (`Thread.parkBlocker`, field
-/// `blocker`) is a lock, the wait is recorded in the published `sampler`.
+/// The calling thread `tid` was parked from `start` for `waited` ns, a
+/// wait the park hook sampled ([`LockSampling`]): if its park blocker
+/// (`Thread.parkBlocker`, field `blocker`) is a lock, the wait is recorded
+/// in the published `sampler`.
 ///
 /// # Safety
 /// `env` must be the calling thread's and `blocker` the id of
@@ -293,9 +355,8 @@ pub unsafe fn parked(
     timeout: ParkTimeout,
     tid: u32,
 ) {
-    let Some(samples) = sampler.jvmti_samples.as_ref() else { return };
-    let Some(threshold) = samples.lock_threshold_ns else { return };
-    if waited < threshold || blocker.is_null() || !sampler.sampled(tid) || env.clear_exception() {
+    let Some(samples) = sampler.jvmti_samples.as_ref().filter(|s| s.lock.is_some()) else { return };
+    if blocker.is_null() || !sampler.sampled(tid) || env.clear_exception() {
         return;
     }
     env.with_local_frame(8, || {
@@ -327,6 +388,28 @@ mod tests {
         // Objects far beyond the interval: themselves.
         assert_eq!(weight(64 << 20, interval), 64 << 20);
         assert_eq!(weight(0, interval), 0);
+    }
+
+    #[test]
+    fn waits_are_sampled_in_proportion_to_their_length() {
+        let lock = LockSampling { interval_ns: 10_000, threshold_ns: 0 };
+        // From the interval on, always, weighing themselves.
+        assert!(lock.takes(10_000, u64::MAX) && lock.takes(1_000_000, u64::MAX));
+        assert_eq!((lock.weight(10_000), lock.weight(1_000_000)), (10_000, 1_000_000));
+        // Shorter: with probability waited / interval, weighing an interval.
+        assert_eq!(lock.weight(2_500), 10_000);
+        let quarter = u64::MAX / 4;
+        assert!(lock.takes(2_500, quarter - (1 << 20)) && !lock.takes(2_500, quarter + (1 << 20)));
+        assert!(!lock.takes(0, 0), "no wait, nothing to record");
+        // Below the threshold, never.
+        let threshold = LockSampling { interval_ns: 10_000, threshold_ns: 50_000 };
+        assert!(!threshold.takes(40_000, 0) && threshold.takes(50_000, u64::MAX));
+        // The weights of many sampled waits add up to the time waited.
+        let waits: Vec<u64> = (0..200_000u64).map(|i| 500 + i % 15_000).collect();
+        let waited: u64 = waits.iter().sum();
+        let recorded: u64 = waits.iter().filter(|&&w| lock.takes_now(w)).map(|&w| lock.weight(w)).sum();
+        let ratio = recorded as f64 / waited as f64;
+        assert!((ratio - 1.0).abs() < 0.02, "recorded {recorded} of {waited} ns waited");
     }
 
     #[test]

@@ -9,7 +9,7 @@ use crate::existing_threads;
 use crate::governor::signal_cost::{self, Delivery, SignalCosts};
 use crate::governor::{Governor, InForce};
 use crate::jni_env::JniEnv;
-use crate::jvmti_samples::JvmtiSamples;
+use crate::jvmti_samples::{JvmtiSamples, LockSampling};
 use crate::libraries::sections::Wanted;
 use crate::libraries::{LibraryTable, RefreshTick};
 use crate::log;
@@ -269,6 +269,7 @@ fn settings(options: &Options, cpu_engine: Option<&str>, cstack: StackPlan) -> V
     }
     if let Some(lock) = options.lock {
         settings.push(("lock".into(), nanos(lock)));
+        settings.push(("lockthreshold".into(), nanos(options.lock_threshold)));
     }
     if let Some(wall) = options.wall {
         settings.push(("wall".into(), nanos(wall)));
@@ -302,6 +303,14 @@ fn disarm() {
     safe_read::restore_fault_handlers();
 }
 
+/// Which lock waits `options` record, if any.
+fn lock_sampling(options: &Options) -> Option<LockSampling> {
+    let nanos = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+    options
+        .lock
+        .map(|interval| LockSampling { interval_ns: nanos(interval), threshold_ns: nanos(options.lock_threshold) })
+}
+
 /// Arms the engines `options` ask for, registering their signals in the
 /// published `sampler`; returns their description and the CPU engine's
 /// name. Allocation or lock sampling that the JVM cannot do is reported
@@ -326,7 +335,7 @@ fn arm_engines(
     }
     let jvmti_engines = [
         (options.alloc.map(|interval| engine::jvmti_events::arm_alloc(vm.jvmti(), interval, options.live)), "alloc"),
-        (options.lock.map(|threshold| engine::jvmti_events::arm_lock(vm.jvmti(), env, threshold)), "lock"),
+        (lock_sampling(options).map(|lock| engine::jvmti_events::arm_lock(vm.jvmti(), env, lock)), "lock"),
     ];
     for (armed, name) in jvmti_engines {
         match armed {
@@ -368,7 +377,7 @@ fn build_sampler(vm: &Vm, options: &Options, env: Option<JniEnv>, blocking: Bloc
         verify_walk: options.verify_walk,
         blocking,
         jvmti_samples: (options.alloc.is_some() || options.lock.is_some())
-            .then(|| JvmtiSamples::new(options.alloc, options.live, options.lock.map(|d| d.as_nanos() as u64)))
+            .then(|| JvmtiSamples::new(options.alloc, options.live, lock_sampling(options)))
             .transpose()
             .map_err(|e| io(format!("cannot reserve the class table: {e}")))?,
         idle: (options.wall.is_some() && options.wall_batch).then(IdleThreads::new),

@@ -51,6 +51,8 @@ const LOCK_CONFIGS: &[Config] = &[
     Config { name: "unprofiled", profiler: Profiler::None, settings: "" },
     Config { name: "ours lock=1ms", profiler: Profiler::Ours, settings: "lock=1ms" },
     Config { name: "async-profiler lock=1ms", profiler: Profiler::Peer, settings: "lock=1ms" },
+    Config { name: "ours lock (10us, the default)", profiler: Profiler::Ours, settings: "lock" },
+    Config { name: "async-profiler lock=10us", profiler: Profiler::Peer, settings: "lock=10us" },
     Config {
         name: "JFR JavaMonitorEnter+ThreadPark 1ms",
         profiler: Profiler::Jfr,

@@ -1,6 +1,8 @@
 //! Lock contention profiling (`lock=`) on a real JVM: Java monitors and
-//! `java.util.concurrent` locks; every wait past the threshold is recorded
-//! with its duration, the lock's class and the waiting stack.
+//! `java.util.concurrent` locks; waits are sampled by the time waited
+//! (every wait from the interval on, shorter ones in proportion to their
+//! length) and recorded with their duration, the lock's class and the
+//! waiting stack.
 
 use integration_tests::readers::{converter_collapsed_as, converter_jar};
 use integration_tests::*;
@@ -31,8 +33,9 @@ fn check_waits(recording: &Recording, out: &str, kind: &str, what: &str, class: 
 }
 
 /// Java monitors (JVMTI) and a `ReentrantLock` (the `Unsafe.park` hook),
-/// contended by four threads each: every wait past `lock=100us` is
-/// recorded with its duration, the lock's class and the waiting stack.
+/// contended by four threads each, held a millisecond at a time: every
+/// wait past `lock=100us` is recorded with its duration, the lock's class
+/// and the waiting stack.
 #[test]
 fn monitor_and_lock_waits_add_up_to_what_the_threads_measured() {
     let dir = scratch_dir("lock_shares");
@@ -92,6 +95,64 @@ fn lock_waits_are_recorded_after_an_attach() {
     for kind in ["jdk.JavaMonitorEnter", "jdk.ThreadPark"] {
         let waits = recording.events.iter().filter(|e| e.kind == kind).count();
         assert!(waits >= 20, "{kind}: {waits} waits after an attach");
+    }
+}
+
+/// The lock weights `symbolize` reads under each fixture method
+/// (`collapsed --event lock`: each wait weighs at least the `lock`
+/// interval it was sampled at).
+fn weighed_waits(file: &std::path::Path) -> (u64, u64) {
+    let output = std::process::Command::new(symbolize_binary())
+        .args(["collapsed", file.to_str().unwrap(), "--event", "lock", "--no-debuginfod"])
+        .output()
+        .unwrap();
+    assert_success(&output);
+    let (mut monitor, mut lock) = (0, 0);
+    for line in stdout(&output).lines() {
+        let Some((stack, weight)) = line.rsplit_once(' ') else { continue };
+        let weight: u64 = weight.parse().unwrap_or_else(|_| panic!("bad line {line}"));
+        if stack.contains("LockShares.waitForMonitor") {
+            monitor += weight;
+        } else if stack.contains("LockShares.waitForLock") {
+            lock += weight;
+        }
+    }
+    (monitor, lock)
+}
+
+/// Eight threads contending for microseconds (4 on a monitor, 4 on a
+/// `ReentrantLock`, each held 5 µs at a time, taken again at once), with
+/// the default `lock` (sampled every 10 µs waited): the waits are sampled,
+/// and their weights add up to within 30% of what the threads measured
+/// waiting — where a per-wait threshold of 10 ms (the old default, the
+/// JDK's) recorded almost nothing of it.
+#[test]
+fn short_frequent_contention_is_sampled_and_weighs_what_was_waited() {
+    let dir = scratch_dir("lock_short");
+    let file = dir.join("short.jfr");
+    let output = run_java(
+        Some(&format!("start,lock,file={}", file.display())),
+        "LockShares",
+        &["3", "5000", "0"],
+        Duration::from_secs(60),
+    );
+    assert_success(&output);
+    let out = stdout(&output);
+    let measured = |what: &str| -> f64 {
+        let prefix = format!("waited {what} ");
+        out.lines().find_map(|l| l.strip_prefix(&prefix)).expect(&prefix).trim().parse().unwrap()
+    };
+    let recording = read_recording(&file);
+    assert_eq!(recording.settings.get("lock").map(String::as_str), Some("10000 ns"));
+    assert_eq!(recording.settings.get("lockthreshold").map(String::as_str), Some("0 ns"));
+    let (monitor, lock) = weighed_waits(&file);
+    for (what, weighed, kind) in [("monitor", monitor, "jdk.JavaMonitorEnter"), ("lock", lock, "jdk.ThreadPark")] {
+        let truth = measured(what);
+        let events = recording.events.iter().filter(|e| e.kind == kind).count();
+        println!("{what}: {events} events weigh {weighed} ns of {truth:.0} ns measured");
+        assert!(events >= 100, "{what}: only {events} waits recorded");
+        let ratio = weighed as f64 / truth;
+        assert!((0.7..=1.3).contains(&ratio), "{what}: weighed {weighed} ns of {truth:.0} ns measured");
     }
 }
 

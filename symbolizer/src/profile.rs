@@ -174,24 +174,55 @@ pub fn chunk_interval(chunk: &Chunk, kind: EventKind) -> Option<i64> {
     })
 }
 
-/// The shortest interval of `kind` any chunk with such samples names (the
-/// profile's period), and each chunk's factor over it: a sample taken at
-/// four times that interval weighs four of its own (the overhead
-/// governor's stretches, recordings taken at different rates). Chunks
-/// naming no interval keep their weights.
-fn interval_scales(recording: &Recording, kind: EventKind) -> (i64, Vec<u64>) {
+/// How a chunk's samples of one kind are weighed: their own weight times
+/// `scale`, and at least `floor`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Weighing {
+    scale: u64,
+    floor: u64,
+}
+
+impl Weighing {
+    fn weigh(self, weight: u64) -> u64 {
+        weight.saturating_mul(self.scale).max(self.floor)
+    }
+}
+
+/// The profile's period and each chunk's [`Weighing`]. CPU and wall
+/// clock: the period is the shortest interval any chunk with such
+/// samples names, and a chunk's samples are scaled by their interval over
+/// it (a sample taken at four times that interval weighs four: the
+/// overhead governor's stretches, recordings taken at different rates);
+/// chunks naming no interval keep their weights. Lock waits: sampled by
+/// the time waited, a recorded wait weighs at least the chunk's `lock`
+/// interval (a shorter wait was recorded with a probability of its length
+/// over the interval: ours, and async-profiler's by accumulated time).
+fn weighings(recording: &Recording, kind: EventKind) -> (i64, Vec<Weighing>) {
+    let plain = Weighing { scale: 1, floor: 0 };
+    if kind == EventKind::Lock {
+        let floor = |chunk: &Chunk| {
+            let (_, value) = chunk.settings.iter().rev().find(|(setting, _)| setting == "lock")?;
+            value.trim_end_matches(" ns").parse().ok()
+        };
+        return (
+            0,
+            recording.chunks.iter().map(|chunk| Weighing { floor: floor(chunk).unwrap_or(0), ..plain }).collect(),
+        );
+    }
     let intervals: Vec<Option<i64>> = recording.chunks.iter().map(|chunk| chunk_interval(chunk, kind)).collect();
     let sampled =
         recording.chunks.iter().zip(&intervals).filter(|(chunk, _)| chunk.samples.iter().any(|s| s.kind == kind));
     let period = sampled.filter_map(|(_, interval)| *interval).min().unwrap_or(0);
-    let scales = intervals
+    let weighings = intervals
         .iter()
         .map(|interval| match interval {
-            Some(interval) if period > 0 => ((*interval + period / 2) / period).max(1) as u64,
-            _ => 1,
+            Some(interval) if period > 0 => {
+                Weighing { scale: ((*interval + period / 2) / period).max(1) as u64, ..plain }
+            }
+            _ => plain,
         })
         .collect();
-    (period, scales)
+    (period, weighings)
 }
 
 pub fn build(recording: &Recording, kind: EventKind, mut resolver: Option<&mut Resolver>) -> (Profile, Report) {
@@ -199,14 +230,14 @@ pub fn build(recording: &Recording, kind: EventKind, mut resolver: Option<&mut R
     if let Some(r) = resolver.as_deref_mut() {
         r.prepare([recording]);
     }
-    let (period, scales) = interval_scales(recording, kind);
+    let (period, weighings) = weighings(recording, kind);
     let mut profile = Profile { period, ..Profile::new(kind) };
     let mut report = Report::new(kind, recording.kinds());
     let mut names: HashMap<String, String> = HashMap::new();
-    let chunks = recording.chunks.iter().zip(scales);
-    let samples = chunks.flat_map(|(chunk, scale)| chunk.samples.iter().map(move |sample| (sample, scale)));
-    for (sample, scale) in samples.filter(|(s, _)| s.kind == kind) {
-        let weight = sample.weight.saturating_mul(scale);
+    let chunks = recording.chunks.iter().zip(weighings);
+    let samples = chunks.flat_map(|(chunk, weighing)| chunk.samples.iter().map(move |sample| (sample, weighing)));
+    for (sample, weighing) in samples.filter(|(s, _)| s.kind == kind) {
+        let weight = weighing.weigh(sample.weight);
         let count = report.frame_count(weight);
         let mut problems = Vec::new();
         let mut stack = Vec::with_capacity(sample.frames.len() + 1);
@@ -313,6 +344,23 @@ mod tests {
         assert_eq!(chunk_interval(&wall, EventKind::Wall), Some(50_000_000));
         assert_eq!(chunk_interval(&wall, EventKind::Cpu), Some(2_000_000));
         assert_eq!(chunk_interval(&wall, EventKind::Alloc), None);
+    }
+
+    /// A lock wait sampled by time waited weighs at least the interval of
+    /// its chunk's `lock` setting; without one, its duration.
+    #[test]
+    fn lock_waits_weigh_at_least_their_sampling_interval() {
+        let wait = |nanos: u64| crate::recording::Sample {
+            kind: EventKind::Lock,
+            ..sample("t", nanos, vec![java("app/Main", "take", 1)])
+        };
+        let mut sampled = chunk(vec![wait(2_000), wait(50_000)], vec![]);
+        sampled.settings = vec![("lock".to_owned(), "10000 ns".to_owned())];
+        let unsampled = chunk(vec![wait(2_000)], vec![]);
+        let (profile, report) = build(&Recording { chunks: vec![sampled, unsampled] }, EventKind::Lock, None);
+        let weights: Vec<u64> = profile.samples.iter().map(|s| s.weight).collect();
+        assert_eq!(weights, [10_000, 50_000, 2_000]);
+        assert_eq!((report.total_weight, profile.period), (62_000, 0));
     }
 
     #[test]

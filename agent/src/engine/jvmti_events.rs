@@ -9,6 +9,7 @@ use super::park;
 use crate::jni_env::JniEnv;
 use crate::jvmti::events::Event;
 use crate::jvmti::Jvmti;
+use crate::jvmti_samples::LockSampling;
 use crate::log;
 
 /// Samples allocations every `interval` bytes on average, counting
@@ -26,13 +27,12 @@ pub fn arm_alloc(jvmti: Jvmti, interval: u32, live: bool) -> Result<(), String> 
 /// Delivers contended monitor waits and, given the calling thread's
 /// `env`, parks on `java.util.concurrent` locks (without them, with a
 /// warning saying why, if `Unsafe.park` cannot be hooked).
-pub fn arm_lock(jvmti: Jvmti, env: Option<JniEnv>, threshold: std::time::Duration) -> Result<(), String> {
+pub fn arm_lock(jvmti: Jvmti, env: Option<JniEnv>, lock: LockSampling) -> Result<(), String> {
     enable(jvmti, Event::MonitorContendedEnter)
         .and_then(|()| enable(jvmti, Event::MonitorContendedEntered))
         .map_err(|e| format!("lock: {e}"))?;
-    let parks = env
-        .ok_or_else(|| "no JNI environment on this thread".to_owned())
-        .and_then(|env| park::arm(jvmti, env, threshold.as_nanos() as u64));
+    let parks =
+        env.ok_or_else(|| "no JNI environment on this thread".to_owned()).and_then(|env| park::arm(jvmti, env, lock));
     if let Err(e) = parks {
         log::warn!("lock: java.util.concurrent locks are not profiled ({e}); Java monitors are");
     }

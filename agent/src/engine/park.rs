@@ -18,7 +18,7 @@ use crate::clock;
 use crate::entry::ffi_boundary;
 use crate::jni_env::JniEnv;
 use crate::jvmti::{ClassRef, Jvmti, RegisterNativesFn};
-use crate::jvmti_samples;
+use crate::jvmti_samples::{self, LockSampling};
 use crate::os_thread::current_tid;
 use crate::sampling;
 use crate::vm;
@@ -46,8 +46,10 @@ static PARK_BLOCKER: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
 static TRACING: AtomicBool = AtomicBool::new(false);
 /// Whether `bind0`'s rebinding succeeded.
 static HOOK_BOUND: AtomicBool = AtomicBool::new(false);
-/// The shortest park recorded (`lock=`), in ns, while tracing: checked
-/// before the session is looked up, so short parks cost one load.
+/// Which parks are sampled (`jvmti_samples::LockSampling`: `lock=`,
+/// `lockthreshold=`), in ns, while tracing: decided before the session is
+/// looked up, so parks not sampled cost two loads and a draw.
+static INTERVAL_NS: AtomicU64 = AtomicU64::new(u64::MAX);
 static THRESHOLD_NS: AtomicU64 = AtomicU64::new(u64::MAX);
 /// The outcome of binding the hook, once per JVM.
 static BOUND: Mutex<Option<Result<(), String>>> = Mutex::new(None);
@@ -55,10 +57,11 @@ static BOUND: Mutex<Option<Result<(), String>>> = Mutex::new(None);
 /// Starts recording parks on `java.util.concurrent` locks, binding the
 /// hook the first time. Fails with the reason when this JVM's `Unsafe`
 /// cannot be traced (monitor waits are still recorded then).
-pub fn arm(jvmti: Jvmti, env: JniEnv, threshold_ns: u64) -> Result<(), String> {
+pub fn arm(jvmti: Jvmti, env: JniEnv, lock: LockSampling) -> Result<(), String> {
     let mut bound = BOUND.lock().unwrap_or_else(|p| p.into_inner());
     bound.get_or_insert_with(|| bind(jvmti, env)).clone()?;
-    THRESHOLD_NS.store(threshold_ns, Ordering::SeqCst);
+    INTERVAL_NS.store(lock.interval_ns, Ordering::SeqCst);
+    THRESHOLD_NS.store(lock.threshold_ns, Ordering::SeqCst);
     TRACING.store(true, Ordering::SeqCst);
     Ok(())
 }
@@ -179,7 +182,11 @@ unsafe extern "system" fn park_hook(env: *mut JNIEnv, this: jobject, absolute: j
     // SAFETY: as above.
     unsafe { original(env, this, absolute, time) };
     let waited = clock::monotonic_ns().saturating_sub(start);
-    if waited < THRESHOLD_NS.load(Ordering::Relaxed) {
+    let sampling = LockSampling {
+        interval_ns: INTERVAL_NS.load(Ordering::Relaxed),
+        threshold_ns: THRESHOLD_NS.load(Ordering::Relaxed),
+    };
+    if !sampling.takes_now(waited) {
         return;
     }
     ffi_boundary("Unsafe.park", (), || {
