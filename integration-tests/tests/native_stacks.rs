@@ -140,3 +140,46 @@ fn a_native_thread_attached_to_the_jvm_is_sampled() {
     let in_spin = attached.iter().filter(|e| e.frames.iter().any(|f| f.method == "spinFromNative")).count();
     assert!(in_spin * 10 >= attached.len() * 9, "{in_spin} of {} samples in spinFromNative", attached.len());
 }
+
+/// The system libc's build-id, if its debug file (Debian's `libc6-dbg`)
+/// is installed where the agent looks for it; otherwise the calling test
+/// is skipped ([`skip`]; under CI, which installs it, it fails).
+fn libc_with_debug_file() -> Option<String> {
+    let libc = Path::new("/lib/x86_64-linux-gnu/libc.so.6");
+    let id = symbolizer::debuginfo::file_build_id(libc)?;
+    let debug = Path::new("/usr/lib/debug/.build-id").join(&id[..2]).join(format!("{}.debug", &id[2..]));
+    if !debug.exists() {
+        skip(&format!("libc's debug file {} is not installed (Debian: libc6-dbg)", debug.display()), InCi::Required);
+        return None;
+    }
+    Some(id)
+}
+
+/// Parked and sleeping threads sampled by wall clock wait in libc's
+/// futex functions, which Debian strips from libc into its debug file:
+/// named locally from that file, found by build-id (not `[libc.so.6+0x…]`).
+#[test]
+fn libc_internal_functions_are_named_from_its_debug_file() {
+    let Some(_) = libc_with_debug_file() else { return };
+    let dir = scratch_dir("libc_debug_names");
+    let file = dir.join("wall.jfr");
+    let output = run_java(
+        Some(&format!("start,wall=10ms,file={}", file.display())),
+        "WallThreads",
+        &["1", "12", "2"],
+        Duration::from_secs(90),
+    );
+    assert_success(&output);
+    let recording = read_recording(&file);
+    // Idle threads' samples are folded: weigh them.
+    let parked: Vec<&Event> = recording.wall_samples().filter(|e| e.thread.starts_with("park-")).collect();
+    let weight = |ends: &dyn Fn(&str) -> bool| -> i64 {
+        parked.iter().filter(|e| e.top().is_some_and(|f| ends(&f.method))).map(|e| e.weight).sum()
+    };
+    let (all, named) = (weight(&|_| true), weight(&|m| m.contains("futex")));
+    let unnamed = weight(&|m| m.starts_with("[libc.so.6+"));
+    println!("{all} parked samples: {named} end in a futex function, {unnamed} in an unnamed libc frame");
+    assert!(all >= 100, "only {all} samples of parked threads");
+    assert!(named * 10 >= all * 9, "{named} of {all} end in a named futex function");
+    assert_eq!(unnamed, 0);
+}

@@ -10,6 +10,7 @@
 //! control-plane threads: at `start`, and in the table's [`RefreshTick`]
 //! on the session's ticker.
 
+mod debug_file;
 pub mod file_map;
 pub mod marks;
 pub mod scan;
@@ -62,11 +63,18 @@ impl Library {
             mapped = FileMap::open(&object.path).ok();
             mapped.as_ref().map(FileMap::bytes)
         };
+        let build_id = object.build_id.clone().or_else(|| data.and_then(|d| buildid::from_file_bytes(d).ok()));
+        let debug = match data {
+            Some(bytes) if !object.in_memory => debug_file::find(&object.path, bytes, build_id.as_ref()),
+            _ => None,
+        };
         let (symbols, sections) = match data {
-            Some(bytes) => (SymbolTable::from_elf(bytes), sections::read(bytes, wanted)),
+            Some(bytes) => {
+                let images = [Some(bytes), debug.as_ref().map(FileMap::bytes)];
+                (SymbolTable::from_elfs(images.into_iter().flatten()), sections::read(bytes, wanted))
+            }
             None => (SymbolTable::default(), UnwindSections::default()),
         };
-        let build_id = object.build_id.clone().or_else(|| data.and_then(|d| buildid::from_file_bytes(d).ok()));
         let mut library = Library {
             index,
             path: object.path.clone(),

@@ -44,10 +44,19 @@ pub struct SymbolHit<'a> {
 impl SymbolTable {
     /// Function symbols of an ELF image (any parse problem gives an empty table).
     pub fn from_elf(data: &[u8]) -> SymbolTable {
-        let Ok(file) = object::File::parse(data) else { return SymbolTable::default() };
-        let raw: Vec<(u64, u64, &str)> = file
-            .symbols()
-            .chain(file.dynamic_symbols())
+        Self::from_elfs([data])
+    }
+
+    /// Function symbols of the ELF images of one library: its file and its
+    /// separate debug file, whose `.symtab` holds the local functions the
+    /// file was stripped of, at the same link-time addresses (an image
+    /// that does not parse adds nothing).
+    pub fn from_elfs<'a>(images: impl IntoIterator<Item = &'a [u8]>) -> SymbolTable {
+        let files: Vec<object::File<'a>> =
+            images.into_iter().filter_map(|data| object::File::parse(data).ok()).collect();
+        let raw: Vec<(u64, u64, &str)> = files
+            .iter()
+            .flat_map(|file| file.symbols().chain(file.dynamic_symbols()))
             .filter(|s| s.kind() == SymbolKind::Text && s.address() != 0)
             .filter_map(|s| Some((s.address(), s.size(), s.name().ok().filter(|n| !n.is_empty())?)))
             .collect();
