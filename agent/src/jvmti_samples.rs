@@ -21,6 +21,7 @@ use crate::jni_env::JniEnv;
 use crate::jvmti::{ClassRef, FrameInfo, Jvmti};
 use crate::live_objects::{Allocation, LiveObjects};
 use crate::recording::methods::internal_class_name;
+use crate::sampling::mixed::Cut;
 use crate::sampling::Sampler;
 use crate::storage::call_traces::TraceId;
 use crate::storage::samples::{SampleKind, SampleRecord};
@@ -175,7 +176,11 @@ fn stored_trace(sampler: &Sampler, tid: u32, native_in: Option<usize>) -> TraceI
         // JVMTI says -1 where a native method has no bytecode index.
         let bci = |f: &FrameInfo| if f.location < 0 { BCI_NATIVE_METHOD } else { f.location as i32 };
         frames.extend(raw.iter().map(|f| Frame::java(f.method as u64, bci(f))));
-        sampler.traces.put(frames, frames.len() == sampler.max_depth, tid as usize)
+        let truncated = frames.len() == sampler.max_depth;
+        if let (true, Some(root)) = (truncated, frames.last_mut()) {
+            *root = Cut::Depth.marker();
+        }
+        sampler.traces.put(frames, truncated, tid as usize)
     })
 }
 

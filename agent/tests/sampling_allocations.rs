@@ -237,7 +237,7 @@ fn sampling_path_does_not_allocate() {
             let mut walk = unsafe { source.begin(None, 0, testing::THREAD, &memory) }.expect("stripe 0");
             // SAFETY: as above.
             let walked = unsafe { mixed::walk(None, 0, Some(regs), &mut walk, &mut out) };
-            assert_eq!(walked, MixedWalk { frames: 3, truncated: false }, "three Java frames, then the entry frame");
+            assert_eq!(walked, MixedWalk { frames: 3, cut: None }, "three Java frames, then the entry frame");
             frames += walked.frames;
         }
     }

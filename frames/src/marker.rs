@@ -26,6 +26,9 @@ pub enum CallTraceError {
     NotJavaThread,
     /// AsyncGetCallTrace is not available.
     NoWalker,
+    /// The root of a stack cut at the depth limit (`jstackdepth`): the
+    /// frames beyond it are not recorded.
+    Truncated,
     Other,
 }
 
@@ -45,6 +48,7 @@ impl CallTraceError {
             -10 => Self::Safepoint,
             -100 => Self::NotJavaThread,
             -101 => Self::NoWalker,
+            -103 => Self::Truncated,
             _ => Self::Other,
         }
     }
@@ -65,6 +69,7 @@ impl CallTraceError {
             Self::NotJavaThread => -100,
             Self::NoWalker => -101,
             Self::Other => -102,
+            Self::Truncated => -103,
         }
     }
 
@@ -84,6 +89,7 @@ impl CallTraceError {
             Self::Safepoint => "[safepoint]",
             Self::NotJavaThread => "[not_Java_thread]",
             Self::NoWalker => "[no_stack_walker]",
+            Self::Truncated => "[truncated]",
             Self::Other => "[unknown]",
         }
     }
@@ -139,7 +145,7 @@ mod tests {
 
     #[test]
     fn codes_round_trip() {
-        for code in [0, -1, -2, -3, -4, -5, -6, -7, -8, -9, -10, -100, -101] {
+        for code in [0, -1, -2, -3, -4, -5, -6, -7, -8, -9, -10, -100, -101, -102, -103] {
             assert_eq!(CallTraceError::from_code(code).code(), code);
         }
         assert_eq!(CallTraceError::from_code(-55), CallTraceError::Other);
@@ -155,7 +161,7 @@ mod tests {
             Marker::UnloadedJavaMethod,
         ]
         .map(Marker::name);
-        let errors = [0, -1, -2, -3, -4, -5, -6, -7, -8, -9, -10, -100, -101, -102]
+        let errors = [0, -1, -2, -3, -4, -5, -6, -7, -8, -9, -10, -100, -101, -102, -103]
             .map(|code| CallTraceError::from_code(code).name());
         let all: Vec<&str> = names.iter().chain(&errors).copied().collect();
         for (i, name) in all.iter().enumerate() {

@@ -4,7 +4,7 @@
 
 use super::asgct::{AsgctFn, AsgctFrame, AsgctTrace};
 use super::java_thread::JavaThreads;
-use super::mixed::{drops_java_frame, marker_frame, JavaWalk, Next};
+use super::mixed::{drops_java_frame, marker_frame, Cut, JavaWalk, Next};
 use super::native::NativeWalk;
 use crate::counters::{self, Counter};
 use frames::{CallTraceError, Frame};
@@ -73,8 +73,8 @@ impl<'a> AsgctWalk<'a> {
     /// whether the depth limit cut it. A stack that cannot be walked gets a
     /// marker frame saying why, unless native frames already describe a
     /// thread that runs no Java code.
-    fn java_frames(&self, out: &mut [Frame]) -> (usize, bool) {
-        let error = |out: &mut [Frame], e: CallTraceError| marker_frame(out, e, self.after_native);
+    fn java_frames(&self, out: &mut [Frame]) -> (usize, Option<Cut>) {
+        let error = |out: &mut [Frame], e: CallTraceError| (marker_frame(out, e, self.after_native), None);
         let Some(asgct) = self.asgct else {
             return error(out, CallTraceError::NoWalker);
         };
@@ -83,7 +83,7 @@ impl<'a> AsgctWalk<'a> {
             return error(out, CallTraceError::NotJavaThread);
         }
         if out.is_empty() {
-            return (0, true);
+            return (0, Some(Cut::Depth));
         }
         // SAFETY: `raw` has room for as many frames as the stack, so for
         // `out.len()` (this type's contract); ucontext is the handler's.
@@ -101,11 +101,11 @@ impl<'a> AsgctWalk<'a> {
         for (slot, f) in out.iter_mut().zip(kept) {
             *slot = Frame::java(f.method as u64, f.bci);
         }
-        let truncated = written == out.len();
-        if truncated {
+        let cut = (written == out.len()).then_some(Cut::Depth);
+        if cut.is_some() {
             counters::increment(Counter::StackTruncated);
         }
-        (kept.len(), truncated)
+        (kept.len(), cut)
     }
 }
 
@@ -125,8 +125,8 @@ impl JavaWalk for AsgctWalk<'_> {
     }
 
     fn walk_java(&mut self, out: &mut [Frame]) -> (usize, Next) {
-        let (written, truncated) = self.java_frames(out);
-        (written, Next::Stop { truncated })
+        let (written, cut) = self.java_frames(out);
+        (written, Next::Stop { cut })
     }
 }
 

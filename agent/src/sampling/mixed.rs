@@ -14,6 +14,29 @@ use unwind::{PcKind, Registers};
 /// stack has (each JNI upcall adds two).
 const MAX_PARTS: usize = 256;
 
+/// Why a walk stopped short of the stack's root.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cut {
+    /// The depth limit (`jstackdepth`): frames beyond it are not recorded.
+    Depth,
+    /// A frame the walk could not get past (counted by reason where it
+    /// broke): the frames beyond it are unknown.
+    Broken,
+}
+
+impl Cut {
+    /// The marker frame that stands at the root of a stack cut this way,
+    /// so that no reader takes the last frame walked for the thread's
+    /// first: `[truncated]`, or `[unknown_Java]` for frames that could not
+    /// be walked.
+    pub const fn marker(self) -> Frame {
+        Frame::error(match self {
+            Cut::Depth => CallTraceError::Truncated,
+            Cut::Broken => CallTraceError::UnknownJava,
+        })
+    }
+}
+
 /// Where a walk goes next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Next {
@@ -22,9 +45,8 @@ pub enum Next {
     Native { regs: Registers, kind: PcKind, marks_end: bool },
     /// Java frames, from where the Java source says.
     Java,
-    /// The end of the stack; `truncated` if the depth limit or a broken
-    /// invariant cut it.
-    Stop { truncated: bool },
+    /// The end of the walk: the stack's root, or where and why it was cut.
+    Stop { cut: Option<Cut> },
 }
 
 /// One sample's source of Java frames, driven by [`walk`]. Signal-safe.
@@ -48,8 +70,31 @@ pub trait JavaWalk {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MixedWalk {
     pub frames: usize,
-    /// The depth limit or a broken invariant cut the stack.
-    pub truncated: bool,
+    /// Why the stack was cut, if it was: its root frame is then the
+    /// cut's marker.
+    pub cut: Option<Cut>,
+}
+
+impl MixedWalk {
+    /// Whether the stack is not whole (JFR's `truncated`).
+    pub fn truncated(&self) -> bool {
+        self.cut.is_some()
+    }
+
+    /// The walk of `frames` frames written into `out`, ended as `cut`
+    /// says: a cut stack with frames gets the cut's marker at its root,
+    /// after its frames, or in place of the outermost one when `out` is
+    /// full.
+    fn ended(out: &mut [Frame], frames: usize, cut: Option<Cut>) -> Self {
+        let root = frames.min(out.len().saturating_sub(1));
+        match (cut, out.get_mut(root)) {
+            (Some(cut), Some(slot)) if frames > 0 => {
+                *slot = cut.marker();
+                Self { frames: root + 1, cut: Some(cut) }
+            }
+            _ => Self { frames, cut },
+        }
+    }
 }
 
 /// Writes the mixed stack of the interrupted thread (registers `regs`)
@@ -86,10 +131,10 @@ pub unsafe fn walk<J: JavaWalk>(
                 len += written;
                 next
             }
-            Next::Stop { truncated } => return MixedWalk { frames: len, truncated },
+            Next::Stop { cut } => return MixedWalk::ended(out, len, cut),
         };
     }
-    MixedWalk { frames: len, truncated: true }
+    MixedWalk::ended(out, len, Some(Cut::Broken))
 }
 
 /// Whether a Java frame is left out of the stack: the innermost Java frame
@@ -101,8 +146,9 @@ pub fn drops_java_frame(innermost: bool, method: u64) -> bool {
 }
 
 /// Writes a frame saying why the Java stack could not be walked (unless
-/// native frames already describe a thread that runs no Java code).
-pub fn marker_frame(out: &mut [Frame], error: CallTraceError, after_native: bool) -> (usize, bool) {
+/// native frames already describe a thread that runs no Java code);
+/// returns how many frames (0 or 1).
+pub fn marker_frame(out: &mut [Frame], error: CallTraceError, after_native: bool) -> usize {
     counters::increment(Counter::StackWalkFailed);
     let not_java = matches!(
         error,
@@ -114,8 +160,8 @@ pub fn marker_frame(out: &mut [Frame], error: CallTraceError, after_native: bool
     match out.first_mut() {
         Some(slot) if !(after_native && not_java) => {
             *slot = Frame::error(error);
-            (1, false)
+            1
         }
-        _ => (0, false),
+        _ => 0,
     }
 }

@@ -231,7 +231,7 @@ impl Sampler {
         let regs = native::registers(ucontext);
         // SAFETY: the caller holds `stripe` (this function's contract).
         let walk = unsafe { mixed::walk(self.native.as_ref(), stripe, regs, &mut java, frames) };
-        (walk.frames, walk.truncated)
+        (walk.frames, walk.truncated())
     }
 
     /// The mixed stack from HotSpot's structures, checked against
@@ -270,7 +270,7 @@ impl Sampler {
         if let Some(reference) = reference {
             verify::compare(frames.get(..walk.frames).unwrap_or_default(), reference);
         }
-        (walk.frames, walk.truncated)
+        (walk.frames, walk.truncated())
     }
 }
 

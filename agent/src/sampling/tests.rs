@@ -79,6 +79,7 @@ fn depth_limit_marks_the_trace_truncated() {
     s.traces.for_each_live(|t| {
         assert_eq!(t.frames.len(), 2);
         assert!(t.truncated);
+        assert_eq!(t.frames[1], Frame::error(CallTraceError::Truncated), "the root says the stack was cut");
     });
 }
 

@@ -9,7 +9,7 @@
 //! Java frames the caller left (the anchor saved in the JavaCallWrapper);
 //! `vmx` walks the native frames in between.
 
-use super::mixed::{self, drops_java_frame, marker_frame, JavaWalk, MixedWalk, Next};
+use super::mixed::{self, drops_java_frame, marker_frame, Cut, JavaWalk, MixedWalk, Next};
 use super::native::{NativeStop, NativeUnwinder, NativeWalk};
 use crate::counters::{self, Counter};
 use frames::{CallTraceError, Frame};
@@ -59,17 +59,7 @@ impl HotSpotSource {
         // contract), so its cache is ours alone.
         let memo = WalkMemo::new(thread, unsafe { &mut *cache.get() });
         let anchor = if thread != 0 { self.segments.thread_anchor(memory, thread) } else { None };
-        Some(HotSpotWalk {
-            source: self,
-            native,
-            memory,
-            memo,
-            pending: None,
-            anchor,
-            reached: 0,
-            skipped: false,
-            met_java: false,
-        })
+        Some(HotSpotWalk { source: self, native, memory, memo, pending: None, anchor, reached: 0, met_java: false })
     }
 
     /// Writes the mixed stack of one sample into `out`, as [`Self::begin`]
@@ -92,15 +82,14 @@ impl HotSpotSource {
         let walk = match unsafe { self.begin(native, stripe, thread, memory) } {
             // SAFETY: as above.
             Some(mut java) => unsafe { mixed::walk(native, stripe, Some(regs), &mut java, out) },
-            None => MixedWalk { frames: 0, truncated: false },
+            None => MixedWalk { frames: 0, cut: None },
         };
-        if walk.truncated {
+        if walk.truncated() {
             counters::increment(Counter::StackTruncated);
         }
         if walk.frames == 0 {
             let error = if thread == 0 { CallTraceError::NotJavaThread } else { CallTraceError::UnknownJava };
-            let (frames, truncated) = marker_frame(out, error, false);
-            return MixedWalk { frames, truncated };
+            return MixedWalk { frames: marker_frame(out, error, false), cut: None };
         }
         walk
     }
@@ -120,8 +109,6 @@ pub struct HotSpotWalk<'a, M: VmMemory> {
     /// The highest stack pointer the walk has reached: an anchor below it
     /// would walk frames again.
     reached: u64,
-    /// A failed Java part was skipped: the stack has a hole.
-    skipped: bool,
     /// A Java frame was met, written or not.
     met_java: bool,
 }
@@ -149,6 +136,15 @@ impl FrameWriter<'_> {
         self.len += 1;
         true
     }
+
+    /// Marks frames that could not be walked, where they would stand (if
+    /// there is room).
+    fn push_hole(&mut self) {
+        if let Some(slot) = self.out.get_mut(self.len) {
+            *slot = Cut::Broken.marker();
+            self.len += 1;
+        }
+    }
 }
 
 fn count(failure: WalkFailure) {
@@ -171,19 +167,15 @@ impl<M: VmMemory> HotSpotWalk<'_, M> {
         Next::Java
     }
 
-    fn stop(&self, truncated: bool) -> Next {
-        Next::Stop { truncated: truncated || self.skipped }
-    }
-
     /// Continues at an anchor's Java frames, if there is one.
     fn at_anchor(&mut self, anchor: Option<Anchor>) -> Next {
-        let Some(target) = anchor else { return self.stop(false) };
+        let Some(target) = anchor else { return Next::Stop { cut: None } };
         let segments = &self.source.segments;
         match segments.anchor_frame(self.memory, target) {
             Some(frame) if segments.in_code_cache(frame.pc) && frame.sp >= self.reached => self.java_at(frame),
             _ => {
                 counters::increment(Counter::VmWalkBadAnchor);
-                self.stop(true)
+                Next::Stop { cut: Some(Cut::Broken) }
             }
         }
     }
@@ -193,7 +185,7 @@ impl<M: VmMemory> JavaWalk for HotSpotWalk<'_, M> {
     const NATIVE_BUDGET: usize = usize::MAX;
 
     fn start(&mut self, regs: Option<Registers>) -> Next {
-        let Some(regs) = regs else { return self.stop(false) };
+        let Some(regs) = regs else { return Next::Stop { cut: None } };
         self.reached = regs.sp;
         if self.source.segments.in_code_cache(regs.pc) {
             self.java_at(VmFrame::interrupted(regs.pc, regs.sp, regs.fp))
@@ -210,7 +202,7 @@ impl<M: VmMemory> JavaWalk for HotSpotWalk<'_, M> {
                 PcKind::Interrupted => VmFrame::interrupted(r.pc, r.sp, r.fp),
                 PcKind::ReturnAddress => VmFrame::new(r.pc, r.sp, r.fp),
             }),
-            NativeStop::Full => self.stop(true),
+            NativeStop::Full => Next::Stop { cut: Some(Cut::Depth) },
             _ => {
                 let anchor = self.anchor.take();
                 self.at_anchor(anchor)
@@ -219,7 +211,7 @@ impl<M: VmMemory> JavaWalk for HotSpotWalk<'_, M> {
     }
 
     fn walk_java(&mut self, out: &mut [Frame]) -> (usize, Next) {
-        let Some(mut frame) = self.pending.take() else { return (0, self.stop(true)) };
+        let Some(mut frame) = self.pending.take() else { return (0, Next::Stop { cut: Some(Cut::Broken) }) };
         let source = self.source;
         let native = self.native;
         let is_code = |pc: u64| source.segments.in_code_cache(pc) || native.is_some_and(|n| n.in_library(pc));
@@ -244,17 +236,18 @@ impl<M: VmMemory> JavaWalk for HotSpotWalk<'_, M> {
                 }
             }
             SegmentEnd::Entry(caller_anchor) => self.at_anchor(caller_anchor),
-            SegmentEnd::Full => self.stop(true),
+            SegmentEnd::Full => Next::Stop { cut: Some(Cut::Depth) },
             SegmentEnd::Failed(failure) => {
                 count(failure);
                 // An anchor not used yet, above what was walked, still
-                // leads to sound Java frames.
+                // leads to sound Java frames: the frames in between are
+                // marked as a hole.
                 match self.anchor.take().filter(|a| a.sp >= self.reached) {
                     Some(target) => {
-                        self.skipped = true;
+                        writer.push_hole();
                         self.at_anchor(Some(target))
                     }
-                    None => self.stop(true),
+                    None => Next::Stop { cut: Some(Cut::Broken) },
                 }
             }
         };
@@ -304,16 +297,19 @@ mod tests {
         let mut out = [Frame::default(); 16];
         // SAFETY: this test alone uses `source`'s stripe 0.
         let walk = |out: &mut [Frame], thread, regs| unsafe { source.walk(None, 0, thread, &memory, regs, out) };
-        assert_eq!(walk(&mut out, testing::THREAD, java), MixedWalk { frames: 3, truncated: false });
+        assert_eq!(walk(&mut out, testing::THREAD, java), MixedWalk { frames: 3, cut: None });
+        let whole = out;
         let cut = counters::get(Counter::StackTruncated);
-        assert_eq!(walk(&mut out[..2], testing::THREAD, java), MixedWalk { frames: 2, truncated: true });
+        // Cut at the depth limit: the outermost slot says so.
+        assert_eq!(walk(&mut out[..2], testing::THREAD, java), MixedWalk { frames: 2, cut: Some(Cut::Depth) });
+        assert_eq!(out[..2], [whole[0], Frame::error(CallTraceError::Truncated)]);
         assert!(counters::get(Counter::StackTruncated) > cut);
         let failed = counters::get(Counter::StackWalkFailed);
-        assert_eq!(walk(&mut out, 0, outside), MixedWalk { frames: 1, truncated: false });
+        assert_eq!(walk(&mut out, 0, outside), MixedWalk { frames: 1, cut: None });
         assert_eq!(out[0], Frame::error(CallTraceError::NotJavaThread));
         // A JavaThread with no last-Java-frame anchor to lead to Java code.
         let no_anchor = testing::THREAD + 8;
-        assert_eq!(walk(&mut out, no_anchor, outside), MixedWalk { frames: 1, truncated: false });
+        assert_eq!(walk(&mut out, no_anchor, outside), MixedWalk { frames: 1, cut: None });
         assert_eq!(out[0], Frame::error(CallTraceError::UnknownJava));
         assert!(counters::get(Counter::StackWalkFailed) >= failed + 2);
     }
