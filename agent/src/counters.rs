@@ -50,6 +50,7 @@ counters! {
     HandlerNanos => "handler_ns_total",
     CpuSignals => "cpu_signals_handled",
     WallSignals => "wall_signals_handled",
+    KernelStackThreadsRefused => "kernel_stack_threads_refused",
     HandlerNanosMedian => "handler_ns_p50",
     HandlerNanosP99 => "handler_ns_p99",
     CallTraces => "call_traces",

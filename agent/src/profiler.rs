@@ -300,6 +300,7 @@ fn disarm() {
     engine::wall::stop();
     engine::stop();
     sampling::retire();
+    engine::release();
     safe_read::restore_fault_handlers();
 }
 
@@ -324,7 +325,8 @@ fn arm_engines(
     let mut engines = Vec::new();
     let cpu = match options.cpu {
         Some((kind, interval)) => {
-            Some(engine::start(kind, interval, threads::process_threads, Arc::clone(&sampler.origins))?)
+            let kernel_stacks = sampler.native.is_some();
+            Some(engine::start(kind, interval, kernel_stacks, threads::process_threads, Arc::clone(&sampler.origins))?)
         }
         None => None,
     };

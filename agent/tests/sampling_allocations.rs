@@ -8,8 +8,10 @@
 //! then the stitched walk with the HotSpot source (`cstack=vm`) walks the
 //! synthetic VM of `hotspot::testing` (compiled frame with an inlined
 //! method, interpreted frame, entry frame) a thousand times under the same
-//! watch; and the overhead governor's calibration handler counts a
-//! hundred calibration signals under it too.
+//! watch; a thousand CPU samples take kernel frames from a perf ring
+//! (one filled in memory as the kernel fills it) before their walk; and
+//! the overhead governor's calibration handler counts a hundred
+//! calibration signals under it too.
 //!
 //! This test binary holds a single test so nothing else allocates while
 //! the counter is armed: the test thread itself only spins, reads atomics
@@ -27,13 +29,14 @@ use profiler_agent::sampling::asgct::{AsgctFrame, AsgctTrace};
 use profiler_agent::sampling::chain::{PREVIOUS_CALIBRATION, PREVIOUS_SIGVTALRM};
 use profiler_agent::sampling::handler::{on_calibration, on_sigvtalrm, CALIBRATION_SIGNALS};
 use profiler_agent::sampling::java_thread::JavaThreads;
+use profiler_agent::sampling::kernel::Ring;
 use profiler_agent::sampling::mixed::{self, MixedWalk};
 use profiler_agent::sampling::native::{NativeMode, NativeUnwinder};
 use profiler_agent::sampling::origin::{wall_payload, Origins, CALIBRATION_PAYLOAD};
 use profiler_agent::sampling::siginfo::{RawSiginfo, SI_TIMER};
 use profiler_agent::sampling::thread_state::BlockingMethods;
 use profiler_agent::sampling::vm_stack::HotSpotSource;
-use profiler_agent::sampling::{self, Sampler};
+use profiler_agent::sampling::{self, SampleRequest, Sampler};
 use profiler_agent::storage::idle::IdleThreads;
 use profiler_agent::storage::samples::{SampleKind, SampleStripes, STRIPES};
 use profiler_agent::storage::trace_storage::CallTraceStorage;
@@ -164,7 +167,8 @@ fn run_armed(scenario: &Scenario) -> (Arc<Sampler>, u64) {
     }
     sampling::publish(&sampler);
     let me = vec![profiler_agent::os_thread::current_tid()];
-    engine::start(CpuEngineKind::Itimer, Duration::from_millis(1), move || me.clone(), Arc::clone(&sampler.origins))
+    let origins = Arc::clone(&sampler.origins);
+    engine::start(CpuEngineKind::Itimer, Duration::from_millis(1), false, move || me.clone(), origins)
         .expect("itimer engine");
     let first = counters::get(Counter::Samples);
 
@@ -244,6 +248,35 @@ fn sampling_path_does_not_allocate() {
     ARMED.store(false, Ordering::SeqCst);
     assert_eq!(frames, 6000);
     assert_eq!(ALLOCATIONS.load(Ordering::SeqCst), 0, "allocations during 2000 HotSpot walks");
+
+    // CPU samples with kernel frames: a ring as perf_events fills it, one
+    // sample record of three kernel addresses before each sample.
+    let kernel_sampler = sampler(&SCENARIOS[0]);
+    let mut ring_memory = vec![0u64; 2 * 4096 / 8];
+    let ring = Ring { base: ring_memory.as_mut_ptr() as usize, page: 4096, data_size: 4096 };
+    let record =
+        [9 | (48u64 << 48), 4, (-128i64) as u64, 0xffff_ffff_8100_0010, 0xffff_ffff_8100_0020, 0xffff_ffff_8100_0030];
+    let request =
+        SampleRequest { ucontext: std::ptr::null_mut(), weight: 1, kind: SampleKind::Cpu, kernel: Some(ring) };
+    ARMED.store(true, Ordering::SeqCst);
+    for i in 0..1000u64 {
+        let head = i * 48;
+        for (w, word) in record.iter().enumerate() {
+            ring_memory[512 + ((head as usize + 8 * w) % 4096) / 8] = *word;
+        }
+        ring_memory[1024 / 8] = head + 48;
+        kernel_sampler.record(request, i, 1);
+    }
+    ARMED.store(false, Ordering::SeqCst);
+    assert_eq!(ALLOCATIONS.load(Ordering::SeqCst), 0, "allocations during 1000 samples with kernel frames");
+    let kernel = [0xffff_ffff_8100_0010, 0xffff_ffff_8100_0020, 0xffff_ffff_8100_0030].map(Frame::kernel);
+    let mut stacks = 0;
+    kernel_sampler.traces.for_each_live(|t| {
+        stacks += 1;
+        assert_eq!(t.frames[..3], kernel, "the kernel frames first");
+        assert!(t.frames[3..].iter().all(|f| f.kind == FrameKind::Java), "then the walk's");
+    });
+    assert!(stacks >= 97, "{stacks} stacks");
 
     // The calibration timer's signals, as the kernel fills them in.
     signals::install(libc::SIGPROF, on_calibration, &PREVIOUS_CALIBRATION).expect("calibration handler");

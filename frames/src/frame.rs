@@ -36,6 +36,9 @@ pub enum FrameKind {
     Interpreted = 4,
     C1Compiled = 5,
     Inlined = 6,
+    /// A kernel frame: `method` is its address, from the kernel's part of
+    /// a perf_events call chain.
+    Kernel = 7,
 }
 
 impl FrameKind {
@@ -105,6 +108,10 @@ impl Frame {
         Self { method: address, bci: 0, kind: FrameKind::Native }
     }
 
+    pub const fn kernel(address: u64) -> Self {
+        Self { method: address, bci: 0, kind: FrameKind::Kernel }
+    }
+
     /// A remote frame; `packed` is a [`crate::RemoteFrame::pack`] result.
     pub const fn remote(packed: u64) -> Self {
         Self { method: packed, bci: BCI_NATIVE_FRAME_REMOTE, kind: FrameKind::RemoteNative }
@@ -148,7 +155,9 @@ mod tests {
             [FrameKind::Interpreted, FrameKind::C1Compiled, FrameKind::Java, FrameKind::Inlined, FrameKind::Java]
         );
         assert!(stored.iter().all(|k| k.is_java()));
-        assert!(![FrameKind::Error, FrameKind::Native, FrameKind::RemoteNative].iter().any(|k| k.is_java()));
+        assert!(![FrameKind::Error, FrameKind::Native, FrameKind::RemoteNative, FrameKind::Kernel]
+            .iter()
+            .any(|k| k.is_java()));
     }
 
     #[test]
@@ -166,6 +175,7 @@ mod tests {
     fn constructors_set_kind_and_sentinels() {
         assert_eq!(Frame::remote(5), Frame { method: 5, bci: BCI_NATIVE_FRAME_REMOTE, kind: FrameKind::RemoteNative });
         assert_eq!(Frame::native(9), Frame { method: 9, bci: 0, kind: FrameKind::Native });
+        assert_eq!(Frame::kernel(9), Frame { method: 9, bci: 0, kind: FrameKind::Kernel });
         let error = Frame::error(CallTraceError::GcActive);
         assert_eq!((error.method as i64, error.kind), (-2, FrameKind::Error));
         assert_ne!(BCI_NATIVE_METHOD, BCI_NATIVE_FRAME_REMOTE);

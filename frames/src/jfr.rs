@@ -85,6 +85,7 @@ impl From<FrameKind> for FrameType {
             FrameKind::Inlined => FrameType::Inlined,
             FrameKind::Error | FrameKind::Native => FrameType::Native,
             FrameKind::RemoteNative => FrameType::RemoteNative,
+            FrameKind::Kernel => FrameType::Kernel,
         }
     }
 }
@@ -120,6 +121,7 @@ mod tests {
             (FrameKind::Interpreted, FrameType::Interpreted),
             (FrameKind::C1Compiled, FrameType::C1Compiled),
             (FrameKind::Inlined, FrameType::Inlined),
+            (FrameKind::Kernel, FrameType::Kernel),
         ];
         for (kind, frame_type) in kinds {
             assert_eq!(FrameType::from(kind), frame_type, "{kind:?}");

@@ -183,3 +183,30 @@ fn libc_internal_functions_are_named_from_its_debug_file() {
     assert!(named * 10 >= all * 9, "{named} of {all} end in a named futex function");
     assert_eq!(unnamed, 0);
 }
+
+/// CPU samples of a thread that spends its time in system calls carry the
+/// kernel's part of the stack above its own (innermost first), typed
+/// `Kernel` and named from `/proc/kallsyms`, where perf_events counts the
+/// kernel for this process.
+#[test]
+fn cpu_samples_carry_kernel_frames_where_perf_allows() {
+    let recording = record("kernel_frames", "cpu=1ms", "Syscalls", &["3"]);
+    let engine = recording.settings.get("engine").cloned().unwrap_or_default();
+    let refused = recording.counter("kernel_stack_threads_refused");
+    if engine != "perf_events cpu-clock" || refused > 0 {
+        let why = format!("perf_events does not count the kernel here (engine {engine}, {refused} threads refused)");
+        skip(&why, InCi::Optional);
+        return;
+    }
+    let main: Vec<&Event> = recording.samples().filter(|e| e.thread == "main").collect();
+    let in_kernel: Vec<&Event> =
+        main.iter().copied().filter(|e| e.top().is_some_and(|f| f.frame_type == "Kernel")).collect();
+    println!("{} of {} main-thread samples start in the kernel", in_kernel.len(), main.len());
+    assert!(in_kernel.len() * 5 >= main.len(), "{} of {} samples in the kernel", in_kernel.len(), main.len());
+    for sample in &in_kernel {
+        let kernel = sample.frames.iter().take_while(|f| f.frame_type == "Kernel").count();
+        assert!(sample.frames[kernel..].iter().all(|f| f.frame_type != "Kernel"), "kernel frames innermost only");
+        assert!(sample.frames[..kernel].iter().all(|f| !f.method.is_empty() && !f.method.starts_with('[')));
+        assert!(sample.frames.iter().any(|f| f.class == "Syscalls"), "the Java caller below the kernel");
+    }
+}

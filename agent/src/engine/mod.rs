@@ -47,8 +47,13 @@ struct Armed {
 
 static ACTIVE: Mutex<Option<Armed>> = Mutex::new(None);
 
-fn candidates(kind: CpuEngineKind, interval: Duration, origins: &Arc<Origins>) -> Vec<Box<dyn CpuEngine>> {
-    let perf = || Box::new(perf::PerfEngine::new(interval, Arc::clone(origins))) as Box<dyn CpuEngine>;
+fn candidates(
+    kind: CpuEngineKind,
+    interval: Duration,
+    kernel_stacks: bool,
+    origins: &Arc<Origins>,
+) -> Vec<Box<dyn CpuEngine>> {
+    let perf = || Box::new(perf::PerfEngine::new(interval, kernel_stacks, Arc::clone(origins))) as Box<dyn CpuEngine>;
     let ctimer = || Box::new(ctimer::CtimerEngine::new(interval)) as Box<dyn CpuEngine>;
     let itimer = || Box::new(itimer::ItimerEngine::new(interval)) as Box<dyn CpuEngine>;
     match kind {
@@ -60,11 +65,13 @@ fn candidates(kind: CpuEngineKind, interval: Duration, origins: &Arc<Origins>) -
 
 /// Installs the SIGPROF handler and arms the first engine of `kind`'s
 /// fallback chain that works, for every thread in `threads()`, registering
-/// its signals in `origins` (the published session's). Returns the
-/// engine's name; each fallback's reason is logged.
+/// its signals in `origins` (the published session's), with kernel call
+/// chains where the engine records them and `kernel_stacks` asks. Returns
+/// the engine's name; each fallback's reason is logged.
 pub fn start(
     kind: CpuEngineKind,
     interval: Duration,
+    kernel_stacks: bool,
     threads: impl Fn() -> Vec<u32>,
     origins: Arc<Origins>,
 ) -> Result<&'static str, String> {
@@ -75,7 +82,7 @@ pub fn start(
     signals::install(libc::SIGPROF, on_sigprof, &PREVIOUS_SIGPROF)
         .map_err(|e| format!("cannot install SIGPROF handler: {e}"))?;
     let mut reasons = Vec::new();
-    for mut engine in candidates(kind, interval, &origins) {
+    for mut engine in candidates(kind, interval, kernel_stacks, &origins) {
         origins.set_cpu_source(engine.source());
         // Listing under the lock: a thread starting now either is listed or
         // waits for the lock in `thread_started` and is added then.
@@ -114,6 +121,13 @@ pub fn stop() {
             log::warn!("cannot restore the SIGPROF handler: {e}");
         }
     }
+}
+
+/// Unmaps what stopped engines left for handlers to read (perf's rings of
+/// kernel call chains). Call once no handler can be running
+/// (`sampling::retire` has returned).
+pub fn release() {
+    perf::release_rings();
 }
 
 /// Changes the armed CPU engine's interval (no engine: nothing to do).

@@ -12,6 +12,7 @@
 
 mod debug_file;
 pub mod file_map;
+pub mod kernel;
 pub mod marks;
 pub mod scan;
 pub mod sections;

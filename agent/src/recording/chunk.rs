@@ -10,6 +10,7 @@ use super::endpoints::Batch;
 use super::frame_names::FrameNames;
 use super::methods::MethodSource;
 use super::Format;
+use crate::libraries::kernel::KernelNames;
 use crate::libraries::LibraryTable;
 use crate::storage::call_traces::TraceId;
 use crate::storage::samples::{SampleKind, SampleRecord};
@@ -87,6 +88,8 @@ pub struct ChunkSources<'a> {
     pub methods: &'a mut dyn MethodSource,
     /// Native libraries, for native frames and `jdk.NativeLibrary` events.
     pub libraries: Option<&'a LibraryTable>,
+    /// Names of kernel frames, kept for the session.
+    pub kernel: &'a mut KernelNames,
     pub thread: &'a dyn Fn(u64) -> Option<ThreadInfo>,
     pub thread_key: &'a dyn Fn(u32) -> u64,
     pub counters: &'a [(&'static str, u64)],
@@ -287,8 +290,10 @@ impl ChunkBuilder {
         self.write_endpoints(pools, sources.endpoints, sources.thread_key);
         let context_values_expired = self.write_context_values(pools, sources.context_values);
         self.write_threads(pools, sources.thread);
-        let mut frames = FrameNames::new(sources.methods, sources.libraries, self.format.dialect);
+        let mut frames = FrameNames::new(sources.methods, sources.libraries, &mut *sources.kernel, self.format.dialect);
         self.write_traces(pools, sources.traces, &mut frames);
+        drop(frames);
+        sources.kernel.end_chunk();
         let duration_nanos = end_mono_ns.saturating_sub(self.start_mono_ns) as i64;
         let end = ChunkEnd { duration_nanos, final_chunk };
         let bytes = self.writer.finish(pools, end, &self.format.attributes);
@@ -396,6 +401,7 @@ mod tests {
             traces,
             methods: &mut NoMethods,
             libraries: None,
+            kernel: &mut KernelNames::default(),
             thread: &|_| None,
             thread_key: &|tid| u64::from(tid),
             counters: &[],

@@ -4,6 +4,7 @@
 //! dialect's encoding, and markers for stacks that could not be walked.
 
 use super::methods::{MethodInfo, MethodSource};
+use crate::libraries::kernel::KernelNames;
 use crate::libraries::{Library, LibraryTable};
 use frames::{
     CallTraceError, Frame, FrameKind, FrameType, Mark, Marker, RemoteFrame, UnknownNative, BCI_NATIVE_METHOD,
@@ -31,14 +32,20 @@ struct NativeName {
 pub struct FrameNames<'a> {
     methods: &'a mut dyn MethodSource,
     libraries: Option<&'a LibraryTable>,
+    kernel: &'a mut KernelNames,
     dialect: Dialect,
     /// Native frame names by attribution address.
     natives: HashMap<u64, NativeName>,
 }
 
 impl<'a> FrameNames<'a> {
-    pub fn new(methods: &'a mut dyn MethodSource, libraries: Option<&'a LibraryTable>, dialect: Dialect) -> Self {
-        Self { methods, libraries, dialect, natives: HashMap::new() }
+    pub fn new(
+        methods: &'a mut dyn MethodSource,
+        libraries: Option<&'a LibraryTable>,
+        kernel: &'a mut KernelNames,
+        dialect: Dialect,
+    ) -> Self {
+        Self { methods, libraries, kernel, dialect, natives: HashMap::new() }
     }
 
     /// A marker frame (`[storage_full]`, `[GC_active]`, ...).
@@ -53,6 +60,10 @@ impl<'a> FrameNames<'a> {
                 let native = self.native_name(frame.method);
                 let method = native_method(pools, &native.name, &native.library);
                 FrameDef { method, line: NON_JAVA_POSITION, bci: NON_JAVA_POSITION, frame_type: native.frame_type }
+            }
+            FrameKind::Kernel => {
+                let method = native_method(pools, self.kernel.name(frame.method), "");
+                FrameDef { method, line: NON_JAVA_POSITION, bci: NON_JAVA_POSITION, frame_type: FrameType::Kernel }
             }
             FrameKind::RemoteNative => {
                 let (method, frame_type) = self.remote(pools, RemoteFrame::unpack(frame.method));
@@ -230,7 +241,8 @@ mod tests {
     #[test]
     fn java_frames_without_a_method_id_are_unknown_java_methods() {
         let mut methods = NoMethods;
-        let mut names = FrameNames::new(&mut methods, None, Dialect::Jdk);
+        let mut kernel = KernelNames::default();
+        let mut names = FrameNames::new(&mut methods, None, &mut kernel, Dialect::Jdk);
         let mut pools = ConstantPools::new();
         let unknown = synthetic(&mut pools, Marker::UnknownJavaMethod.name());
         let compiled = names.frame(&mut pools, &Frame::java_of_kind(0, 7, JavaFrameKind::C1Compiled));
@@ -243,7 +255,7 @@ mod tests {
         assert_ne!(unloaded.method, unknown);
         assert_eq!(unloaded.method, synthetic(&mut pools, Marker::UnloadedJavaMethod.name()));
         // The Datadog dialect types a native method Native.
-        let mut datadog = FrameNames::new(&mut methods, None, Dialect::Datadog);
+        let mut datadog = FrameNames::new(&mut methods, None, &mut kernel, Dialect::Datadog);
         let native = datadog.frame(&mut pools, &Frame::java(0, BCI_NATIVE_METHOD));
         assert_eq!((native.method, native.bci, native.frame_type), (unknown, -1, FrameType::Native));
     }

@@ -31,9 +31,10 @@ impl Drop for ErrnoGuard {
 }
 
 /// Takes one sample of the interrupted thread `tid` and accounts its cost.
-fn take_sample(sampler: &Sampler, ucontext: *mut c_void, weight: u32, tid: u32, kind: SampleKind) {
+fn take_sample(sampler: &Sampler, request: SampleRequest, tid: u32) {
+    let kind = request.kind;
     let start = monotonic_ns();
-    sampler.record(SampleRequest { ucontext, weight, kind }, start, tid);
+    sampler.record(request, start, tid);
     let elapsed = monotonic_ns().saturating_sub(start);
     counters::add(Counter::HandlerNanos, elapsed);
     counters::increment(match kind {
@@ -52,8 +53,13 @@ pub extern "C" fn on_sigprof(signo: c_int, info: *mut libc::siginfo_t, ucontext:
     // SAFETY: the kernel passes a valid siginfo_t; RawSiginfo has its layout.
     let view = unsafe { &*info.cast::<RawSiginfo>() };
     let ours = with_active(|sampler| match sampler.origins.classify_sigprof(view) {
-        Origin::Ours { weight, tid } => {
-            take_sample(sampler, ucontext, weight, tid.unwrap_or_else(current_tid), SampleKind::Cpu);
+        Origin::Ours { weight, tid, ring } => {
+            let tid = tid.unwrap_or_else(current_tid);
+            // A ring is read by the thread its counter samples only (a
+            // signal queued before its descriptor was closed and reused
+            // names another thread's).
+            let kernel = ring.filter(|_| current_tid() == tid);
+            take_sample(sampler, SampleRequest { ucontext, weight, kind: SampleKind::Cpu, kernel }, tid);
             true
         }
         Origin::Foreign => false,
@@ -75,7 +81,8 @@ pub extern "C" fn on_sigvtalrm(signo: c_int, info: *mut libc::siginfo_t, ucontex
     let view = unsafe { &*info.cast::<RawSiginfo>() };
     let ours = with_active(|sampler| match sampler.origins.classify_sigvtalrm(view) {
         Some(weight) => {
-            take_sample(sampler, ucontext, weight, current_tid(), SampleKind::Wall);
+            let request = SampleRequest { ucontext, weight, kind: SampleKind::Wall, kernel: None };
+            take_sample(sampler, request, current_tid());
             true
         }
         None => false,

@@ -11,6 +11,7 @@ pub mod asgct_walk;
 pub mod chain;
 pub mod handler;
 pub mod java_thread;
+pub mod kernel;
 pub mod mixed;
 pub mod native;
 pub mod origin;
@@ -90,6 +91,9 @@ pub struct SampleRequest {
     pub ucontext: *mut c_void,
     pub weight: u32,
     pub kind: SampleKind,
+    /// The calling thread's ring of kernel call chains, if its counter
+    /// records them (the ring stays mapped while the sampler is published).
+    pub kernel: Option<kernel::Ring>,
 }
 
 static ACTIVE: AtomicPtr<Sampler> = AtomicPtr::new(std::ptr::null_mut());
@@ -163,10 +167,22 @@ impl Sampler {
             // frames, and the stripe lock makes it ours alone.
             let frames = unsafe { std::slice::from_raw_parts_mut(scratch.frames.as_ptr(), capacity) };
             let raw = scratch.words.as_ptr().cast::<AsgctFrame>();
+            // Kernel frames first (innermost), then the walk from the
+            // interrupted user context; at most half the stack.
+            let kernel = match (request.kernel, self.native.is_some()) {
+                // SAFETY: the ring stays mapped while this sampler is
+                // published, and the handler passes only the calling
+                // thread's own.
+                (Some(ring), true) => unsafe {
+                    ring.take_kernel_frames(frames.get_mut(..capacity / 2).unwrap_or_default())
+                },
+                _ => 0,
+            };
+            let user = frames.get_mut(kernel..).unwrap_or_default();
             // SAFETY: `stripe` is the guard of stripe `index`, held until
             // the sample is recorded.
-            let (len, truncated) = unsafe { self.walk(index, frames, raw, request.ucontext) };
-            let walked = frames.get(..len).unwrap_or_default();
+            let (len, truncated) = unsafe { self.walk(index, user, raw, request.ucontext) };
+            let walked = frames.get(..kernel + len).unwrap_or_default();
             key = trace_key(walked, truncated);
             if request.kind == SampleKind::Wall {
                 let in_syscall = thread_state::in_syscall(request.ucontext);

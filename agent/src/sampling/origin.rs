@@ -5,9 +5,10 @@
 //! registrations also name the target thread, which saves the handler a
 //! `gettid` system call.
 
+use super::kernel::Ring;
 use super::siginfo::{RawSiginfo, POLL_HUP, POLL_IN, SI_KERNEL, SI_QUEUE, SI_TIMER};
 use crate::storage::mapped::MappedArray;
-use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
@@ -61,15 +62,24 @@ pub struct Origins {
     /// For each of our perf file descriptors, the thread it samples (0: not
     /// ours). 4 MiB of address space, resident only where touched.
     perf_fd_tids: MappedArray<AtomicU32>,
+    /// For each of our perf file descriptors whose counter records kernel
+    /// call chains, the first page of its ring (0: none; see
+    /// [`super::kernel`]). 8 MiB of address space, resident where touched.
+    perf_fd_rings: MappedArray<AtomicU64>,
+    /// The rings' page and data sizes, the same for every ring.
+    ring_page: AtomicUsize,
+    ring_data: AtomicUsize,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Origin {
     /// Ours: take a sample of this weight (periods elapsed), on `tid` when
-    /// the engine told us which thread it targets.
+    /// the engine told us which thread it targets, with the kernel frames
+    /// `ring` holds if the counter records them.
     Ours {
         weight: u32,
         tid: Option<u32>,
+        ring: Option<Ring>,
     },
     Foreign,
 }
@@ -82,6 +92,9 @@ impl Origins {
             own_pid: std::process::id() as i32,
             cpu_source: AtomicU8::new(CpuSource::Off as u8),
             perf_fd_tids: MappedArray::new(MAX_FDS)?,
+            perf_fd_rings: MappedArray::new(MAX_FDS)?,
+            ring_page: AtomicUsize::new(0),
+            ring_data: AtomicUsize::new(0),
         })
     }
 
@@ -112,6 +125,31 @@ impl Origins {
         if let Some(slot) = self.perf_slot(fd) {
             slot.store(0, Ordering::SeqCst);
         }
+        if let Some(slot) = self.ring_slot(fd) {
+            slot.store(0, Ordering::SeqCst);
+        }
+    }
+
+    fn ring_slot(&self, fd: i32) -> Option<&AtomicU64> {
+        usize::try_from(fd).ok().filter(|&fd| fd < self.perf_fd_rings.len()).map(|fd| self.perf_fd_rings.get(fd))
+    }
+
+    /// Marks `ring` as the kernel call chains of our perf event `fd`
+    /// (registered with [`Self::add_perf_fd`]); false if out of range.
+    pub fn add_perf_ring(&self, fd: i32, ring: Ring) -> bool {
+        self.ring_page.store(ring.page, Ordering::SeqCst);
+        self.ring_data.store(ring.data_size, Ordering::SeqCst);
+        self.ring_slot(fd).map(|slot| slot.store(ring.base as u64, Ordering::SeqCst)).is_some()
+    }
+
+    /// The ring of perf event `fd`, if it has one. Signal-safe.
+    fn perf_ring(&self, fd: i32) -> Option<Ring> {
+        let base = self.ring_slot(fd)?.load(Ordering::Acquire);
+        (base != 0).then(|| Ring {
+            base: base as usize,
+            page: self.ring_page.load(Ordering::Relaxed),
+            data_size: self.ring_data.load(Ordering::Relaxed),
+        })
     }
 
     /// Signal-safe.
@@ -119,17 +157,17 @@ impl Origins {
         let source = self.cpu_source.load(Ordering::Relaxed);
         if source == CpuSource::Perf as u8 && (info.code == POLL_IN || info.code == POLL_HUP) {
             return match self.perf_slot(info.fd()).map(|slot| slot.load(Ordering::Relaxed)) {
-                Some(tid) if tid != 0 => Origin::Ours { weight: 1, tid: Some(tid) },
+                Some(tid) if tid != 0 => Origin::Ours { weight: 1, tid: Some(tid), ring: self.perf_ring(info.fd()) },
                 _ => Origin::Foreign,
             };
         }
         if source == CpuSource::Ctimer as u8 && info.code == SI_TIMER && info.timer_value() >> 32 == TIMER_COOKIE >> 32
         {
             let weight = (info.timer_overrun().max(0) as u32).saturating_add(1);
-            return Origin::Ours { weight, tid: Some(info.timer_value() as u32) };
+            return Origin::Ours { weight, tid: Some(info.timer_value() as u32), ring: None };
         }
         if source == CpuSource::Itimer as u8 && info.code == SI_KERNEL {
-            return Origin::Ours { weight: 1, tid: None };
+            return Origin::Ours { weight: 1, tid: None, ring: None };
         }
         Origin::Foreign
     }

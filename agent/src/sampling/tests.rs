@@ -51,7 +51,7 @@ fn sampler(max_depth: usize, current_env: fn() -> *mut JNIEnv) -> Sampler {
 }
 
 fn request() -> SampleRequest {
-    SampleRequest { ucontext: std::ptr::null_mut(), weight: 1, kind: SampleKind::Cpu }
+    SampleRequest { ucontext: std::ptr::null_mut(), weight: 1, kind: SampleKind::Cpu, kernel: None }
 }
 
 #[test]
