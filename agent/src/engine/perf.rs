@@ -37,6 +37,7 @@ const PERF_SAMPLE_CALLCHAIN: u64 = 1 << 5;
 const RING_DATA_PAGES: usize = 1;
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
 const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
+const PERF_EVENT_IOC_DISABLE: libc::c_ulong = 0x2401;
 /// `_IOW('$', 4, __u64)`: a new sample period for a running counter.
 const PERF_EVENT_IOC_PERIOD: libc::c_ulong = 0x4008_2404;
 /// fcntl commands and `struct f_owner_ex` from <fcntl.h> (Linux).
@@ -238,6 +239,11 @@ fn open_counter(
         Ok(())
     };
     if let Err(e) = arm() {
+        // SAFETY: ioctl and fcntl on our own perf fd, then closing it.
+        unsafe {
+            libc::ioctl(fd, PERF_EVENT_IOC_DISABLE as _, 0);
+            libc::fcntl(fd, libc::F_SETFL, 0);
+        }
         origins.remove_perf_fd(fd);
         // SAFETY: closing our own fd.
         unsafe { libc::close(fd) };
@@ -249,11 +255,20 @@ fn open_counter(
     Ok(Counted { fd, ring })
 }
 
-/// Stops a counter: forgets its descriptor first, so its number cannot be
-/// reused while still registered as ours, then closes it; returns its ring.
+/// Stops a counter: disables it and its signals (a mapped ring keeps the
+/// counter alive past `close` until it is unmapped: its signals must stop
+/// now, before SIGPROF's handler is restored), forgets its descriptor, so
+/// its number cannot be reused while still registered as ours, then closes
+/// it; returns its ring.
 fn close_counter(origins: &Origins, counted: Counted) -> Option<Ring> {
+    // SAFETY: ioctl and fcntl on our own perf fd.
+    unsafe {
+        libc::ioctl(counted.fd, PERF_EVENT_IOC_DISABLE as _, 0);
+        libc::fcntl(counted.fd, libc::F_SETFL, 0);
+    }
     origins.remove_perf_fd(counted.fd);
-    // SAFETY: closing our own fd stops the counter and its signals.
+    // SAFETY: closing our own fd (the counter ends with it, or with its
+    // ring's mapping).
     unsafe { libc::close(counted.fd) };
     counted.ring
 }
