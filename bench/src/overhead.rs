@@ -83,19 +83,21 @@ const DEEP_CONFIGS: &[Config] = &[
 ];
 
 /// The governor at work: deep stacks sampled at the CPU interval's floor
-/// (100 us), where the handlers alone would take far more than the
-/// default ceiling (5% of one core): ungoverned, governed by default, the
-/// interval the governor settles on ungoverned, and async-profiler at the
-/// asked interval (it has no governor).
+/// (100 us), where the profiler would take far more than the default
+/// ceiling (10% of the application's CPU): ungoverned, governed by
+/// default, the interval the governor settles on ungoverned, and
+/// async-profiler at the asked interval (it has no governor); and at 1 ms,
+/// where the default leaves the interval alone.
 const GOVERNOR_CONFIGS: &[Config] = &[
     Config { name: "unprofiled", kind: Kind::Baseline, period_us: 0, extra: "" },
     Config { name: "agent cpu=100us,overhead=0", kind: Kind::Agent, period_us: 100, extra: UNGOVERNED },
-    Config { name: "agent cpu=100us (overhead=5)", kind: Kind::Agent, period_us: 100, extra: "" },
-    // Ungoverned at the interval the governor settles on here (16x, with
-    // each signal's delivery charged): what the governed run costs once
-    // stretched.
-    Config { name: "agent cpu=1600us,overhead=0", kind: Kind::Agent, period_us: 1600, extra: UNGOVERNED },
+    Config { name: "agent cpu=100us (overhead=10, the default)", kind: Kind::Agent, period_us: 100, extra: "" },
+    // Ungoverned at the interval the governor settles on here (4x):
+    // what the governed run costs once stretched.
+    Config { name: "agent cpu=400us,overhead=0", kind: Kind::Agent, period_us: 400, extra: UNGOVERNED },
     Config { name: "async-profiler cpu=100us", kind: Kind::Peer, period_us: 100, extra: "" },
+    Config { name: "agent cpu=1ms (overhead=10, the default)", kind: Kind::Agent, period_us: 1_000, extra: "" },
+    Config { name: "async-profiler cpu=1ms", kind: Kind::Peer, period_us: 1_000, extra: "" },
 ];
 
 /// A real application: the H2 SQL engine (Debian's libh2-java) under
