@@ -231,6 +231,65 @@ fn frames_interrupted_in_prologues_and_epilogues_have_the_right_caller() {
     }
 }
 
+/// Samples in HotSpot's method-handle intrinsics (the compiled wrappers of
+/// `MethodHandle.invokeBasic` and `linkTo*`, made for each call shape, with
+/// no jmethodID of their own) name the intrinsic that runs, by the method
+/// `MethodHandle` declares for it: `invokeBasic` under the lambda forms
+/// that call it, `linkToStatic` and `linkToVirtual` under the direct
+/// method handles' forms (forms not customized per handle keep those calls
+/// out of line). Before, every intrinsic was named by `MethodHandle`'s
+/// first id, which names `invokeBasic` unless an intrinsic reported in a
+/// CompiledMethodLoad event before `MethodHandle`'s ids were made took it:
+/// then as that one call shape of `linkToStatic`. That happened to method
+/// handles linked before the session started (here: the agent loaded,
+/// the session started through the Java API a second later), and under
+/// JRuby at start (its module path: the module system's start-up links
+/// method handles before VMInit).
+#[test]
+fn samples_in_method_handle_intrinsics_name_the_intrinsic_that_runs() {
+    for java in installed_javas() {
+        let label = format!("method handles on {}", java.display());
+        let dir = scratch_dir("vm_mh");
+        let file = dir.join("mh.jfr");
+        let session = format!("start,cpu=1ms,cstack=vm,overhead=0,file={}", file.display());
+        let jvm = ["-Djava.lang.invoke.MethodHandle.CUSTOMIZE_THRESHOLD=-1"];
+        let mut command =
+            java_command_on(&java, Some("loglevel=WARN"), &jvm, &[], "MethodHandleCalls", &["3", &session]);
+        assert_success(&ChildGuard::spawn(&mut command).wait(Duration::from_secs(120)));
+        let recording = read_recording(&file);
+        let handles: Vec<&Event> = recording.samples().filter(|e| e.thread == "handles").collect();
+        // (the intrinsic's name, whether a direct method handle's form calls it)
+        let in_intrinsics: Vec<(&Event, &str, bool)> = handles
+            .iter()
+            .filter_map(|e| {
+                let leaf = e.top().filter(|f| f.class == "java.lang.invoke.MethodHandle")?;
+                let name = Some(leaf.method.as_str()).filter(|m| *m == "invokeBasic" || m.starts_with("linkTo"))?;
+                let caller = e.frames.get(1).map_or("", |f| f.class.as_str());
+                Some((*e, name, caller.contains("DirectMethodHandle") || caller.contains("LambdaForm$DMH")))
+            })
+            .collect();
+        let misnamed: Vec<&Event> = in_intrinsics
+            .iter()
+            .filter(|(e, name, direct)| {
+                e.frames[0].descriptor != "([Ljava/lang/Object;)Ljava/lang/Object;"
+                    || (*name == "invokeBasic") == *direct
+            })
+            .map(|(e, _, _)| *e)
+            .collect();
+        let basic = in_intrinsics.iter().filter(|(_, name, _)| *name == "invokeBasic").count();
+        let linked = in_intrinsics.len() - basic;
+        println!(
+            "{label}: of {} samples, {basic} in invokeBasic, {linked} in linkTo*, {} misnamed",
+            handles.len(),
+            misnamed.len()
+        );
+        assert!(handles.len() >= 500, "{label}: only {} samples", handles.len());
+        assert!(basic * 20 >= handles.len(), "{label}: only {basic} samples in invokeBasic");
+        assert!(linked * 100 >= handles.len(), "{label}: only {linked} samples in linkTo*");
+        assert!(misnamed.is_empty(), "{label}: {} misnamed, e.g. {:?}", misnamed.len(), misnamed[0]);
+    }
+}
+
 /// A jar holding only a manifest that names `main` (found on the class
 /// path) as its Premain-Class, for a fixture that needs Instrumentation.
 fn java_agent_jar(main: &str) -> PathBuf {
