@@ -200,6 +200,40 @@ fn vmx_shows_java_jni_c_upcall_java_in_order() {
     assert!(java_only >= 500, "vm: only {java_only} samples go straight from upcallTarget to upcall");
 }
 
+/// `vmx`, samples inside the VM's upcall path (JavaCalls::call_helper and
+/// what it calls, entering or leaving a short JNI upcall): the native
+/// frames between it and the Java code that called native code are kept,
+/// as in samples of the Java code the upcall runs (before, the walk went
+/// from call_helper straight to the thread's last Java frame).
+#[test]
+fn vmx_keeps_the_native_frames_of_samples_in_the_vms_upcall_path() {
+    let library = native_fixture("libchain_nofp.so");
+    let java = jdk_tool("java");
+    let args = [library.to_str().unwrap(), "3", "0", "upcalls"];
+    let vmx = record(&java, "vmx_upcalls", "cpu=1ms,cstack=vmx,verifywalk", &[], "NativeChain", &args);
+    assert_walks_agree("vmx upcalls", &vmx);
+    let chain: [(&str, &[&str]); 5] = [
+        ("JavaCalls::call_helper", &["C++"]),
+        ("upcalls_middle", &["Native"]),
+        ("Java_NativeChain_upcalls", &["Native"]),
+        ("upcalls", &["JIT compiled"]),
+        ("callNative", JAVA),
+    ];
+    let in_vm: Vec<&Event> = vmx
+        .samples()
+        .filter(|e| e.thread == "native-caller" && e.top().is_some_and(|f| !JAVA.contains(&f.frame_type.as_str())))
+        .filter(|e| {
+            let call_helper = e.frames.iter().position(|f| f.method == "JavaCalls::call_helper");
+            let caller = e.frames.iter().position(|f| f.method == "callNative");
+            matches!((call_helper, caller), (Some(c), Some(j)) if c < j)
+        })
+        .collect();
+    let whole = in_vm.iter().filter(|e| in_order(&e.frames, &chain)).count();
+    println!("vmx upcalls: {whole} of {} samples in the upcall path keep the native frames", in_vm.len());
+    assert!(in_vm.len() >= 100, "only {} samples in the upcall path", in_vm.len());
+    assert!(whole * 10 >= in_vm.len() * 9, "{whole} of {} samples show the chain", in_vm.len());
+}
+
 /// Calls to a tiny method kept out of line: many samples land in its
 /// prologue or epilogue, where its frame is half built, and every one must
 /// name `tiny`'s only caller. (AsyncGetCallTrace gives up on about 40% of
