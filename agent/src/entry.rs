@@ -161,6 +161,7 @@ fn print_to_stdout(message: String) -> String {
 
 fn callbacks() -> EventCallbacks {
     EventCallbacks::default()
+        .vm_start(on_vm_start)
         .vm_init(on_vm_init)
         .vm_death(on_vm_death)
         .thread_start(on_thread_start)
@@ -208,6 +209,27 @@ pub(crate) fn adopt_calling_thread(env: JniEnv) {
             name_calling_thread(vm, Some(env), thread);
         }
     });
+}
+
+/// Creates `MethodHandle`'s jmethodIDs as soon as JNI works, before Java
+/// code can link a method handle. HotSpot's method-handle intrinsics
+/// (`invokeBasic`, `linkTo*`, made at run time for each call shape) have
+/// the idnum of `MethodHandle`'s first method, so the first id made for
+/// one of them (CompiledMethodLoad reports their compiled wrappers, making
+/// ids for them) takes that method's slot for good, naming it and every
+/// intrinsic read through it as that one call shape: JRuby's start-up (a
+/// module path: no archived module graph) did so before VMInit.
+unsafe extern "C" fn on_vm_start(_jvmti: *mut c_void, env: *mut JNIEnv) {
+    ffi_boundary("VMStart", (), || {
+        let Some(vm) = vm::get() else { return };
+        // SAFETY: the VMStart thread's own env.
+        let Some(env) = (unsafe { JniEnv::from_raw(env) }) else { return };
+        env.with_local_frame(4, || {
+            if let Some(class) = env.find_class(c"java/lang/invoke/MethodHandle") {
+                let _ = vm.jvmti().class_methods(class);
+            }
+        });
+    })
 }
 
 unsafe extern "C" fn on_vm_init(_jvmti: *mut c_void, env: *mut JNIEnv, thread: jthread) {

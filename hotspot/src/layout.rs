@@ -215,6 +215,37 @@ pub struct MethodLayout {
     pub pool_holder: Field,
     pub klass_jmethod_ids: Field,
     pub klass_methods: Field,
+    /// `None` if the tables do not say (an intrinsic's frame is then named
+    /// by whatever id its class keeps in the intrinsics' slot).
+    pub mh_intrinsics: Option<MhIntrinsics>,
+}
+
+/// What tells HotSpot's method-handle intrinsics apart: the methods
+/// `MethodHandle.invokeBasic` and `linkTo*` that it makes at run time, one
+/// per call shape, which `MethodHandle` does not list and which all have
+/// idnum 0, so its jmethodID cache has no slot of their own (the one of
+/// idnum 0 names whatever method got an id there first). An intrinsic's
+/// `Method::_intrinsic_id` is one of `ids` (`is_method_handle_intrinsic`),
+/// as is that of the `native` method `MethodHandle` declares under that
+/// name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MhIntrinsics {
+    /// `Method::_intrinsic_id`.
+    pub intrinsic_id: Field,
+    /// `vmIntrinsics::_invokeBasic`, `_linkToVirtual`, `_linkToStatic`,
+    /// `_linkToSpecial`, `_linkToInterface` and `_linkToNative` (JDK 16+;
+    /// [`MhIntrinsics::ABSENT`] before).
+    pub ids: [u64; 6],
+}
+
+impl MhIntrinsics {
+    /// An id no method has (intrinsic ids are 16-bit).
+    pub const ABSENT: u64 = u64::MAX;
+
+    /// Whether an `_intrinsic_id` is a method-handle intrinsic's.
+    pub fn contains(&self, intrinsic_id: u64) -> bool {
+        intrinsic_id != Self::ABSENT && self.ids.contains(&intrinsic_id)
+    }
 }
 
 struct Lookup<'a> {
@@ -385,9 +416,25 @@ impl VmLayout {
             pool_holder: l.field("ConstantPool", "_pool_holder")?,
             klass_jmethod_ids: l.field("InstanceKlass", "_methods_jmethod_ids")?,
             klass_methods: l.field("InstanceKlass", "_methods")?,
+            mh_intrinsics: mh_intrinsics(&l),
         };
         Ok(VmLayout { frames, blobs, debug, methods })
     }
+}
+
+fn mh_intrinsics(l: &Lookup) -> Option<MhIntrinsics> {
+    let id = |name: &str| l.constant(&format!("vmIntrinsics::{name}")).and_then(|v| u64::try_from(v).ok());
+    Some(MhIntrinsics {
+        intrinsic_id: l.field("Method", "_intrinsic_id").ok()?,
+        ids: [
+            id("_invokeBasic")?,
+            id("_linkToVirtual")?,
+            id("_linkToStatic")?,
+            id("_linkToSpecial")?,
+            id("_linkToInterface")?,
+            id("_linkToNative").unwrap_or(MhIntrinsics::ABSENT),
+        ],
+    })
 }
 
 /// Addresses read once at start: where the code heaps, the interpreter
@@ -460,5 +507,34 @@ impl CodeAddresses {
             "StubRoutines::_call_stub_return_address",
         )?;
         Ok(CodeAddresses { heaps, low, high, interpreter: (buffer, buffer + limit), call_stub_return })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tables::FieldEntry;
+
+    /// JDK 17's tables list the method-handle intrinsics' ids (not the
+    /// signature-polymorphic range around them); `_linkToNative` is
+    /// JDK 16+, the others are required.
+    #[test]
+    fn method_handle_intrinsics_are_told_apart_by_the_ids_the_tables_list() {
+        let mut tables = VmTables::default();
+        let entry = FieldEntry { type_string: "u2".into(), is_static: false, value: 48 };
+        tables.fields.insert("Method::_intrinsic_id".into(), entry);
+        let names = ["_invokeBasic", "_linkToVirtual", "_linkToStatic", "_linkToSpecial", "_linkToInterface"];
+        for (i, name) in names.into_iter().enumerate() {
+            tables.constants.insert(format!("vmIntrinsics::{name}"), 341 + i as i64);
+        }
+        let read = |tables: &VmTables| mh_intrinsics(&Lookup { tables });
+        let before_16 = read(&tables).unwrap();
+        assert_eq!(before_16.intrinsic_id, Field { offset: 48, width: 2 });
+        assert_eq!(before_16.ids, [341, 342, 343, 344, 345, MhIntrinsics::ABSENT]);
+        assert!(before_16.contains(343) && !before_16.contains(340) && !before_16.contains(MhIntrinsics::ABSENT));
+        tables.constants.insert("vmIntrinsics::_linkToNative".into(), 346);
+        assert!(read(&tables).unwrap().contains(346));
+        tables.constants.remove("vmIntrinsics::_linkToVirtual");
+        assert_eq!(read(&tables), None);
     }
 }

@@ -1,6 +1,8 @@
 //! Methods: a `Method*`'s jmethodID (through its holder's cache, and the
 //! per-stripe table that remembers it across samples), whether it is
-//! `native`, and the bci a bytecode pointer stands for.
+//! `native`, and the bci a bytecode pointer stands for. A method-handle
+//! intrinsic, which has no id of its own, is named by the method its class
+//! declares under its name ([`crate::layout::MhIntrinsics`]).
 
 use crate::layout::{MethodIdScheme, MethodLayout};
 use crate::memory::VmMemory;
@@ -10,19 +12,35 @@ const ACC_NATIVE: u64 = 0x100;
 pub const NO_JMETHOD_ID: u64 = 0;
 /// Entries of a [`MethodIds`] table.
 const METHOD_IDS: usize = 512;
+/// Methods of a class read at most while looking for one in its method
+/// array.
+const MAX_SCANNED_METHODS: u64 = 4096;
+
+/// One remembered lookup: `id`, read for `method`, pointed at `points_at`
+/// and named it `names` (`id`, or for a method-handle intrinsic whose
+/// declared method's id points at an intrinsic of another kind,
+/// [`NO_JMETHOD_ID`]).
+#[derive(Clone, Copy, Default)]
+struct RememberedId {
+    method: u64,
+    id: u64,
+    points_at: u64,
+    names: u64,
+}
 
 /// jmethodIDs by `Method*`, kept across samples by one sampling stripe
 /// (used under its lock). The jmethodID chain is eight dependent reads; a
-/// hit is one, checking that the id still points at its method (HotSpot
-/// clears the slot when the method goes away). Used only with
-/// [`MethodIdScheme::Checkable`] ids.
+/// hit is one, checking that the id still points where it did (HotSpot
+/// clears the slot when the method goes away; an intrinsic and the
+/// `MethodHandle` method it is named by live as long as the VM). Used only
+/// with [`MethodIdScheme::Checkable`] ids.
 pub struct MethodIds {
-    entries: [(u64, u64); METHOD_IDS],
+    entries: [RememberedId; METHOD_IDS],
 }
 
 impl Default for MethodIds {
     fn default() -> Self {
-        Self { entries: [(0, 0); METHOD_IDS] }
+        Self { entries: [RememberedId::default(); METHOD_IDS] }
     }
 }
 
@@ -68,14 +86,14 @@ impl MethodReader {
         // Opaque ids cannot be checked by one read: never remembered.
         let checkable = self.layout.id_scheme == MethodIdScheme::Checkable;
         let entry = ids.entries.get_mut(MethodIds::slot(method))?;
-        if checkable && entry.0 == method && method != 0 && memory.u64(entry.1) == Some(method) {
-            return Some(entry.1);
+        if checkable && entry.method == method && method != 0 && memory.u64(entry.id) == Some(entry.points_at) {
+            return Some(entry.names);
         }
-        let id = self.jmethod_id(memory, method)?;
-        if checkable && id != NO_JMETHOD_ID {
-            *entry = (method, id);
+        let lookup = self.lookup(memory, method)?;
+        if checkable && lookup.id != NO_JMETHOD_ID {
+            *entry = lookup;
         }
-        Some(id)
+        Some(lookup.names)
     }
 
     /// The jmethodID of a `Method*`, from its holder's jmethodID cache
@@ -84,8 +102,42 @@ impl MethodReader {
     /// a redefinition that changed it: AsyncGetCallTrace reports such a
     /// frame without a method too). `None` if the pointers do not lead to
     /// a method with an id slot, or its id leads to another method.
+    ///
+    /// A method-handle intrinsic is named by the id of the `native` method
+    /// its class declares for it (`MethodHandle.linkToStatic(Object...)`
+    /// for every `linkToStatic` call shape), not by the id of its own slot
+    /// (idnum 0, shared by every intrinsic and `MethodHandle`'s first
+    /// method); [`NO_JMETHOD_ID`] if that id points at an intrinsic of
+    /// another kind (HotSpot made it for one, before the declared method
+    /// had one).
     pub fn jmethod_id<M: VmMemory + ?Sized>(&self, memory: &M, method: u64) -> Option<u64> {
+        self.lookup(memory, method).map(|lookup| lookup.names)
+    }
+
+    /// [`Self::jmethod_id`], with the id read and where it pointed.
+    fn lookup<M: VmMemory + ?Sized>(&self, memory: &M, method: u64) -> Option<RememberedId> {
         let (holder, idnum) = self.holder_and_idnum(memory, method)?;
+        let Some((declared, iid)) = self.declared_for_intrinsic(memory, method, holder) else {
+            let id = self.slot_id(memory, method, holder, idnum)?;
+            return Some(RememberedId { method, id, points_at: method, names: id });
+        };
+        let (_, declared_idnum) = self.holder_and_idnum(memory, declared)?;
+        let id = self.slot_id(memory, declared, holder, declared_idnum)?;
+        if id == NO_JMETHOD_ID || self.layout.id_scheme != MethodIdScheme::Checkable {
+            return Some(RememberedId { method, id, points_at: declared, names: id });
+        }
+        // The declared method's slot may be the one of idnum 0, which
+        // intrinsics share (`invokeBasic`'s on JDK 17): the id HotSpot made
+        // there first may point at an intrinsic, of another kind.
+        let points_at = memory.u64(id)?;
+        let intrinsic_id = self.layout.mh_intrinsics.map(|i| i.intrinsic_id)?;
+        let same_kind = points_at == declared || intrinsic_id.read(memory, points_at) == Some(iid);
+        Some(RememberedId { method, id, points_at, names: if same_kind { id } else { NO_JMETHOD_ID } })
+    }
+
+    /// The id in slot `idnum` of `holder`'s jmethodID cache if it names
+    /// `method`; [`NO_JMETHOD_ID`] if the slot is empty.
+    fn slot_id<M: VmMemory + ?Sized>(&self, memory: &M, method: u64, holder: u64, idnum: u64) -> Option<u64> {
         let ids = self.layout.klass_jmethod_ids.read(memory, holder)?;
         if ids == 0 {
             return Some(NO_JMETHOD_ID);
@@ -98,6 +150,34 @@ impl MethodReader {
             NO_JMETHOD_ID => Some(NO_JMETHOD_ID),
             id => self.id_names(memory, id, method, holder, idnum).then_some(id),
         }
+    }
+
+    /// If `method` is a method-handle intrinsic (one HotSpot made for a
+    /// call shape), the method its class declares with the same intrinsic
+    /// id (the first of the class's methods that has it, unless that is
+    /// `method` itself) and that id. `None` for every other method (one
+    /// read), and where the layout does not tell intrinsics apart.
+    fn declared_for_intrinsic<M: VmMemory + ?Sized>(&self, memory: &M, method: u64, holder: u64) -> Option<(u64, u64)> {
+        let intrinsics = self.layout.mh_intrinsics?;
+        let intrinsic_id = intrinsics.intrinsic_id;
+        let iid = intrinsic_id.read(memory, method).filter(|&iid| intrinsics.contains(iid))?;
+        let (length, at) = self.declared_methods(memory, holder)?;
+        let declared = (0..length.min(MAX_SCANNED_METHODS))
+            .find_map(|i| at(i).filter(|&m| m != 0 && intrinsic_id.read(memory, m) == Some(iid)))?;
+        (declared != method).then_some((declared, iid))
+    }
+
+    /// How many methods `holder` declares, and the `i`th of them (its
+    /// `_methods`, an `Array<Method*>`: an int length, then the elements,
+    /// word-aligned).
+    fn declared_methods<'a, M: VmMemory + ?Sized>(
+        &self,
+        memory: &'a M,
+        holder: u64,
+    ) -> Option<(u64, impl Fn(u64) -> Option<u64> + 'a)> {
+        let methods = self.layout.klass_methods.read(memory, holder).filter(|&p| p != 0)?;
+        let length = memory.u32(methods)?;
+        Some((u64::from(length), move |i: u64| memory.u64(methods.checked_add(8)?.checked_add(i.checked_mul(8)?)?)))
     }
 
     /// A method's class (`InstanceKlass*`) and its index there.
@@ -124,14 +204,11 @@ impl MethodReader {
                 None => false,
             },
             MethodIdScheme::Opaque => {
-                let Some(methods) = self.layout.klass_methods.read(memory, holder) else { return false };
-                // Array<Method*>: an int length, then the elements, word-aligned.
-                let Some(length) = memory.u32(methods) else { return false };
-                let at = |i: u64| memory.u64(methods.checked_add(8)?.checked_add(i.checked_mul(8)?)?);
-                if idnum < u64::from(length) && at(idnum) == Some(method) {
+                let Some((length, at)) = self.declared_methods(memory, holder) else { return false };
+                if idnum < length && at(idnum) == Some(method) {
                     return true;
                 }
-                (0..u64::from(length).min(4096)).any(|i| at(i) == Some(method))
+                (0..length.min(MAX_SCANNED_METHODS)).any(|i| at(i) == Some(method))
             }
         }
     }

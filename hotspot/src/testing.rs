@@ -7,7 +7,7 @@ use crate::compressed::Unsigned5;
 use crate::java_frame::JavaFrame;
 use crate::layout::{
     BlobKind, BlobLayout, CodeAddresses, CodeHeap, CodeStart, Continuations, DebugInfo, DebugLayout, Deopt,
-    DeoptHandlers, Field, FrameLayout, MethodIdScheme, MethodLayout, NmethodIdentity, VmLayout,
+    DeoptHandlers, Field, FrameLayout, MethodIdScheme, MethodLayout, MhIntrinsics, NmethodIdentity, VmLayout,
 };
 use crate::memo::{WalkCache, WalkMemo};
 use crate::memory::VmMemory;
@@ -131,6 +131,10 @@ pub fn layout() -> VmLayout {
             pool_holder: field(24, 8),
             klass_jmethod_ids: field(344, 8),
             klass_methods: field(408, 8),
+            mh_intrinsics: Some(MhIntrinsics {
+                intrinsic_id: field(48, 2),
+                ids: [INVOKE_BASIC, INVOKE_BASIC + 1, LINK_TO_STATIC, LINK_TO_STATIC + 1, LINK_TO_STATIC + 2, 346],
+            }),
         },
     }
 }
@@ -192,6 +196,71 @@ pub fn add_methods(m: &mut FakeMemory) -> Methods {
         m.put_u64(jmethod_id(idnum), *method);
     }
     Methods { a: methods[0], b: methods[1], c: methods[2] }
+}
+
+/// `vmIntrinsics::_invokeBasic` and `_linkToStatic` (JDK 17's values).
+pub const INVOKE_BASIC: u64 = 341;
+pub const LINK_TO_STATIC: u64 = 343;
+/// `MethodHandle`, with its own jmethodID cache.
+pub const MH_HOLDER: u64 = 0x66_0000;
+pub const MH_IDS: u64 = 0x67_0000;
+
+/// The jmethodID of `MethodHandle`'s method with this idnum.
+pub fn mh_jmethod_id(idnum: u64) -> u64 {
+    0x68_0000 + idnum * 8
+}
+
+/// `MethodHandle`'s methods, as on JDK 17: it declares `native`
+/// `invokeBasic` (idnum 0) and `linkToStatic` (idnum 1), both with
+/// jmethodIDs, and HotSpot made intrinsics for call shapes: two of
+/// `invokeBasic`, one of `linkToStatic`, all of idnum 0, with their own
+/// constant pool, not listed among its methods.
+pub struct MhMethods {
+    pub invoke_basic: u64,
+    pub link_to_static: u64,
+    pub basic_shapes: [u64; 2],
+    pub static_shape: u64,
+    /// Its method array.
+    pub array: u64,
+}
+
+pub fn add_mh_intrinsics(m: &mut FakeMemory) -> MhMethods {
+    const ACC_NATIVE: u32 = 0x100;
+    let pool = 0x66_8000;
+    let intrinsic_pool = 0x66_9000;
+    m.put_u64(pool + 24, MH_HOLDER);
+    m.put_u64(intrinsic_pool + 24, MH_HOLDER);
+    m.put_u64(MH_HOLDER + 344, MH_IDS);
+    m.put_u64(MH_IDS, 2);
+    let mut add = |method: u64, pool: u64, idnum: u16, iid: u64| {
+        let const_method = method + 0x8000;
+        m.put_u64(method + 8, const_method);
+        m.put_u32(method + 40, ACC_NATIVE);
+        m.put_u16(method + 48, iid as u16);
+        m.put_u64(const_method + 8, pool);
+        m.put_u16(const_method + 32, 0);
+        m.put_u16(const_method + 38, idnum);
+        method
+    };
+    let methods = MhMethods {
+        invoke_basic: add(0x6a_0000, pool, 0, INVOKE_BASIC),
+        link_to_static: add(0x6a_0100, pool, 1, LINK_TO_STATIC),
+        basic_shapes: [
+            add(0x6a_0200, intrinsic_pool, 0, INVOKE_BASIC),
+            add(0x6a_0300, intrinsic_pool, 0, INVOKE_BASIC),
+        ],
+        static_shape: add(0x6a_0400, intrinsic_pool, 0, LINK_TO_STATIC),
+        array: 0x69_0000,
+    };
+    for (idnum, method) in [(0, methods.invoke_basic), (1, methods.link_to_static)] {
+        m.put_u64(MH_IDS + 8 * (idnum + 1), mh_jmethod_id(idnum));
+        m.put_u64(mh_jmethod_id(idnum), method);
+    }
+    m.put_u64(MH_HOLDER + 408, methods.array);
+    m.put_u32(methods.array, 2);
+    m.put_u64(methods.array + 8, methods.link_to_static);
+    m.put_u64(methods.array + 16, methods.invoke_basic);
+    methods
 }
 
 /// The nmethod of A: frame of 4 words, two PcDescs (one with B inlined).

@@ -1,10 +1,10 @@
 //! The walker on the synthetic VM of [`super::testing`].
 
 use crate::java_frame::JavaFrame;
-use crate::layout::{BlobLayout, VmLayout};
+use crate::layout::{BlobLayout, MethodLayout, VmLayout};
 use crate::memo::WalkCache;
 use crate::memory::VmMemory;
-use crate::methods::NO_JMETHOD_ID;
+use crate::methods::{MethodIds, MethodReader, NO_JMETHOD_ID};
 use crate::tables::VmTables;
 use crate::testing::*;
 use crate::walker::*;
@@ -105,6 +105,98 @@ fn a_frame_of_a_redefined_method_is_named_by_the_moved_jmethod_id() {
     assert_eq!((frames, end), (before, before_end), "walked as before the redefinition");
     m.put_u16(new_const_method + 38, 1);
     assert_eq!(method_reader().jmethod_id(&m, methods.c), None, "another method's slot");
+}
+
+/// HotSpot's method-handle intrinsics (`invokeBasic`, `linkTo*`, one per
+/// call shape) all have idnum 0 and no jmethodID slot of their own: slot 0
+/// is the one of the method `MethodHandle` lists first (`invokeBasic` on
+/// JDK 17). Each intrinsic is named by the `native` method its class
+/// declares with its intrinsic id, never by slot 0's id as such (which
+/// named every intrinsic `invokeBasic`).
+#[test]
+fn a_method_handle_intrinsic_is_named_by_the_method_its_class_declares() {
+    let mut m = vm().0;
+    let mh = add_mh_intrinsics(&mut m);
+    let r = method_reader();
+    let names = |m: &FakeMemory| [mh.basic_shapes[0], mh.static_shape].map(|i| r.jmethod_id(m, i));
+    assert_eq!(names(&m), [Some(mh_jmethod_id(0)), Some(mh_jmethod_id(1))]);
+    // The declared methods are named by their own ids.
+    assert_eq!([mh.invoke_basic, mh.link_to_static].map(|d| r.jmethod_id(&m, d)), names(&m));
+    // A layout that cannot tell intrinsics apart reads slot 0, as before.
+    let blind = MethodReader::new(MethodLayout { mh_intrinsics: None, ..layout().methods });
+    assert_eq!(blind.jmethod_id(&m, mh.static_shape), Some(mh_jmethod_id(0)), "linkToStatic named invokeBasic");
+    // Without an id for the declared method, the intrinsic has none.
+    m.put_u64(MH_IDS + 8 * 2, 0);
+    assert_eq!(r.jmethod_id(&m, mh.static_shape), Some(NO_JMETHOD_ID));
+}
+
+/// When an intrinsic's compiled wrapper is reported (CompiledMethodLoad)
+/// before `MethodHandle`'s methods have ids, HotSpot makes slot 0's id for
+/// that intrinsic: it then points at one call shape of `linkToStatic`, say,
+/// for good, and names every frame read through slot 0 so (on JDK 17
+/// under JRuby, 9.4% of the CPU samples). An `invokeBasic` intrinsic has
+/// then no id that names it: it is written without one. One of the same
+/// kind names it.
+#[test]
+fn an_intrinsic_is_not_named_by_an_id_made_for_an_intrinsic_of_another_kind() {
+    let mut m = vm().0;
+    let mh = add_mh_intrinsics(&mut m);
+    let r = method_reader();
+    m.put_u64(mh_jmethod_id(0), mh.static_shape);
+    assert_eq!(r.jmethod_id(&m, mh.basic_shapes[0]), Some(NO_JMETHOD_ID));
+    assert_eq!(r.jmethod_id(&m, mh.static_shape), Some(mh_jmethod_id(1)));
+    let mut ids = MethodIds::default();
+    for _ in 0..2 {
+        assert_eq!(r.remembered_jmethod_id(&m, &mut ids, mh.basic_shapes[0]), Some(NO_JMETHOD_ID));
+    }
+    m.put_u64(mh_jmethod_id(0), mh.basic_shapes[1]);
+    assert_eq!(r.jmethod_id(&m, mh.basic_shapes[0]), Some(mh_jmethod_id(0)), "an invokeBasic shape");
+    assert_eq!(r.remembered_jmethod_id(&m, &mut ids, mh.basic_shapes[0]), Some(mh_jmethod_id(0)), "read again");
+}
+
+/// An intrinsic's id is remembered across samples like any other: while it
+/// points where it did, the class's methods are not read again.
+#[test]
+fn a_method_handle_intrinsics_id_is_remembered_while_it_points_where_it_did() {
+    let mut m = vm().0;
+    let mh = add_mh_intrinsics(&mut m);
+    let r = method_reader();
+    let mut ids = MethodIds::default();
+    assert_eq!(r.remembered_jmethod_id(&m, &mut ids, mh.static_shape), Some(mh_jmethod_id(1)));
+    m.put_u32(mh.array, 0);
+    assert_eq!(r.jmethod_id(&m, mh.static_shape), Some(mh_jmethod_id(0)), "not found among the methods: slot 0");
+    assert_eq!(r.remembered_jmethod_id(&m, &mut ids, mh.static_shape), Some(mh_jmethod_id(1)), "remembered");
+    // The declared method's id is replaced: read again.
+    m.put_u32(mh.array, 2);
+    let replacement = 0x63_1000;
+    m.put_u64(mh_jmethod_id(1), 0);
+    m.put_u64(replacement, mh.link_to_static);
+    m.put_u64(MH_IDS + 8 * 2, replacement);
+    assert_eq!(r.remembered_jmethod_id(&m, &mut ids, mh.static_shape), Some(replacement));
+}
+
+/// A sample in an intrinsic's compiled wrapper (a frameless `native`
+/// nmethod that jumps to its target) under an interpreted caller: the
+/// wrapper's frame is named by the declared method, then the caller.
+#[test]
+fn a_sample_in_a_method_handle_intrinsic_names_the_declared_method_then_its_caller() {
+    let (mut m, methods) = vm();
+    let mh = add_mh_intrinsics(&mut m);
+    // A's nmethod becomes the intrinsic's wrapper: no frame.
+    m.put_u64(BLOB + 0x28, mh.static_shape);
+    m.put_u32(BLOB + 0x14, 0);
+    m.put_bytes(CODE, &[0x90; 0x40]);
+    let (interpreted_fp, _) = add_stack(&mut m, &methods);
+    m.put_u64(SP, INTERPRETER.0 + 0x100);
+    let (frames, end, _) = walk(&m, VmFrame::interrupted(CODE + 0x10, SP, interpreted_fp));
+    assert_eq!(
+        frames,
+        [
+            JavaFrame { method: mh_jmethod_id(1), bci: frames::BCI_NATIVE_METHOD, kind: JavaFrameKind::Native },
+            JavaFrame { method: jmethod_id(2), bci: 7, kind: JavaFrameKind::Interpreted },
+        ]
+    );
+    assert_eq!(end, SegmentEnd::Entry(None));
 }
 
 #[test]

@@ -66,6 +66,27 @@ JNIEXPORT jlong JNICALL Java_NativeChain_upcall(JNIEnv *env, jclass cls, jlong n
 }
 
 /*
+ * NativeChain.upcalls -> upcalls_middle (C) -> `count` short JNI upcalls
+ * into NativeChain.upcallTarget: much of the time is spent in the VM's
+ * upcall path (JavaCalls::call_helper and what it calls) between C and Java.
+ */
+__attribute__((noinline)) long upcalls_middle(JNIEnv *env, jclass cls, long count, long n) {
+    jmethodID target = (*env)->GetStaticMethodID(env, cls, "upcallTarget", "(J)J");
+    long r = 0;
+    for (long i = 0; target != NULL && i < count; i++) {
+        r += (long)(*env)->CallStaticLongMethod(env, cls, target, (jlong)n);
+    }
+    __asm__ volatile("" ::: "memory");
+    return r + 6;
+}
+
+JNIEXPORT jlong JNICALL Java_NativeChain_upcalls(JNIEnv *env, jclass cls, jlong count, jlong n) {
+    long r = upcalls_middle(env, cls, count, n);
+    __asm__ volatile("" ::: "memory");
+    return r + 7;
+}
+
+/*
  * NativeChain.runInAttachedThread: a thread created here, not by Java,
  * attaches to the VM as "native-attached", calls NativeChain.spinFromNative
  * and detaches.

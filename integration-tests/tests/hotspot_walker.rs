@@ -200,6 +200,40 @@ fn vmx_shows_java_jni_c_upcall_java_in_order() {
     assert!(java_only >= 500, "vm: only {java_only} samples go straight from upcallTarget to upcall");
 }
 
+/// `vmx`, samples inside the VM's upcall path (JavaCalls::call_helper and
+/// what it calls, entering or leaving a short JNI upcall): the native
+/// frames between it and the Java code that called native code are kept,
+/// as in samples of the Java code the upcall runs (before, the walk went
+/// from call_helper straight to the thread's last Java frame).
+#[test]
+fn vmx_keeps_the_native_frames_of_samples_in_the_vms_upcall_path() {
+    let library = native_fixture("libchain_nofp.so");
+    let java = jdk_tool("java");
+    let args = [library.to_str().unwrap(), "3", "0", "upcalls"];
+    let vmx = record(&java, "vmx_upcalls", "cpu=1ms,cstack=vmx,verifywalk", &[], "NativeChain", &args);
+    assert_walks_agree("vmx upcalls", &vmx);
+    let chain: [(&str, &[&str]); 5] = [
+        ("JavaCalls::call_helper", &["C++"]),
+        ("upcalls_middle", &["Native"]),
+        ("Java_NativeChain_upcalls", &["Native"]),
+        ("upcalls", &["JIT compiled"]),
+        ("callNative", JAVA),
+    ];
+    let in_vm: Vec<&Event> = vmx
+        .samples()
+        .filter(|e| e.thread == "native-caller" && e.top().is_some_and(|f| !JAVA.contains(&f.frame_type.as_str())))
+        .filter(|e| {
+            let call_helper = e.frames.iter().position(|f| f.method == "JavaCalls::call_helper");
+            let caller = e.frames.iter().position(|f| f.method == "callNative");
+            matches!((call_helper, caller), (Some(c), Some(j)) if c < j)
+        })
+        .collect();
+    let whole = in_vm.iter().filter(|e| in_order(&e.frames, &chain)).count();
+    println!("vmx upcalls: {whole} of {} samples in the upcall path keep the native frames", in_vm.len());
+    assert!(in_vm.len() >= 100, "only {} samples in the upcall path", in_vm.len());
+    assert!(whole * 10 >= in_vm.len() * 9, "{whole} of {} samples show the chain", in_vm.len());
+}
+
 /// Calls to a tiny method kept out of line: many samples land in its
 /// prologue or epilogue, where its frame is half built, and every one must
 /// name `tiny`'s only caller. (AsyncGetCallTrace gives up on about 40% of
@@ -228,6 +262,65 @@ fn frames_interrupted_in_prologues_and_epilogues_have_the_right_caller() {
             in_tiny.len(),
             wrong[0]
         );
+    }
+}
+
+/// Samples in HotSpot's method-handle intrinsics (the compiled wrappers of
+/// `MethodHandle.invokeBasic` and `linkTo*`, made for each call shape, with
+/// no jmethodID of their own) name the intrinsic that runs, by the method
+/// `MethodHandle` declares for it: `invokeBasic` under the lambda forms
+/// that call it, `linkToStatic` and `linkToVirtual` under the direct
+/// method handles' forms (forms not customized per handle keep those calls
+/// out of line). Before, every intrinsic was named by `MethodHandle`'s
+/// first id, which names `invokeBasic` unless an intrinsic reported in a
+/// CompiledMethodLoad event before `MethodHandle`'s ids were made took it:
+/// then as that one call shape of `linkToStatic`. That happened to method
+/// handles linked before the session started (here: the agent loaded,
+/// the session started through the Java API a second later), and under
+/// JRuby at start (its module path: the module system's start-up links
+/// method handles before VMInit).
+#[test]
+fn samples_in_method_handle_intrinsics_name_the_intrinsic_that_runs() {
+    for java in installed_javas() {
+        let label = format!("method handles on {}", java.display());
+        let dir = scratch_dir("vm_mh");
+        let file = dir.join("mh.jfr");
+        let session = format!("start,cpu=1ms,cstack=vm,overhead=0,file={}", file.display());
+        let jvm = ["-Djava.lang.invoke.MethodHandle.CUSTOMIZE_THRESHOLD=-1"];
+        let mut command =
+            java_command_on(&java, Some("loglevel=WARN"), &jvm, &[], "MethodHandleCalls", &["3", &session]);
+        assert_success(&ChildGuard::spawn(&mut command).wait(Duration::from_secs(120)));
+        let recording = read_recording(&file);
+        let handles: Vec<&Event> = recording.samples().filter(|e| e.thread == "handles").collect();
+        // (the intrinsic's name, whether a direct method handle's form calls it)
+        let in_intrinsics: Vec<(&Event, &str, bool)> = handles
+            .iter()
+            .filter_map(|e| {
+                let leaf = e.top().filter(|f| f.class == "java.lang.invoke.MethodHandle")?;
+                let name = Some(leaf.method.as_str()).filter(|m| *m == "invokeBasic" || m.starts_with("linkTo"))?;
+                let caller = e.frames.get(1).map_or("", |f| f.class.as_str());
+                Some((*e, name, caller.contains("DirectMethodHandle") || caller.contains("LambdaForm$DMH")))
+            })
+            .collect();
+        let misnamed: Vec<&Event> = in_intrinsics
+            .iter()
+            .filter(|(e, name, direct)| {
+                e.frames[0].descriptor != "([Ljava/lang/Object;)Ljava/lang/Object;"
+                    || (*name == "invokeBasic") == *direct
+            })
+            .map(|(e, _, _)| *e)
+            .collect();
+        let basic = in_intrinsics.iter().filter(|(_, name, _)| *name == "invokeBasic").count();
+        let linked = in_intrinsics.len() - basic;
+        println!(
+            "{label}: of {} samples, {basic} in invokeBasic, {linked} in linkTo*, {} misnamed",
+            handles.len(),
+            misnamed.len()
+        );
+        assert!(handles.len() >= 500, "{label}: only {} samples", handles.len());
+        assert!(basic * 20 >= handles.len(), "{label}: only {basic} samples in invokeBasic");
+        assert!(linked * 100 >= handles.len(), "{label}: only {linked} samples in linkTo*");
+        assert!(misnamed.is_empty(), "{label}: {} misnamed, e.g. {:?}", misnamed.len(), misnamed[0]);
     }
 }
 

@@ -18,6 +18,7 @@ pub enum Event {
     ThreadEnd = 53,
     ClassLoad = 55,
     ClassPrepare = 56,
+    VmStart = 57,
     CompiledMethodLoad = 68,
     MonitorContendedEnter = 75,
     MonitorContendedEntered = 76,
@@ -28,7 +29,8 @@ pub enum Event {
 impl Event {
     /// The events enabled while the agent is loaded; the others are
     /// enabled by the session that needs them.
-    pub const ALWAYS: [Event; 7] = [
+    pub const ALWAYS: [Event; 8] = [
+        Event::VmStart,
         Event::VmInit,
         Event::VmDeath,
         Event::ThreadStart,
@@ -38,7 +40,8 @@ impl Event {
         Event::CompiledMethodLoad,
     ];
 
-    pub const ALL: [(Event, &'static str); 11] = [
+    pub const ALL: [(Event, &'static str); 12] = [
+        (Event::VmStart, "JVMTI_EVENT_VM_START"),
         (Event::VmInit, "JVMTI_EVENT_VM_INIT"),
         (Event::VmDeath, "JVMTI_EVENT_VM_DEATH"),
         (Event::ThreadStart, "JVMTI_EVENT_THREAD_START"),
@@ -56,6 +59,7 @@ impl Event {
 pub type JvmtiEnvPtr = *mut c_void;
 pub type VmInitFn = unsafe extern "C" fn(JvmtiEnvPtr, *mut JNIEnv, jthread);
 pub type VmDeathFn = unsafe extern "C" fn(JvmtiEnvPtr, *mut JNIEnv);
+pub type VmStartFn = unsafe extern "C" fn(JvmtiEnvPtr, *mut JNIEnv);
 pub type ThreadFn = unsafe extern "C" fn(JvmtiEnvPtr, *mut JNIEnv, jthread);
 pub type ClassFn = unsafe extern "C" fn(JvmtiEnvPtr, *mut JNIEnv, jthread, jclass);
 pub type GarbageCollectionFn = unsafe extern "C" fn(JvmtiEnvPtr);
@@ -79,6 +83,11 @@ impl Default for EventCallbacks {
 impl EventCallbacks {
     fn set(&mut self, event: Event, f: *const c_void) {
         self.slots[event as usize - FIRST_EVENT] = f;
+    }
+
+    pub fn vm_start(mut self, f: VmStartFn) -> Self {
+        self.set(Event::VmStart, f as *const c_void);
+        self
     }
 
     pub fn vm_init(mut self, f: VmInitFn) -> Self {

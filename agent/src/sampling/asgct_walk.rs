@@ -5,7 +5,7 @@
 use super::asgct::{AsgctFn, AsgctFrame, AsgctTrace};
 use super::java_thread::JavaThreads;
 use super::mixed::{drops_java_frame, marker_frame, Cut, JavaWalk, Next};
-use super::native::NativeWalk;
+use super::native::{EndAt, NativeWalk};
 use crate::counters::{self, Counter};
 use frames::{CallTraceError, Frame};
 use jni::sys::JNIEnv;
@@ -114,7 +114,7 @@ impl JavaWalk for AsgctWalk<'_> {
 
     fn start(&mut self, regs: Option<Registers>) -> Next {
         match regs {
-            Some(regs) => Next::Native { regs, kind: PcKind::Interrupted, marks_end: true },
+            Some(regs) => Next::Native { regs, kind: PcKind::Interrupted, end_at: EndAt::EveryMark },
             None => Next::Java,
         }
     }

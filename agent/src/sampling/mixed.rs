@@ -4,7 +4,7 @@
 //! sample's Java source (a [`JavaWalk`]: AsyncGetCallTrace or HotSpot's
 //! structures) says where the walk goes next, and walks the Java parts.
 
-use super::native::{NativeStop, NativeUnwinder, NativeWalk};
+use super::native::{EndAt, NativeStop, NativeUnwinder, NativeWalk};
 use crate::counters::{self, Counter};
 use frames::{CallTraceError, Frame};
 use hotspot::NO_JMETHOD_ID;
@@ -41,8 +41,8 @@ impl Cut {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Next {
     /// Native frames from `regs` (a frame whose pc is of kind `kind`),
-    /// ending at a marked JVM function if `marks_end`.
-    Native { regs: Registers, kind: PcKind, marks_end: bool },
+    /// ending at the marked JVM functions `end_at` names.
+    Native { regs: Registers, kind: PcKind, end_at: EndAt },
     /// Java frames, from where the Java source says.
     Java,
     /// The end of the walk: the stack's root, or where and why it was cut.
@@ -116,11 +116,11 @@ pub unsafe fn walk<J: JavaWalk>(
     for _ in 0..MAX_PARTS {
         let rest = out.get_mut(len..).unwrap_or_default();
         next = match next {
-            Next::Native { regs, kind, marks_end } => {
+            Next::Native { regs, kind, end_at } => {
                 let budget = rest.len().min(J::NATIVE_BUDGET);
                 let walk = match (native, rest.get_mut(..budget)) {
                     // SAFETY: the caller holds `stripe` (this function's contract).
-                    (Some(native), Some(part)) => unsafe { native.walk_from(stripe, regs, kind, part, marks_end) },
+                    (Some(native), Some(part)) => unsafe { native.walk_from(stripe, regs, kind, part, end_at) },
                     _ => NativeWalk { frames: 0, regs, kind, stop: NativeStop::Failed },
                 };
                 len += walk.frames;

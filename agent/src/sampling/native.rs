@@ -145,7 +145,7 @@ impl NativeUnwinder {
 
     /// Writes native frames from `regs` (a frame whose pc is of kind
     /// `kind`) into `out`, until a pc outside every library, a marked
-    /// function (if `marks_end`), the end of the stack or a frame it cannot
+    /// function `end_at` names, the end of the stack or a frame it cannot
     /// unwind. Signal-safe.
     ///
     /// # Safety
@@ -157,10 +157,10 @@ impl NativeUnwinder {
         regs: Registers,
         kind: PcKind,
         out: &mut [Frame],
-        marks_end: bool,
+        end_at: EndAt,
     ) -> NativeWalk {
         // SAFETY: the caller holds `stripe` (this function's contract).
-        unsafe { self.walk(stripe, regs, kind, out, marks_end, |_| false) }
+        unsafe { self.walk(stripe, regs, kind, out, end_at, |_| false) }
     }
 
     /// Writes the native code between the Java code and the JVM into
@@ -177,7 +177,7 @@ impl NativeUnwinder {
         let agent = Self::walk_jvm_caller as *const () as u64;
         let inside_jvm = |library: &Library| library.is_jvm || library.image.contains(&agent);
         // SAFETY: the caller holds `stripe` (this function's contract).
-        unsafe { self.walk(stripe, regs, PcKind::Interrupted, out, false, inside_jvm) }.frames
+        unsafe { self.walk(stripe, regs, PcKind::Interrupted, out, EndAt::NoMark, inside_jvm) }.frames
     }
 
     /// [`Self::walk_from`], where a frame in a library `left_out` accepts
@@ -191,7 +191,7 @@ impl NativeUnwinder {
         mut regs: Registers,
         mut kind: PcKind,
         out: &mut [Frame],
-        marks_end: bool,
+        end_at: EndAt,
         left_out: impl Fn(&Library) -> bool,
     ) -> NativeWalk {
         let mut n = 0;
@@ -216,7 +216,7 @@ impl NativeUnwinder {
                 let mark = library.mark_at(address);
                 *slot = self.frame(library, address, mark);
                 n += 1;
-                if mark != Mark::None && marks_end {
+                if end_at.ends_at(mark) {
                     break NativeStop::Mark;
                 }
             }
@@ -235,6 +235,30 @@ impl NativeUnwinder {
     /// Whether `pc` lies in a known library. Signal-safe.
     pub fn in_library(&self, pc: u64) -> bool {
         self.libraries.current().is_some_and(|snapshot| snapshot.library_at(pc).is_some())
+    }
+}
+
+/// Which marked JVM functions end a native part (the walk then continues
+/// where the Java source says: a last-Java-frame anchor).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EndAt {
+    /// Every marked function.
+    EveryMark,
+    /// Marked functions but `JavaCalls::call_helper` (`vmx` inside a JNI
+    /// upcall: the native frames between it and the Java code that called
+    /// native code are walked too).
+    MarksButJavaCalls,
+    /// None.
+    NoMark,
+}
+
+impl EndAt {
+    fn ends_at(self, mark: Mark) -> bool {
+        match self {
+            EndAt::EveryMark => mark != Mark::None,
+            EndAt::MarksButJavaCalls => !matches!(mark, Mark::None | Mark::VmRuntime),
+            EndAt::NoMark => false,
+        }
     }
 }
 
@@ -261,4 +285,18 @@ pub struct NativeWalk {
     pub regs: Registers,
     pub kind: PcKind,
     pub stop: NativeStop,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn which_marks_end_a_native_part() {
+        let marks = [Mark::None, Mark::VmRuntime, Mark::Interpreter, Mark::CompilerEntry];
+        let ends = |end_at: EndAt| marks.map(|m| end_at.ends_at(m));
+        assert_eq!(ends(EndAt::EveryMark), [false, true, true, true]);
+        assert_eq!(ends(EndAt::MarksButJavaCalls), [false, false, true, true]);
+        assert_eq!(ends(EndAt::NoMark), [false; 4]);
+    }
 }

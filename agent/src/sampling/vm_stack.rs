@@ -10,7 +10,7 @@
 //! `vmx` walks the native frames in between.
 
 use super::mixed::{self, drops_java_frame, marker_frame, Cut, JavaWalk, MixedWalk, Next};
-use super::native::{NativeStop, NativeUnwinder, NativeWalk};
+use super::native::{EndAt, NativeStop, NativeUnwinder, NativeWalk};
 use crate::counters::{self, Counter};
 use frames::{CallTraceError, Frame};
 use hotspot::memory::VmMemory;
@@ -190,7 +190,12 @@ impl<M: VmMemory> JavaWalk for HotSpotWalk<'_, M> {
         if self.source.segments.in_code_cache(regs.pc) {
             self.java_at(VmFrame::interrupted(regs.pc, regs.sp, regs.fp))
         } else {
-            Next::Native { regs, kind: PcKind::Interrupted, marks_end: true }
+            // Inside `JavaCalls::call_helper` with Java frames below (a JNI
+            // upcall entering or leaving Java, a class initializer called
+            // from the VM), `vmx` walks on to the code that called the VM.
+            let end_at =
+                if self.source.extended && self.anchor.is_some() { EndAt::MarksButJavaCalls } else { EndAt::EveryMark };
+            Next::Native { regs, kind: PcKind::Interrupted, end_at }
         }
     }
 
@@ -223,7 +228,7 @@ impl<M: VmMemory> JavaWalk for HotSpotWalk<'_, M> {
         let next = match end {
             SegmentEnd::Native => {
                 self.anchor = None;
-                Next::Native { regs: registers(&frame), kind: PcKind::ReturnAddress, marks_end: true }
+                Next::Native { regs: registers(&frame), kind: PcKind::ReturnAddress, end_at: EndAt::EveryMark }
             }
             SegmentEnd::Entry(caller_anchor) if source.extended => {
                 self.anchor = caller_anchor;
@@ -232,7 +237,7 @@ impl<M: VmMemory> JavaWalk for HotSpotWalk<'_, M> {
                 Next::Native {
                     regs: registers(&frame),
                     kind: PcKind::ReturnAddress,
-                    marks_end: caller_anchor.is_none(),
+                    end_at: if caller_anchor.is_none() { EndAt::EveryMark } else { EndAt::NoMark },
                 }
             }
             SegmentEnd::Entry(caller_anchor) => self.at_anchor(caller_anchor),
@@ -283,6 +288,30 @@ mod tests {
         assert!(writer.push_java(java(0x1234, 3)));
         assert!(writer.push_java(java(NO_JMETHOD_ID, 4)));
         assert_eq!(&out[..2], &[Frame::java(0x1234, 3), Frame::java(NO_JMETHOD_ID, 4)]);
+    }
+
+    /// A sample in native code (in the VM): the native part ends at every
+    /// marked JVM function, but with `vmx` and Java frames below (the
+    /// thread's anchor) not at `JavaCalls::call_helper`: inside a JNI
+    /// upcall, the native frames down to the Java code that called native
+    /// code are walked.
+    #[test]
+    fn vmx_walks_through_call_helper_when_java_frames_are_below() {
+        let (mut memory, _) = testing::vm();
+        testing::add_anchor(&mut memory, testing::SP, testing::CODE + 0x40, 0);
+        let regs = Registers { pc: testing::NATIVE_CALLER, sp: testing::SP - 0x100, fp: 0, lr: 0 };
+        let end_at = |extended: bool, thread: u64| {
+            let source = HotSpotSource::new(testing::walker(), extended, 1);
+            // SAFETY: this test alone uses `source`'s stripe 0.
+            let mut walk = unsafe { source.begin(None, 0, thread, &memory) }.unwrap();
+            match walk.start(Some(regs)) {
+                Next::Native { end_at, .. } => end_at,
+                next => panic!("{next:?}"),
+            }
+        };
+        assert_eq!(end_at(true, testing::THREAD), EndAt::MarksButJavaCalls);
+        assert_eq!(end_at(false, testing::THREAD), EndAt::EveryMark);
+        assert_eq!(end_at(true, testing::THREAD + 8), EndAt::EveryMark, "no Java frames below");
     }
 
     /// What a sample keeps of a walk: the frames found; a cut stack,

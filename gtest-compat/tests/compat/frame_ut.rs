@@ -13,6 +13,7 @@
 
 use frames::{CallTraceError, Frame, FrameKind, FrameType, RemoteFrame, BCI_NATIVE_METHOD};
 use jfr_writer::{ConstantPools, Dialect};
+use profiler_agent::libraries::kernel::KernelNames;
 use profiler_agent::recording::frame_names::FrameNames;
 use profiler_agent::recording::methods::{MethodInfo, MethodSource};
 use profiler_agent::storage::call_traces::{CallTraceTable, TraceId};
@@ -45,7 +46,8 @@ impl MethodSource for OneMethod {
 fn frame_type_of(frame: Frame) -> FrameType {
     let mut methods = OneMethod::new();
     let mut pools = ConstantPools::new();
-    FrameNames::new(&mut methods, None, Dialect::Datadog).frame(&mut pools, &frame).frame_type
+    let mut kernel = KernelNames::default();
+    FrameNames::new(&mut methods, None, &mut kernel, Dialect::Datadog).frame(&mut pools, &frame).frame_type
 }
 
 /// One frame of each kind, with bci `bci` where the kind has one.

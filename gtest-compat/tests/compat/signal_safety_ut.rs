@@ -77,7 +77,7 @@ extern "C" fn nested_sample_handler(_: c_int) {
 }
 
 fn request() -> SampleRequest {
-    SampleRequest { ucontext: std::ptr::null_mut(), weight: 1, kind: SampleKind::Cpu }
+    SampleRequest { ucontext: std::ptr::null_mut(), weight: 1, kind: SampleKind::Cpu, kernel: None }
 }
 
 fn sampler() -> Sampler {

@@ -25,7 +25,7 @@ use profiler_agent::libraries::sections::Wanted;
 use profiler_agent::libraries::LibraryTable;
 use profiler_agent::sampling::asgct::{AsgctFrame, AsgctTrace};
 use profiler_agent::sampling::java_thread::JavaThreads;
-use profiler_agent::sampling::native::{registers, NativeMode, NativeUnwinder};
+use profiler_agent::sampling::native::{registers, EndAt, NativeMode, NativeUnwinder};
 use profiler_agent::sampling::origin::Origins;
 use profiler_agent::sampling::safe_read::{install_fault_handlers, on_fault, restore_fault_handlers, safe_load};
 use profiler_agent::sampling::thread_state::BlockingMethods;
@@ -93,7 +93,11 @@ fn record(methods: &[u64]) -> Vec<Frame> {
         jvmti_samples: None,
         idle: None,
     };
-    sampler.record(SampleRequest { ucontext: std::ptr::null_mut(), weight: 1, kind: SampleKind::Cpu }, 1, 77);
+    sampler.record(
+        SampleRequest { ucontext: std::ptr::null_mut(), weight: 1, kind: SampleKind::Cpu, kernel: None },
+        1,
+        77,
+    );
     let mut frames = Vec::new();
     sampler.traces.for_each_live(|t| frames.extend_from_slice(t.frames));
     frames
@@ -351,7 +355,7 @@ fn walk_recovers(mode: NativeMode) {
         let regs = registers((&mut *uc as *mut libc::ucontext_t).cast()).unwrap();
         let mut out = [Frame::default(); 16];
         // SAFETY: this unwinder is this test's alone, so stripe 0 is ours.
-        let n = unsafe { unwinder.walk_from(0, regs, PcKind::Interrupted, &mut out, true) }.frames;
+        let n = unsafe { unwinder.walk_from(0, regs, PcKind::Interrupted, &mut out, EndAt::EveryMark) }.frames;
         assert_eq!(n, 1, "only the interrupted frame");
         assert_eq!(out[0], Frame::native(pc));
         assert_eq!(counters::get(Counter::NativeReadRefused), refused + 1);
