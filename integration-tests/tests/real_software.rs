@@ -1,8 +1,11 @@
 //! Real software nobody here wrote, from Debian's packages, profiled with
 //! default options and checked against the truth the workload measures
-//! itself: Apache Lucene 8 (`liblucene8-java`) indexing and searching.
-//! `.ci/run` installs the packages; without them the tests are skipped
-//! (failing under CI).
+//! itself or the structure of what it runs: Apache Lucene 8
+//! (`liblucene8-java`) indexing and searching, and JRuby 9.3 (`jruby`)
+//! running Ruby through invokedynamic. The workloads live in `realsoft/`
+//! (with their by-hand comparisons against async-profiler). `.ci/run`
+//! installs the packages; without them the tests are skipped (failing
+//! under CI).
 
 use integration_tests::*;
 use std::path::{Path, PathBuf};
@@ -13,7 +16,7 @@ use std::time::Duration;
 const LUCENE_JARS: [&str; 2] =
     ["/usr/share/java/lucene-core-8.7.0.jar", "/usr/share/java/lucene-analyzers-common-8.7.0.jar"];
 
-/// Compiles the workload `source` (under `java/realsoft/`) against `jars`
+/// Compiles the workload `source` (under `realsoft/`) against `jars`
 /// into a scratch directory; returns the class path to run it with, or
 /// `None` (the test skipped) when a jar is missing.
 fn compile(test: &str, source: &str, jars: &[&str]) -> Option<String> {
@@ -22,7 +25,7 @@ fn compile(test: &str, source: &str, jars: &[&str]) -> Option<String> {
         return None;
     }
     let dir = scratch_dir(test);
-    let source: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR")).join("java/realsoft").join(source);
+    let source: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR")).join("realsoft").join(source);
     let class_path = jars.join(":");
     let output = Command::new(build_jdk_tool("javac"))
         .args(["--release", "11", "-cp", &class_path, "-d"])
@@ -92,4 +95,96 @@ fn lucene_phases_weigh_the_cpu_time_they_took() {
         share * 100.0,
         truth * 100.0
     );
+}
+
+/// The collapsed stacks `symbolize` writes for `file` (frames outermost
+/// first) with their weights.
+fn collapsed(file: &Path) -> Vec<(Vec<String>, u64)> {
+    let output = Command::new(symbolize_binary())
+        .args(["collapsed", file.to_str().unwrap(), "--no-debuginfod"])
+        .output()
+        .expect("run symbolize");
+    assert_success(&output);
+    stdout(&output)
+        .lines()
+        .filter_map(|line| {
+            let (stack, weight) = line.rsplit_once(' ')?;
+            Some((stack.split(';').map(str::to_owned).collect(), weight.parse().ok()?))
+        })
+        .collect()
+}
+
+/// Whether a method-handle intrinsic leaf (`MethodHandle.invokeBasic`,
+/// `linkTo*`) is named against its caller: `linkTo*` is called by direct
+/// method handles' lambda forms (`DirectMethodHandle$Holder`,
+/// `LambdaForm$DMH`), `invokeBasic` by the others.
+fn intrinsic_named_against(leaf: &str, caller: &str) -> Option<bool> {
+    let intrinsic = leaf.strip_prefix("java.lang.invoke.MethodHandle.")?;
+    let direct = caller.contains("DirectMethodHandle") || caller.contains("LambdaForm$DMH");
+    match intrinsic {
+        "invokeBasic" => Some(direct),
+        linker if linker.starts_with("linkTo") => Some(!direct),
+        _ => None,
+    }
+}
+
+/// JRuby running a Ruby workload through invokedynamic, sampled at 1 ms
+/// with default options (`cstack=vm`), with frame pointers
+/// (`cstack=fp`) and with `vmx`: every mode takes Java frames from the
+/// HotSpot walker, so under 1% of the samples end in `[unknown_Java]`
+/// (with AsyncGetCallTrace a fifth did); and samples inside method-handle
+/// intrinsics are named as the intrinsic their caller calls (one
+/// intrinsic's name once stood for all of them: `linkToStatic` under
+/// `invokeExact_MT`).
+#[test]
+fn jruby_stacks_are_whole_and_intrinsics_named_in_every_mode() {
+    let jruby = Path::new("/usr/bin/jruby");
+    if !jruby.exists() {
+        skip("/usr/bin/jruby is not installed (Debian: jruby)", InCi::Required);
+        return;
+    }
+    let workload = Path::new(env!("CARGO_MANIFEST_DIR")).join("realsoft/indy_workload.rb");
+    let dir = scratch_dir("real_jruby");
+    let runs: Vec<(&str, PathBuf, ChildGuard)> = ["cstack=vm", "cstack=fp", "cstack=vmx"]
+        .into_iter()
+        .map(|mode| {
+            let file = dir.join(format!("{}.jfr", &mode[7..]));
+            let agent =
+                format!("-J-agentpath:{}=start,cpu=1ms,{mode},file={}", agent_library().display(), file.display());
+            let mut command = Command::new(jruby);
+            if let Some(home) = test_java_home() {
+                command.env("JAVACMD", home.join("bin/java"));
+            }
+            command
+                .arg(agent)
+                .arg("-Xcompile.invokedynamic=true")
+                .arg(&workload)
+                .arg("5")
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
+            (mode, file, ChildGuard::spawn(&mut command))
+        })
+        .collect();
+    for (mode, file, run) in runs {
+        let output = run.wait(Duration::from_secs(180));
+        assert_success(&output);
+        let stacks = collapsed(&file);
+        let total: u64 = stacks.iter().map(|(_, w)| w).sum();
+        let weight = |keep: &dyn Fn(&[String]) -> bool| -> u64 {
+            stacks.iter().filter(|(frames, _)| keep(frames)).map(|(_, w)| w).sum()
+        };
+        let unknown = weight(&|frames| frames.iter().any(|f| f == "[unknown_Java]"));
+        let named = |against: bool| {
+            move |frames: &[String]| match frames {
+                [.., caller, leaf] => intrinsic_named_against(leaf, caller) == Some(against),
+                _ => false,
+            }
+        };
+        let (right, wrong) = (weight(&named(false)), weight(&named(true)));
+        println!("{mode}: {total} samples, [unknown_Java] {unknown}, intrinsics named right {right}, against their caller {wrong}");
+        assert!(total >= 2000, "{mode}: only {total} samples");
+        assert!(unknown * 100 < total, "{mode}: {unknown} of {total} samples end in [unknown_Java]");
+        assert!(right >= 10, "{mode}: {right} samples in method-handle intrinsics");
+        assert_eq!(wrong, 0, "{mode}: intrinsics named against their caller");
+    }
 }
