@@ -7,7 +7,7 @@
 
 use crate::{
     assert_success, is_cpu_sample, is_wall_sample, java_command, jdk_tool, read_recordings_on, scratch_dir, skip,
-    stderr, stdout, test_java_home, workspace_root, ChildGuard, Dialect, InCi, Recording,
+    stderr, stdout, symbolize_binary, test_java_home, workspace_root, ChildGuard, Dialect, InCi, Recording,
 };
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -499,6 +499,31 @@ pub fn converter_collapsed_as(jar: &Path, path: &Path, event: &str) -> Collapsed
     );
     let text = std::fs::read_to_string(&out).unwrap_or_else(|e| panic!("read {}: {e}", out.display()));
     parse_collapsed(&text)
+}
+
+/// `symbolize collapsed <path> --threads --no-debuginfod [more]`: must
+/// succeed; its stacks as [`parse_collapsed`] reads them (weights as
+/// `symbolize` weighs samples: by the interval their chunk was taken at,
+/// a lock wait by the time it stands for).
+pub fn symbolize_collapsed(path: &Path, more: &[&str]) -> Collapsed {
+    let output = Command::new(symbolize_binary())
+        .args(["collapsed", path.to_str().expect("a UTF-8 path"), "--threads", "--no-debuginfod"])
+        .args(more)
+        .output()
+        .expect("run symbolize");
+    assert_success(&output);
+    parse_collapsed(&stdout(&output))
+}
+
+/// The total weight of the stacks of `collapsed` whose frames (innermost
+/// first) `keep` accepts.
+pub fn weight_of(collapsed: &Collapsed, keep: impl Fn(&[String]) -> bool) -> i64 {
+    collapsed.iter().filter(|((_, frames), _)| keep(frames)).map(|(_, weight)| weight).sum()
+}
+
+/// Whether `frames` has a frame named `name`.
+pub fn has_frame(frames: &[String], name: &str) -> bool {
+    frames.iter().any(|f| f == name)
 }
 
 /// Collapsed stacks as `--threads` prints them (the thread first, frame

@@ -2,8 +2,8 @@
 //! leaves alone, and that a stretched profile still weighs its phases by
 //! the CPU time they took.
 
+use integration_tests::readers::{has_frame, symbolize_collapsed, weight_of};
 use integration_tests::*;
-use std::process::Command;
 use std::time::Duration;
 
 /// Deadline for a JVM that should exit on its own within seconds. It only
@@ -76,26 +76,6 @@ fn two_busy_threads_at_1ms_are_not_stretched_by_default() {
     assert!(!recording.settings.contains_key("overhead_stretch"));
 }
 
-/// The sample counts under each phase's method in `symbolize collapsed`.
-fn phase_weights(file: &std::path::Path) -> (u64, u64) {
-    let output = Command::new(symbolize_binary())
-        .args(["collapsed", file.to_str().unwrap(), "--no-debuginfod"])
-        .output()
-        .unwrap();
-    assert_success(&output);
-    let (mut first, mut second) = (0, 0);
-    for line in stdout(&output).lines() {
-        let Some((stack, count)) = line.rsplit_once(' ') else { continue };
-        let count: u64 = count.parse().unwrap_or_else(|_| panic!("bad line {line}"));
-        if stack.contains("Phases.firstPhase") {
-            first += count;
-        } else if stack.contains("Phases.secondPhase") {
-            second += count;
-        }
-    }
-    (first, second)
-}
-
 /// CPU sampling at 100 us with default options is stretched early in the
 /// first of two phases of equal CPU time, so the first phase has far more
 /// samples than the second; weighed by the interval each chunk was taken
@@ -110,7 +90,9 @@ fn a_stretched_profile_weighs_each_sample_by_its_interval() {
     assert_success(&output);
     let recording = read_recording(&file);
     let stretch: u64 = recording.settings["overhead_stretch"].parse().expect("stretched");
-    let (first, second) = phase_weights(&file);
+    let collapsed = symbolize_collapsed(&file, &[]);
+    let first = weight_of(&collapsed, |frames| has_frame(frames, "Phases.firstPhase"));
+    let second = weight_of(&collapsed, |frames| has_frame(frames, "Phases.secondPhase"));
     let events_first = recording.samples().filter(|s| s.frames.iter().any(|f| f.method == "firstPhase")).count();
     let events_second = recording.samples().filter(|s| s.frames.iter().any(|f| f.method == "secondPhase")).count();
     let share = first as f64 / (first + second) as f64;

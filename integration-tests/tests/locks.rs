@@ -4,7 +4,7 @@
 //! length) and recorded with their duration, the lock's class and the
 //! waiting stack.
 
-use integration_tests::readers::{converter_collapsed_as, converter_jar};
+use integration_tests::readers::{converter_collapsed_as, converter_jar, has_frame, symbolize_collapsed, weight_of};
 use integration_tests::*;
 use std::time::Duration;
 
@@ -98,28 +98,6 @@ fn lock_waits_are_recorded_after_an_attach() {
     }
 }
 
-/// The lock weights `symbolize` reads under each fixture method
-/// (`collapsed --event lock`: each wait weighs at least the `lock`
-/// interval it was sampled at).
-fn weighed_waits(file: &std::path::Path) -> (u64, u64) {
-    let output = std::process::Command::new(symbolize_binary())
-        .args(["collapsed", file.to_str().unwrap(), "--event", "lock", "--no-debuginfod"])
-        .output()
-        .unwrap();
-    assert_success(&output);
-    let (mut monitor, mut lock) = (0, 0);
-    for line in stdout(&output).lines() {
-        let Some((stack, weight)) = line.rsplit_once(' ') else { continue };
-        let weight: u64 = weight.parse().unwrap_or_else(|_| panic!("bad line {line}"));
-        if stack.contains("LockShares.waitForMonitor") {
-            monitor += weight;
-        } else if stack.contains("LockShares.waitForLock") {
-            lock += weight;
-        }
-    }
-    (monitor, lock)
-}
-
 /// Eight threads contending for microseconds (4 on a monitor, 4 on a
 /// `ReentrantLock`, each held 5 µs at a time, taken again at once), with
 /// the default `lock` (sampled every 10 µs waited): the waits are sampled,
@@ -145,7 +123,9 @@ fn short_frequent_contention_is_sampled_and_weighs_what_was_waited() {
     let recording = read_recording(&file);
     assert_eq!(recording.settings.get("lock").map(String::as_str), Some("10000 ns"));
     assert_eq!(recording.settings.get("lockthreshold").map(String::as_str), Some("0 ns"));
-    let (monitor, lock) = weighed_waits(&file);
+    let collapsed = symbolize_collapsed(&file, &["--event", "lock"]);
+    let monitor = weight_of(&collapsed, |frames| has_frame(frames, "LockShares.waitForMonitor"));
+    let lock = weight_of(&collapsed, |frames| has_frame(frames, "LockShares.waitForLock"));
     for (what, weighed, kind) in [("monitor", monitor, "jdk.JavaMonitorEnter"), ("lock", lock, "jdk.ThreadPark")] {
         let truth = measured(what);
         let events = recording.events.iter().filter(|e| e.kind == kind).count();

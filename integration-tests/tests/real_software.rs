@@ -7,6 +7,7 @@
 //! installs the packages; without them the tests are skipped (failing
 //! under CI).
 
+use integration_tests::readers::{has_frame, symbolize_collapsed, weight_of};
 use integration_tests::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -37,25 +38,6 @@ fn compile(test: &str, source: &str, jars: &[&str]) -> Option<String> {
     Some(format!("{class_path}:{}", dir.display()))
 }
 
-/// The weights `symbolize collapsed` gives stacks containing each of
-/// `methods`, in order.
-fn weights(file: &Path, methods: &[&str]) -> Vec<u64> {
-    let output = Command::new(symbolize_binary())
-        .args(["collapsed", file.to_str().unwrap(), "--no-debuginfod"])
-        .output()
-        .expect("run symbolize");
-    assert_success(&output);
-    let mut weights = vec![0; methods.len()];
-    for line in stdout(&output).lines() {
-        let Some((stack, weight)) = line.rsplit_once(' ') else { continue };
-        let weight: u64 = weight.parse().unwrap_or_else(|_| panic!("bad line {line}"));
-        if let Some(i) = methods.iter().position(|m| stack.split(';').any(|f| f == *m)) {
-            weights[i] += weight;
-        }
-    }
-    weights
-}
-
 /// Lucene indexing, then searching, on the main thread, profiled at 1 ms
 /// with default options: each phase's share of the samples is within 3
 /// points of the share of CPU time the thread measured in it. (An
@@ -80,7 +62,9 @@ fn lucene_phases_weigh_the_cpu_time_they_took() {
         summary_value(&stdout(&output), &key) as f64
     };
     let truth = measured("index") / (measured("index") + measured("search"));
-    let [index, search] = weights(&file, &["LuceneWork.index", "LuceneWork.search"])[..] else { unreachable!() };
+    let collapsed = symbolize_collapsed(&file, &[]);
+    let index = weight_of(&collapsed, |frames| has_frame(frames, "LuceneWork.index"));
+    let search = weight_of(&collapsed, |frames| has_frame(frames, "LuceneWork.search"));
     let share = index as f64 / (index + search) as f64;
     println!(
         "indexing: {:.1}% of samples ({index} of {}), {:.1}% of the CPU time measured",
@@ -95,23 +79,6 @@ fn lucene_phases_weigh_the_cpu_time_they_took() {
         share * 100.0,
         truth * 100.0
     );
-}
-
-/// The collapsed stacks `symbolize` writes for `file` (frames outermost
-/// first) with their weights.
-fn collapsed(file: &Path) -> Vec<(Vec<String>, u64)> {
-    let output = Command::new(symbolize_binary())
-        .args(["collapsed", file.to_str().unwrap(), "--no-debuginfod"])
-        .output()
-        .expect("run symbolize");
-    assert_success(&output);
-    stdout(&output)
-        .lines()
-        .filter_map(|line| {
-            let (stack, weight) = line.rsplit_once(' ')?;
-            Some((stack.split(';').map(str::to_owned).collect(), weight.parse().ok()?))
-        })
-        .collect()
 }
 
 /// Whether a method-handle intrinsic leaf (`MethodHandle.invokeBasic`,
@@ -168,19 +135,16 @@ fn jruby_stacks_are_whole_and_intrinsics_named_in_every_mode() {
     for (mode, file, run) in runs {
         let output = run.wait(Duration::from_secs(180));
         assert_success(&output);
-        let stacks = collapsed(&file);
-        let total: u64 = stacks.iter().map(|(_, w)| w).sum();
-        let weight = |keep: &dyn Fn(&[String]) -> bool| -> u64 {
-            stacks.iter().filter(|(frames, _)| keep(frames)).map(|(_, w)| w).sum()
-        };
-        let unknown = weight(&|frames| frames.iter().any(|f| f == "[unknown_Java]"));
+        let stacks = symbolize_collapsed(&file, &[]);
+        let total = weight_of(&stacks, |_| true);
+        let unknown = weight_of(&stacks, |frames| has_frame(frames, "[unknown_Java]"));
         let named = |against: bool| {
             move |frames: &[String]| match frames {
-                [.., caller, leaf] => intrinsic_named_against(leaf, caller) == Some(against),
+                [leaf, caller, ..] => intrinsic_named_against(leaf, caller) == Some(against),
                 _ => false,
             }
         };
-        let (right, wrong) = (weight(&named(false)), weight(&named(true)));
+        let (right, wrong) = (weight_of(&stacks, named(false)), weight_of(&stacks, named(true)));
         println!("{mode}: {total} samples, [unknown_Java] {unknown}, intrinsics named right {right}, against their caller {wrong}");
         assert!(total >= 2000, "{mode}: only {total} samples");
         assert!(unknown * 100 < total, "{mode}: {unknown} of {total} samples end in [unknown_Java]");
