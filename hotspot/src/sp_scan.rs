@@ -9,28 +9,32 @@
 //! node): there the sp is the frame's, `frame_size` words below the
 //! caller's. Within some of C2's x86-64 machine nodes rsp moves:
 //! `string_compare` (`String.compareTo`, `StringLatin1/UTF16.compareTo`)
-//! pushes the length difference for its whole loop; a spill copy from one
-//! stack slot to another is `push [rsp+a]; pop [rsp+b]`; a float-to-int
-//! conversion's slow path, `ModD`/`ModF` and the floating-point compare
-//! fix-up push a word for a few instructions. No table says so; the frame
-//! size read at such a pc leads to a slot of the frame, not its return
-//! address (issue 28, item 7: samples in `TreeMap.merge` whose compare of
-//! `String` keys was interrupted ended the walk there).
+//! pushes the length difference for its whole loop; `string_indexof`
+//! (`String.indexOf(String)`) saves rsp, copies short strings below it,
+//! pushes its operands and the saved rsp, and leaves by `pop rsp`; a spill
+//! copy from one stack slot to another is `push [rsp+a]; pop [rsp+b]`; a
+//! float-to-int conversion's slow path, `ModD`/`ModF` and the
+//! floating-point compare fix-up push a word for a few instructions. No
+//! table says so; the frame size read at such a pc leads to a slot of the
+//! frame, not its return address (issue 28, item 7: samples in
+//! `TreeMap.merge` whose compare of `String` keys was interrupted ended
+//! the walk there).
 //!
 //! So from the interrupted pc the instructions are decoded one after
 //! another and what they do to rsp is added up, until a pc with a PcDesc
 //! or the epilogue's `add rsp, (frame_size - 2) * 8; pop rbp`: there rsp
 //! is the frame's sp, so the frame's sp at the interrupted pc is that many
-//! bytes above. Paths are followed depth first: on past conditional
-//! branches (their targets kept for later), along direct jumps, each jump
-//! target once (a loop's way back leads to a target already taken: the
-//! path ends there and the last target kept is tried). Compiled code has
-//! one stack depth at each pc whatever the path to it, so the first
-//! landing place answers. A path ends without an answer at control flow
-//! or a write of rsp the decoder does not model ([`Flow::Unknown`]), a
-//! return before the epilogue, or a jump out of the nmethod; with no path
-//! left, or past a bound on the instructions decoded, there is no answer.
-//! Nothing here allocates or panics.
+//! bytes above (`pop rsp` sets rsp to the word it pops, read from the
+//! stack when the path has pushed nothing). Paths are followed depth
+//! first: on past conditional branches (their targets kept for later),
+//! along direct jumps, each jump target once (a loop's way back leads to
+//! a target already taken: the path ends there and the last target kept
+//! is tried). Compiled code has one stack depth at each pc whatever the
+//! path to it, so the first landing place answers. A path ends without an
+//! answer at control flow or a write of rsp the decoder does not model
+//! ([`Flow::Unknown`]), a return before the epilogue, or a jump out of the
+//! nmethod; with no path left, or past a bound on the instructions
+//! decoded, there is no answer. Nothing here allocates or panics.
 
 use crate::memory::VmMemory;
 use crate::x86_insn::{decode, Flow, Insn, MAX_LEN};
@@ -54,10 +58,26 @@ pub(crate) struct NmethodCode<'a> {
     pub next_pc_desc: &'a dyn Fn(i64) -> Option<i64>,
 }
 
-/// The paths of one scan: branch targets not followed yet (with how far
-/// rsp had moved at the branch) and jump targets already taken.
+/// Where rsp is on a path, from the interrupted sp.
+#[derive(Clone, Copy, Default)]
+struct Rsp {
+    /// Bytes rsp has moved.
+    moved: i64,
+    /// The path moved rsp down (pushed, or made room): the words from
+    /// there up are the path's, not what the stack holds.
+    lowered: bool,
+}
+
+impl Rsp {
+    fn by(self, bytes: i32) -> Rsp {
+        Rsp { moved: self.moved.saturating_add(i64::from(bytes)), lowered: self.lowered || bytes < 0 }
+    }
+}
+
+/// The paths of one scan: branch targets not followed yet (with rsp at
+/// the branch) and jump targets already taken.
 struct Paths {
-    pending: [(u64, i64); MAX_PENDING],
+    pending: [(u64, Rsp); MAX_PENDING],
     pending_len: usize,
     taken: [u64; MAX_TAKEN],
     taken_len: usize,
@@ -67,7 +87,7 @@ impl Paths {
     fn new(start: u64) -> Self {
         let mut taken = [0; MAX_TAKEN];
         taken[0] = start;
-        Self { pending: [(0, 0); MAX_PENDING], pending_len: 0, taken, taken_len: 1 }
+        Self { pending: [(0, Rsp::default()); MAX_PENDING], pending_len: 0, taken, taken_len: 1 }
     }
 
     fn was_taken(&self, pc: u64) -> bool {
@@ -76,13 +96,13 @@ impl Paths {
 
     /// Keeps a branch target for later (unless it is known already, or
     /// there is no room left).
-    fn keep(&mut self, pc: u64, moved: i64) {
+    fn keep(&mut self, pc: u64, rsp: Rsp) {
         let kept = self.pending.get(..self.pending_len).unwrap_or_default().iter().any(|&(p, _)| p == pc);
         if kept || self.was_taken(pc) {
             return;
         }
         if let Some(slot) = self.pending.get_mut(self.pending_len) {
-            *slot = (pc, moved);
+            *slot = (pc, rsp);
             self.pending_len += 1;
         }
     }
@@ -101,12 +121,12 @@ impl Paths {
     }
 
     /// The last target kept and not taken since.
-    fn next(&mut self) -> Option<(u64, i64)> {
+    fn next(&mut self) -> Option<(u64, Rsp)> {
         while self.pending_len > 0 {
             self.pending_len -= 1;
-            let (pc, moved) = *self.pending.get(self.pending_len)?;
+            let (pc, rsp) = *self.pending.get(self.pending_len)?;
             if self.take(pc) {
-                return Some((pc, moved));
+                return Some((pc, rsp));
             }
         }
         None
@@ -115,21 +135,21 @@ impl Paths {
 
 /// Where one instruction leads a path.
 enum Step {
-    /// On at this pc, rsp having moved this far from the interrupted sp.
-    At(u64, i64),
+    /// On at this pc, with rsp there.
+    At(u64, Rsp),
     /// rsp is the frame's sp here, having moved this far.
     Landed(i64),
     /// The path ends without an answer.
     End,
 }
 
-/// Bytes from the interrupted sp at `pc` up to the frame's sp (0 when no
-/// word is pushed), or `None` if the instructions do not say.
-pub(crate) fn depth_below_frame<M: VmMemory + ?Sized>(memory: &M, pc: u64, code: &NmethodCode) -> Option<u64> {
+/// Bytes from the interrupted `sp` at `pc` up to the frame's sp (0 when
+/// no word is pushed), or `None` if the instructions do not say.
+pub(crate) fn depth_below_frame<M: VmMemory + ?Sized>(memory: &M, pc: u64, sp: u64, code: &NmethodCode) -> Option<u64> {
     let epilogue = code.frame_words.checked_sub(2)?.checked_mul(8)?;
     let offset = |at: u64| i64::try_from(at.checked_sub(code.begin)?).ok();
     let mut paths = Paths::new(pc);
-    let (mut at, mut moved) = (pc, 0i64);
+    let (mut at, mut rsp) = (pc, Rsp::default());
     let mut desc = offset(at).and_then(code.next_pc_desc);
     for _ in 0..MAX_INSNS {
         let here = offset(at)?;
@@ -137,14 +157,14 @@ pub(crate) fn depth_below_frame<M: VmMemory + ?Sized>(memory: &M, pc: u64, code:
             desc = (code.next_pc_desc)(here);
         }
         if desc == Some(here) {
-            return landed(moved);
+            return landed(rsp.moved);
         }
         let step = match instruction(memory, at, code.end) {
-            Some(insn) => step(memory, code, epilogue, at, moved, insn, &mut paths),
+            Some(insn) => step(memory, code, epilogue, (at, sp), rsp, insn, &mut paths),
             None => Step::End,
         };
-        let (next, next_moved) = match step {
-            Step::At(next, next_moved) => (next, next_moved),
+        let (next, next_rsp) = match step {
+            Step::At(next, next_rsp) => (next, next_rsp),
             Step::Landed(moved) => return landed(moved),
             Step::End => paths.next()?,
         };
@@ -152,47 +172,57 @@ pub(crate) fn depth_below_frame<M: VmMemory + ?Sized>(memory: &M, pc: u64, code:
         if next < at || next > at.saturating_add(MAX_LEN as u64) {
             desc = offset(next).and_then(code.next_pc_desc);
         }
-        (at, moved) = (next, next_moved);
+        (at, rsp) = (next, next_rsp);
     }
     None
 }
 
-/// Follows `insn` at `at`, rsp having moved `moved` bytes.
+/// Follows `insn` at `at`, with `rsp` there (`sp` the interrupted one).
 fn step<M: VmMemory + ?Sized>(
     memory: &M,
     code: &NmethodCode,
     epilogue: i64,
-    at: u64,
-    moved: i64,
+    (at, sp): (u64, u64),
+    rsp: Rsp,
     insn: Insn,
     paths: &mut Paths,
 ) -> Step {
     let in_code = |pc: u64| pc >= code.begin && pc < code.end;
     let Some(next) = at.checked_add(insn.len as u64) else { return Step::End };
-    let (next, moved) = match insn.flow {
+    let (next, rsp) = match insn.flow {
         // `add rsp, (frame_size - 2) * 8; pop rbp`: the epilogue.
         Flow::AddRsp(by) if i64::from(by) == epilogue && pops_rbp(memory, next, code.end) => {
-            return Step::Landed(moved)
+            return Step::Landed(rsp.moved)
         }
-        Flow::Next(by) | Flow::AddRsp(by) => (next, moved.saturating_add(i64::from(by))),
-        Flow::PopRbp if epilogue == 0 => return Step::Landed(moved),
-        Flow::Call => (next, moved),
+        Flow::Next(by) | Flow::AddRsp(by) => (next, rsp.by(by)),
+        Flow::PopRbp if epilogue == 0 => return Step::Landed(rsp.moved),
+        // The word popped is the stack's only if the path wrote nothing
+        // below the interrupted sp and it lies at or above that sp.
+        Flow::PopRsp if rsp.lowered || rsp.moved < 0 => return Step::End,
+        Flow::PopRsp => {
+            let restored = sp.checked_add_signed(rsp.moved).and_then(|top| memory.u64(top));
+            match restored.and_then(|value| i64::try_from(value.checked_sub(sp)?).ok()) {
+                Some(moved) => (next, Rsp { moved, ..rsp }),
+                None => return Step::End,
+            }
+        }
+        Flow::Call => (next, rsp),
         Flow::Branch(by) => {
             if let Some(target) = next.checked_add_signed(by).filter(|&t| in_code(t)) {
-                paths.keep(target, moved);
+                paths.keep(target, rsp);
             }
-            (next, moved)
+            (next, rsp)
         }
         Flow::Jump(by) => match next.checked_add_signed(by) {
-            Some(target) if paths.take(target) => (target, moved),
+            Some(target) if paths.take(target) => (target, rsp),
             _ => return Step::End,
         },
         Flow::PopRbp | Flow::Return | Flow::Unknown => return Step::End,
     };
-    if moved.abs() > MAX_DEPTH || !in_code(next) {
+    if rsp.moved.abs() > MAX_DEPTH || !in_code(next) {
         return Step::End;
     }
-    Step::At(next, moved)
+    Step::At(next, rsp)
 }
 
 /// At a pc where rsp is the frame's sp, having moved `moved` bytes from
@@ -228,15 +258,25 @@ mod tests {
 
     const BEGIN: u64 = 0x7000_0000;
 
+    const SP: u64 = 0x7f00_0000;
+
     /// Code at `BEGIN` with PcDescs at `descs`, scanned from `pc_offset`.
     fn depth(code: &[u8], descs: &[i64], words: i64, pc_offset: u64) -> Option<u64> {
+        depth_with_stack(code, descs, words, pc_offset, &[])
+    }
+
+    /// [`depth`], with the words from `SP` up.
+    fn depth_with_stack(code: &[u8], descs: &[i64], words: i64, pc_offset: u64, stack: &[u64]) -> Option<u64> {
         let mut memory = FakeMemory::default();
         memory.put_bytes(BEGIN, code);
         memory.put_bytes(BEGIN + code.len() as u64, &[0xCC; 32]);
+        for (i, &word) in stack.iter().enumerate() {
+            memory.put_u64(SP + 8 * i as u64, word);
+        }
         let next = |offset: i64| descs.iter().copied().find(|&d| d >= offset);
         let nmethod =
             NmethodCode { begin: BEGIN, end: BEGIN + code.len() as u64, frame_words: words, next_pc_desc: &next };
-        depth_below_frame(&memory, BEGIN + pc_offset, &nmethod)
+        depth_below_frame(&memory, BEGIN + pc_offset, SP, &nmethod)
     }
 
     /// C2's `string_compare` (Latin-1, AVX2) as JDK 17 emits it inlined,
@@ -320,6 +360,31 @@ mod tests {
         assert_eq!(depth(&padded, &[0xa2], 10, 0x99), Some(0));
     }
 
+    /// C2's `string_indexof` (JDK 17, non-constant substring) saves rsp,
+    /// pushes its operands and the saved rsp, and leaves by `pop rsp`.
+    #[test]
+    fn pop_rsp_restores_the_saved_sp() {
+        #[rustfmt::skip]
+        let code = [
+            0x48, 0x8b, 0xcc, //                    00: mov rcx, rsp
+            0x50, 0x56, 0x57, 0x51, //              03: push rax; push rsi; push rdi; push rcx
+            0xc4, 0xe3, 0x79, 0x61, 0x03, 0x0c, //  07: vpcmpestri xmm0, [rbx], 0x0c
+            0x72, 0x02, //                          0d: jb 0x11
+            0xeb, 0xf6, //                          0f: jmp 0x07
+            0x5c, //                                11: pop rsp
+            0x90, //                                12: (a PcDesc)
+        ];
+        // Interrupted at the pcmpestri, four words pushed: the top one is
+        // the saved rsp.
+        assert_eq!(depth_with_stack(&code, &[0, 0x12], 14, 0x07, &[SP + 32]), Some(32));
+        assert_eq!(depth_with_stack(&code, &[0, 0x12], 14, 0x11, &[SP + 32]), Some(32), "at the pop");
+        assert_eq!(depth_with_stack(&code, &[0, 0x12], 14, 0x07, &[SP - 8]), None, "a saved rsp below the sp");
+        assert_eq!(depth(&code, &[0, 0x12], 14, 0x07), None, "an unreadable stack");
+        // Interrupted before the pushes: what `pop rsp` would pop is not
+        // on the stack yet.
+        assert_eq!(depth_with_stack(&code, &[0, 0x12], 14, 0x03, &[SP + 32]), None, "pushed on the path");
+    }
+
     /// A spill copy between stack slots: `push [rsp+0x20]; pop [rsp+0x18]`.
     #[test]
     fn a_stack_to_stack_spill_copy() {
@@ -387,6 +452,6 @@ mod tests {
         let memory = FakeMemory::default();
         let next = |_: i64| Some(8);
         let nmethod = NmethodCode { begin: BEGIN, end: BEGIN + 8, frame_words: 14, next_pc_desc: &next };
-        assert_eq!(depth_below_frame(&memory, BEGIN, &nmethod), None);
+        assert_eq!(depth_below_frame(&memory, BEGIN, SP, &nmethod), None);
     }
 }

@@ -482,7 +482,7 @@ impl JavaSegmentWalker {
                 stored(sender_sp.checked_sub(16)?)
             };
             from(frame.unextended_sp).or_else(|| {
-                let depth = self.depth_below_frame(memory, shape.pushes_in?, frame.pc, shape.words)?;
+                let depth = self.depth_below_frame(memory, shape.pushes_in?, frame, shape.words)?;
                 from(frame.unextended_sp.checked_add(depth)?)
             })
         };
@@ -517,11 +517,18 @@ impl JavaSegmentWalker {
         })
     }
 
-    /// How many bytes below its frame's sp the sp of a built frame of
-    /// `nmethod` (`words` in size) is at `pc`, where the code pushed words
-    /// of its own (C2's `string_compare`, for one): what the instructions
-    /// from the pc on say ([`crate::sp_scan`]), if more than none.
-    fn depth_below_frame<M: VmMemory + ?Sized>(&self, memory: &M, nmethod: u64, pc: u64, words: i64) -> Option<u64> {
+    /// How many bytes below its frame's sp the unextended sp of a built
+    /// `frame` of `nmethod` (`words` in size) is, where the code pushed
+    /// words of its own (C2's `string_compare`, for one): what the
+    /// instructions from its pc on say ([`crate::sp_scan`]), if more than
+    /// none.
+    fn depth_below_frame<M: VmMemory + ?Sized>(
+        &self,
+        memory: &M,
+        nmethod: u64,
+        frame: &VmFrame,
+        words: i64,
+    ) -> Option<u64> {
         let next_pc_desc = |offset| self.debug.next_pc_desc(memory, nmethod, offset);
         let code = NmethodCode {
             begin: self.code.code_begin(memory, nmethod)?,
@@ -529,7 +536,7 @@ impl JavaSegmentWalker {
             frame_words: words,
             next_pc_desc: &next_pc_desc,
         };
-        depth_below_frame(memory, pc, &code).filter(|&depth| depth > 0)
+        depth_below_frame(memory, frame.pc, frame.unextended_sp, &code).filter(|&depth| depth > 0)
     }
 
     fn stub_frame<M: VmMemory + ?Sized>(

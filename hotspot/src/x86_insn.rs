@@ -20,6 +20,8 @@ pub enum Flow {
     AddRsp(i32),
     /// `pop rbp`, then the next instruction (rsp moves by 8).
     PopRbp,
+    /// `pop rsp`: rsp becomes the word at the top of the stack.
+    PopRsp,
     /// A call: the callee returns to the next instruction, rsp as before.
     Call,
     /// A conditional branch by this much from the next instruction (or on
@@ -206,7 +208,7 @@ fn one_byte(code: &[u8], at: usize, op: u8, p: &Prefixes) -> Option<Insn> {
             let reg = (op & 7) | if p.b { 8 } else { 0 };
             let flow = match reg {
                 _ if p.operand16 => Flow::Unknown,
-                RSP => Flow::Unknown,
+                RSP => Flow::PopRsp,
                 RBP => Flow::PopRbp,
                 _ => Flow::Next(8),
             };
@@ -430,7 +432,7 @@ mod tests {
         assert_eq!(f(&[0x58]), Flow::Next(8), "pop rax");
         assert_eq!(f(&[0x5D]), Flow::PopRbp);
         assert_eq!(f(&[0x41, 0x5D]), Flow::Next(8), "pop r13");
-        assert_eq!(f(&[0x5C]), Flow::Unknown, "pop rsp");
+        assert_eq!(f(&[0x5C]), Flow::PopRsp, "pop rsp");
         assert_eq!(f(&[0x41, 0x5C]), Flow::Next(8), "pop r12");
         assert_eq!(f(&[0x9C]), Flow::Next(-8), "pushfq");
         assert_eq!(f(&[0x9D]), Flow::Next(8), "popfq");
