@@ -439,6 +439,16 @@ fn a_frame_whose_code_pushed_a_word_is_walked_from_above_the_push() {
     let (frames, end, frame) = walk(&m, VmFrame::interrupted(CODE + 0x11, SP - 8, 0));
     assert_eq!((frames, end, frame.pc), (expected.0.clone(), expected.1, expected.2.pc), "B inlined in A, then C");
 
+    // Found that way, a return address into an nmethod must be one of its
+    // call sites (a PcDesc): here A's own code at 0x11 is not.
+    m.put_u64(SP + 24, CODE + 0x11);
+    let (frames, end, _) = walk(&m, VmFrame::interrupted(CODE + 0x11, SP - 8, 0));
+    assert_eq!((frames.len(), end), (2, SegmentEnd::Failed(WalkFailure::BadCompiledFrame)), "not a return site");
+    m.put_u64(SP + 24, CODE + 0x40);
+    let (frames, _, frame) = walk(&m, VmFrame::interrupted(CODE + 0x11, SP - 8, 0));
+    assert_eq!((frames.len(), frame.sp), (3, SP + 32), "A called from A's call site at 0x40");
+    m.put_u64(SP + 24, INTERPRETER.0 + 0x100);
+
     // What the instructions cannot explain (here rsp written from rbp
     // before the pop) still ends the walk.
     m.put_bytes(CODE + 0x14, &[0x48, 0x89, 0xec]);

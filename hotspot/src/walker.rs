@@ -483,7 +483,9 @@ impl JavaSegmentWalker {
             };
             from(frame.unextended_sp).or_else(|| {
                 let depth = self.depth_below_frame(memory, shape.pushes_in?, frame, shape.words)?;
-                from(frame.unextended_sp.checked_add(depth)?)
+                // Read past words the frame size does not cover: a Java
+                // frame returns to a return site, not a stale code address.
+                from(frame.unextended_sp.checked_add(depth)?).filter(|caller| self.is_return_site(memory, caller.pc))
             })
         };
         if frame.interrupted {
@@ -537,6 +539,26 @@ impl JavaSegmentWalker {
             next_pc_desc: &next_pc_desc,
         };
         depth_below_frame(memory, frame.pc, frame.unextended_sp, &code).filter(|&depth| depth > 0)
+    }
+
+    /// Whether `pc`, in the code cache, can be where a Java frame returns
+    /// to: a call site of an nmethod (each has a PcDesc of its own), one of
+    /// its deoptimization handlers, or code that is not an nmethod's.
+    fn is_return_site<M: VmMemory + ?Sized>(&self, memory: &M, pc: u64) -> bool {
+        if self.code.in_interpreter(pc) || self.code.is_call_stub_return(pc) {
+            return true;
+        }
+        let Some(blob) = self.code.find_blob(memory, pc) else { return false };
+        if !self.code.is_nmethod(memory, blob) {
+            return true;
+        }
+        let Some(offset) =
+            self.code.code_begin(memory, blob).and_then(|begin| i64::try_from(pc.checked_sub(begin)?).ok())
+        else {
+            return false;
+        };
+        self.debug.next_pc_desc(memory, blob, offset) == Some(offset)
+            || self.code.is_deopt_handler(memory, blob, pc) == Some(true)
     }
 
     fn stub_frame<M: VmMemory + ?Sized>(
