@@ -430,6 +430,36 @@ mod tests {
         assert_eq!(depth(&code, &[16], 14, 0), Some(0));
     }
 
+    /// Random code, PcDescs and stack: no panic, and an answer only as
+    /// a whole number of words within the bound.
+    #[test]
+    fn random_code_gives_a_bounded_answer_or_none() {
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut answered = 0;
+        for _ in 0..2_000 {
+            let code: Vec<u8> = (0..256).map(|_| next() as u8).collect();
+            let descs: Vec<i64> = {
+                let mut d: Vec<i64> = (0..next() % 8).map(|_| (next() % 256) as i64).collect();
+                d.sort_unstable();
+                d
+            };
+            let stack: Vec<u64> = (0..8).map(|_| SP + next() % 1024).collect();
+            let words = (next() % 40) as i64;
+            let pc = next() % 256;
+            if let Some(depth) = depth_with_stack(&code, &descs, words, pc, &stack) {
+                assert!(depth % 8 == 0 && depth <= MAX_DEPTH as u64, "{depth}");
+                answered += 1;
+            }
+        }
+        assert!(answered > 0, "some random code lands somewhere");
+    }
+
     #[test]
     fn what_the_decoder_does_not_follow_gives_no_answer() {
         // push rcx; mov rsp, rbp; nop (a PcDesc)

@@ -469,6 +469,33 @@ mod tests {
         assert_eq!(f(&[0xF4]), Flow::Unknown, "hlt");
     }
 
+    /// Any bytes at all (JIT code read from another process may be
+    /// anything): no panic, and a length within the bytes given.
+    #[test]
+    fn random_bytes_decode_within_bounds() {
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut decoded = 0;
+        for _ in 0..200_000 {
+            let mut bytes = [0u8; MAX_LEN];
+            for chunk in bytes.chunks_mut(8) {
+                let word = next().to_le_bytes();
+                chunk.copy_from_slice(&word[..chunk.len()]);
+            }
+            let len = (next() % (MAX_LEN as u64 + 1)) as usize;
+            if let Some(insn) = decode(&bytes[..len]) {
+                assert!(insn.len >= 1 && insn.len <= len, "{:x?}: {insn:?}", &bytes[..len]);
+                decoded += 1;
+            }
+        }
+        assert!(decoded > 100_000, "most byte strings are some instruction: {decoded}");
+    }
+
     #[test]
     fn truncated_or_unknown_bytes_do_not_decode() {
         assert_eq!(decode(&[]), None);
