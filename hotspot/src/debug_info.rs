@@ -61,9 +61,12 @@ impl DebugInfoReader {
     /// (where HotSpot itself can walk the frame: the frame's sp is its
     /// own there).
     pub fn next_pc_desc<M: VmMemory + ?Sized>(&self, memory: &M, blob: u64, offset: i64) -> Option<i64> {
-        let tables = self.debug_tables(memory, blob)?;
-        let at = self.find_pc_desc(memory, &tables, offset)?;
-        self.layout.pc_desc_pc_offset.read_signed(memory, at)
+        self.pc_descs(memory, blob)?.next_at_or_after(memory, offset)
+    }
+
+    /// The PcDescs of `blob`, for several look-ups.
+    pub fn pc_descs<M: VmMemory + ?Sized>(&self, memory: &M, blob: u64) -> Option<PcDescs<'_>> {
+        Some(PcDescs { reader: self, tables: self.debug_tables(memory, blob)? })
     }
 
     /// The scope decode offset of the first PcDesc at or after `target`.
@@ -111,6 +114,20 @@ impl DebugInfoReader {
                 })
             }
         }
+    }
+}
+
+/// One nmethod's PcDescs, where its debug tables say they are.
+pub struct PcDescs<'a> {
+    reader: &'a DebugInfoReader,
+    tables: DebugTables,
+}
+
+impl PcDescs<'_> {
+    /// The pc offset of the first PcDesc at or after `offset`.
+    pub fn next_at_or_after<M: VmMemory + ?Sized>(&self, memory: &M, offset: i64) -> Option<i64> {
+        let at = self.reader.find_pc_desc(memory, &self.tables, offset)?;
+        self.reader.layout.pc_desc_pc_offset.read_signed(memory, at)
     }
 }
 

@@ -531,7 +531,8 @@ impl JavaSegmentWalker {
         frame: &VmFrame,
         words: i64,
     ) -> Option<u64> {
-        let next_pc_desc = |offset| self.debug.next_pc_desc(memory, nmethod, offset);
+        let pc_descs = self.debug.pc_descs(memory, nmethod)?;
+        let next_pc_desc = |offset| pc_descs.next_at_or_after(memory, offset);
         let code = NmethodCode {
             begin: self.code.code_begin(memory, nmethod)?,
             end: self.code.blob_end(memory, nmethod)?,
