@@ -232,13 +232,21 @@ fn sampling_path_does_not_allocate() {
     let interrupted = Registers { pc: testing::CODE + 0x1f, sp: testing::SP, fp: 0, lr: 0 };
     // Interrupted in native code the walk cannot unwind: on from the anchor.
     let in_native = Registers { pc: testing::NATIVE_CALLER, sp: testing::SP - 64, fp: 0, lr: 0 };
+    // Interrupted in A after its code pushed a word (`push rcx` at 0x10,
+    // `pop rcx` at 0x16, nops to the PcDesc at 0x20): the frame's sp is
+    // read from the instructions.
+    let mut pushed = testing::vm().0;
+    testing::add_anchor(&mut pushed, testing::SP, testing::CODE + 0x20, 0);
+    pushed.put_bytes(testing::CODE + 0x10, &[0x51, 0x0f, 0x4e, 0xd0, 0x85, 0xd2, 0x59]);
+    pushed.put_bytes(testing::CODE + 0x17, &[0x90; 9]);
+    let in_pushed = Registers { pc: testing::CODE + 0x11, sp: testing::SP - 8, ..interrupted };
     let mut out = [Frame::default(); 16];
     let mut frames = 0usize;
     ARMED.store(true, Ordering::SeqCst);
-    for regs in [interrupted, in_native] {
+    for (memory, regs) in [(&memory, interrupted), (&memory, in_native), (&pushed, in_pushed)] {
         for _ in 0..1000 {
             // SAFETY: this thread alone uses stripe 0 of `source`.
-            let mut walk = unsafe { source.begin(None, 0, testing::THREAD, &memory) }.expect("stripe 0");
+            let mut walk = unsafe { source.begin(None, 0, testing::THREAD, memory) }.expect("stripe 0");
             // SAFETY: as above.
             let walked = unsafe { mixed::walk(None, 0, Some(regs), &mut walk, &mut out) };
             assert_eq!(walked, MixedWalk { frames: 3, cut: None }, "three Java frames, then the entry frame");
@@ -246,8 +254,8 @@ fn sampling_path_does_not_allocate() {
         }
     }
     ARMED.store(false, Ordering::SeqCst);
-    assert_eq!(frames, 6000);
-    assert_eq!(ALLOCATIONS.load(Ordering::SeqCst), 0, "allocations during 2000 HotSpot walks");
+    assert_eq!(frames, 9000);
+    assert_eq!(ALLOCATIONS.load(Ordering::SeqCst), 0, "allocations during 3000 HotSpot walks");
 
     // CPU samples with kernel frames: a ring as perf_events fills it, one
     // sample record of three kernel addresses before each sample.

@@ -71,6 +71,11 @@ impl CodeCache {
         }
     }
 
+    /// Where a blob ends (its header, code and data).
+    pub fn blob_end<M: VmMemory + ?Sized>(&self, memory: &M, blob: u64) -> Option<u64> {
+        blob.checked_add(self.layout.blob_size.read(memory, blob)?)
+    }
+
     /// A blob's frame size in words.
     pub fn frame_size<M: VmMemory + ?Sized>(&self, memory: &M, blob: u64) -> Option<i64> {
         self.layout.blob_frame_size.read_signed(memory, blob)

@@ -50,16 +50,34 @@ impl DebugInfoReader {
         // it. Return addresses have a PcDesc of their own.
         let target = if site.interrupted { site.pc_offset.saturating_add(1) } else { site.pc_offset };
         let found = self.debug_tables(memory, site.blob).and_then(|tables| {
-            let decode_offset = self.find_pc_desc(memory, &tables, target)?;
+            let decode_offset = self.scope_offset(memory, &tables, target)?;
             Some((tables, decode_offset))
         });
         let (tables, decode_offset) = found.unwrap_or((DebugTables::EMPTY, SERIALIZED_NULL));
         ScopeChain { reader: self, memory, tables, decode_offset, depth: 0 }
     }
 
-    /// The scope decode offset of the first PcDesc at or after `target`
-    /// (PcDescs are sorted by pc offset).
-    fn find_pc_desc<M: VmMemory + ?Sized>(&self, memory: &M, tables: &DebugTables, target: i64) -> Option<i32> {
+    /// The pc offset of the first PcDesc at or after `offset` in `blob`
+    /// (where HotSpot itself can walk the frame: the frame's sp is its
+    /// own there).
+    pub fn next_pc_desc<M: VmMemory + ?Sized>(&self, memory: &M, blob: u64, offset: i64) -> Option<i64> {
+        self.pc_descs(memory, blob)?.next_at_or_after(memory, offset)
+    }
+
+    /// The PcDescs of `blob`, for several look-ups.
+    pub fn pc_descs<M: VmMemory + ?Sized>(&self, memory: &M, blob: u64) -> Option<PcDescs<'_>> {
+        Some(PcDescs { reader: self, tables: self.debug_tables(memory, blob)? })
+    }
+
+    /// The scope decode offset of the first PcDesc at or after `target`.
+    fn scope_offset<M: VmMemory + ?Sized>(&self, memory: &M, tables: &DebugTables, target: i64) -> Option<i32> {
+        let at = self.find_pc_desc(memory, tables, target)?;
+        Some(self.layout.pc_desc_scope_offset.read_signed(memory, at)? as i32)
+    }
+
+    /// The address of the first PcDesc at or after `target` (PcDescs are
+    /// sorted by pc offset).
+    fn find_pc_desc<M: VmMemory + ?Sized>(&self, memory: &M, tables: &DebugTables, target: i64) -> Option<u64> {
         let l = &self.layout;
         let size = l.pc_desc_size;
         let count = tables.pcs_end.checked_sub(tables.pcs)? / size;
@@ -73,10 +91,7 @@ impl DebugInfoReader {
                 high = mid;
             }
         }
-        if low >= count {
-            return None;
-        }
-        Some(l.pc_desc_scope_offset.read_signed(memory, tables.pcs + low * size)? as i32)
+        (low < count).then(|| tables.pcs + low * size)
     }
 
     fn debug_tables<M: VmMemory + ?Sized>(&self, memory: &M, blob: u64) -> Option<DebugTables> {
@@ -99,6 +114,20 @@ impl DebugInfoReader {
                 })
             }
         }
+    }
+}
+
+/// One nmethod's PcDescs, where its debug tables say they are.
+pub struct PcDescs<'a> {
+    reader: &'a DebugInfoReader,
+    tables: DebugTables,
+}
+
+impl PcDescs<'_> {
+    /// The pc offset of the first PcDesc at or after `offset`.
+    pub fn next_at_or_after<M: VmMemory + ?Sized>(&self, memory: &M, offset: i64) -> Option<i64> {
+        let at = self.reader.find_pc_desc(memory, &self.tables, offset)?;
+        self.reader.layout.pc_desc_pc_offset.read_signed(memory, at)
     }
 }
 

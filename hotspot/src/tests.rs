@@ -512,3 +512,62 @@ fn a_compiled_bottom_frame_continues_at_the_entry_right_above_it() {
         assert_eq!((end, frame.pc), (SegmentEnd::Entry(None), NATIVE_CALLER), "{continuations:?}");
     }
 }
+
+/// Interrupted in code that pushed a word of its own (C2's
+/// `string_compare` keeps the length difference on the stack for its whole
+/// loop): A's frame is one word above the sp, its return address not where
+/// the frame size read from the sp says. The instructions from the pc on
+/// (to the `pop` and on to a PcDesc) say how far; the walk goes on as
+/// from A's own sp.
+#[test]
+fn a_frame_whose_code_pushed_a_word_is_walked_from_above_the_push() {
+    let (mut m, _) = vm();
+    let expected = walk(&m, VmFrame::interrupted(CODE + 0x1f, SP, 0));
+    // 10: push rcx; 11: cmovle edx, eax; 14: test edx, edx; 16: pop rcx;
+    // then nops to the PcDesc at 0x20.
+    m.put_bytes(CODE + 0x10, &[0x51, 0x0f, 0x4e, 0xd0, 0x85, 0xd2, 0x59]);
+    m.put_bytes(CODE + 0x17, &[0x90; 9]);
+    m.put_u64(SP - 8, 0x2a);
+    let (frames, end, frame) = walk(&m, VmFrame::interrupted(CODE + 0x11, SP - 8, 0));
+    assert_eq!((frames, end, frame.pc), (expected.0.clone(), expected.1, expected.2.pc), "B inlined in A, then C");
+
+    // Found that way, a return address into an nmethod must be one of its
+    // call sites (a PcDesc): here A's own code at 0x11 is not.
+    m.put_u64(SP + 24, CODE + 0x11);
+    let (frames, end, _) = walk(&m, VmFrame::interrupted(CODE + 0x11, SP - 8, 0));
+    assert_eq!((frames.len(), end), (2, SegmentEnd::Failed(WalkFailure::BadCompiledFrame)), "not a return site");
+    m.put_u64(SP + 24, CODE + 0x40);
+    let (frames, _, frame) = walk(&m, VmFrame::interrupted(CODE + 0x11, SP - 8, 0));
+    assert_eq!((frames.len(), frame.sp), (3, SP + 32), "A called from A's call site at 0x40");
+    m.put_u64(SP + 24, INTERPRETER.0 + 0x100);
+
+    // What the instructions cannot explain (here rsp written from rbp
+    // before the pop) still ends the walk.
+    m.put_bytes(CODE + 0x14, &[0x48, 0x89, 0xec]);
+    let (frames, end, _) = walk(&m, VmFrame::interrupted(CODE + 0x11, SP - 8, 0));
+    assert_eq!(frames.len(), 2, "B and A");
+    assert_eq!(end, SegmentEnd::Failed(WalkFailure::BadCompiledFrame));
+}
+
+/// A frameless stub called while A's code had a word pushed (a float
+/// conversion's fix-up: `sub rsp, 8; movss [rsp], xmm0; call; pop`)
+/// returns into A above the push: from that return address the same
+/// reading finds A's frame, in this sample and in the next, which finds
+/// the return site remembered.
+#[test]
+fn a_return_address_inside_pushed_words_is_walked_from_above_them() {
+    let (mut m, _) = vm();
+    let expected = walk(&m, VmFrame::new(CODE + 0x40, SP, 0));
+    // 30: pop rax; then nops to the PcDesc at 0x40.
+    m.put_bytes(CODE + 0x30, &[0x58]);
+    m.put_bytes(CODE + 0x31, &[0x90; 15]);
+    m.put_u64(SP - 8, 0x2a);
+    m.put_u64(SP - 16, CODE + 0x30);
+    let mut cache = WalkCache::default();
+    for sample in ["first", "second"] {
+        let (frames, end, frame) = walk_with(&m, VmFrame::interrupted(STUB_CODE + 0x10, SP - 16, 0), &mut cache);
+        let ids = |frames: &[JavaFrame]| frames.iter().map(|f| f.method).collect::<Vec<_>>();
+        assert_eq!(ids(&frames), ids(&expected.0), "{sample}: A, then C");
+        assert_eq!((end, frame.pc), (expected.1, expected.2.pc), "{sample}");
+    }
+}

@@ -17,6 +17,7 @@ use crate::layout::{CodeAddresses, Continuations, FrameLayout, VmLayout};
 use crate::memo::{Site, WalkMemo, SITE_FRAMES};
 use crate::memory::VmMemory;
 use crate::methods::{MethodReader, NO_JMETHOD_ID};
+use crate::sp_scan::{depth_below_frame, NmethodCode};
 use crate::tables::VmTables;
 use frames::{JavaFrameKind, BCI_NATIVE_METHOD};
 use unwind::MAX_STACK_SPAN;
@@ -63,6 +64,10 @@ struct FrameShape {
     java: bool,
     /// What the instructions at an interrupted pc say.
     state: FrameState,
+    /// The nmethod whose code may say how far below the frame the sp is,
+    /// where the frame size does not lead to a caller (none for stubs and
+    /// frames being deoptimized).
+    pushes_in: Option<u64>,
 }
 
 impl FrameShape {
@@ -398,7 +403,11 @@ impl JavaSegmentWalker {
             }
         }
         let complete = self.code.frame_complete(memory, blob);
-        let mut shape = FrameShape { words: frame_size, complete, pc_offset, java: true, state: FrameState::Unknown };
+        // A frame at a handler is decoded at the pc it saved, not the
+        // handler's: no code to read there.
+        let pushes_in = original.is_none().then_some(blob);
+        let mut shape =
+            FrameShape { words: frame_size, complete, pc_offset, java: true, state: FrameState::Unknown, pushes_in };
         if frame.interrupted {
             shape.state = frame_state(memory, frame.pc, shape.in_prologue());
         }
@@ -425,8 +434,14 @@ impl JavaSegmentWalker {
                 return Step::End(SegmentEnd::Full);
             }
         }
-        let shape =
-            FrameShape { words: site.frame_size, complete: -1, pc_offset: 0, java: true, state: FrameState::Unknown };
+        let shape = FrameShape {
+            words: site.frame_size,
+            complete: -1,
+            pc_offset: 0,
+            java: true,
+            state: FrameState::Unknown,
+            pushes_in: Some(site.nmethod),
+        };
         match self.compiled_caller(memory, code, frame, shape) {
             Some(caller) => {
                 *frame = caller;
@@ -459,9 +474,19 @@ impl JavaSegmentWalker {
             let pc = memory.u64(slot).filter(|&pc| is_caller(pc))?;
             Some(VmFrame::new(pc, slot.checked_add(8)?, frame.fp))
         };
+        // The frame size from the sp, else from where the code says the
+        // frame's sp is.
         let framed = || {
-            let sender_sp = frame.unextended_sp.checked_add(u64::try_from(shape.words).ok()?.checked_mul(8)?)?;
-            stored(sender_sp.checked_sub(16)?)
+            let from = |unextended_sp: u64| {
+                let sender_sp = unextended_sp.checked_add(u64::try_from(shape.words).ok()?.checked_mul(8)?)?;
+                stored(sender_sp.checked_sub(16)?)
+            };
+            from(frame.unextended_sp).or_else(|| {
+                let depth = self.depth_below_frame(memory, shape.pushes_in?, frame, shape.words)?;
+                // Read past words the frame size does not cover: a Java
+                // frame returns to a return site, not a stale code address.
+                from(frame.unextended_sp.checked_add(depth)?).filter(|caller| self.is_return_site(memory, caller.pc))
+            })
         };
         if frame.interrupted {
             let decoded = match shape.state {
@@ -494,6 +519,49 @@ impl JavaSegmentWalker {
         })
     }
 
+    /// How many bytes below its frame's sp the unextended sp of a built
+    /// `frame` of `nmethod` (`words` in size) is, where the code pushed
+    /// words of its own (C2's `string_compare`, for one): what the
+    /// instructions from its pc on say ([`crate::sp_scan`]), if more than
+    /// none.
+    fn depth_below_frame<M: VmMemory + ?Sized>(
+        &self,
+        memory: &M,
+        nmethod: u64,
+        frame: &VmFrame,
+        words: i64,
+    ) -> Option<u64> {
+        let pc_descs = self.debug.pc_descs(memory, nmethod)?;
+        let next_pc_desc = |offset| pc_descs.next_at_or_after(memory, offset);
+        let code = NmethodCode {
+            begin: self.code.code_begin(memory, nmethod)?,
+            end: self.code.blob_end(memory, nmethod)?,
+            frame_words: words,
+            next_pc_desc: &next_pc_desc,
+        };
+        depth_below_frame(memory, frame.pc, frame.unextended_sp, &code).filter(|&depth| depth > 0)
+    }
+
+    /// Whether `pc`, in the code cache, can be where a Java frame returns
+    /// to: a call site of an nmethod (each has a PcDesc of its own), one of
+    /// its deoptimization handlers, or code that is not an nmethod's.
+    fn is_return_site<M: VmMemory + ?Sized>(&self, memory: &M, pc: u64) -> bool {
+        if self.code.in_interpreter(pc) || self.code.is_call_stub_return(pc) {
+            return true;
+        }
+        let Some(blob) = self.code.find_blob(memory, pc) else { return false };
+        if !self.code.is_nmethod(memory, blob) {
+            return true;
+        }
+        let Some(offset) =
+            self.code.code_begin(memory, blob).and_then(|begin| i64::try_from(pc.checked_sub(begin)?).ok())
+        else {
+            return false;
+        };
+        self.debug.next_pc_desc(memory, blob, offset) == Some(offset)
+            || self.code.is_deopt_handler(memory, blob, pc) == Some(true)
+    }
+
     fn stub_frame<M: VmMemory + ?Sized>(
         &self,
         memory: &M,
@@ -508,6 +576,7 @@ impl JavaSegmentWalker {
             pc_offset: self.code.code_begin(memory, blob).map_or(0, |begin| frame.pc.wrapping_sub(begin) as i64),
             java: false,
             state: FrameState::Unknown,
+            pushes_in: None,
         };
         if let Some(caller) = self.compiled_caller(memory, code, frame, shape) {
             *frame = caller;
