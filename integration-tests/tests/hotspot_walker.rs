@@ -435,3 +435,46 @@ fn frames_of_methods_redefined_while_they_run_are_walked() {
         }
     }
 }
+
+/// A Tomcat-like load on loopback (`HttpWords`: the JDK's HTTP server
+/// counting a query's words in a `TreeMap` with `merge`, the shape whose
+/// compiled frames cut Tomcat's stacks at `TreeMap.merge`), sampled with
+/// default options: under 1% of CPU samples have frames no walker got
+/// past, and no stack of the server's or the clients' threads is written
+/// as if the thread had started in the code the walk stopped at: each
+/// reaches `Thread.run`, or the VM's call into Java
+/// (`JavaCalls::call_helper`, below which the walk leaves the VM's
+/// plumbing out by design: class initializers the VM runs), or ends in a
+/// marker saying why not. (The build before wrote 70 of 8,294 samples
+/// here as stacks rooted in `TreeMap`, `String` or the handler, and 105
+/// of 8,564 at interpreter runtime entries called as leaves, which set no
+/// anchor: `InterpreterRuntime::monitorexit`,
+/// `frequency_counter_overflow`.)
+#[test]
+fn a_loopback_http_load_has_few_failed_walks_and_no_false_thread_roots() {
+    let java = jdk_tool("java");
+    let (recording, output) = record_with_output(&java, "http_words", "cpu=1ms", &[], "HttpWords", &["6"]);
+    let served = summary_value(&stdout(&output), "SERVED");
+    let samples: Vec<&Event> = recording.samples().collect();
+    let failed = samples.iter().filter(|e| e.frames.iter().any(|f| f.method == "[unknown_Java]")).count();
+    let workers: Vec<&Event> =
+        samples.iter().copied().filter(|e| e.thread.starts_with("client-") || e.thread.starts_with("pool-")).collect();
+    let false_roots: Vec<&Event> = workers
+        .iter()
+        .copied()
+        .filter(|e| {
+            e.frames.last().is_some_and(|root| {
+                !["run", "JavaCalls::call_helper"].contains(&root.method.as_str()) && !root.method.starts_with('[')
+            })
+        })
+        .collect();
+    println!(
+        "{served} requests; {failed} of {} samples with [unknown_Java]; {} of {} worker samples rooted elsewhere than run",
+        samples.len(),
+        false_roots.len(),
+        workers.len()
+    );
+    assert!(workers.len() >= 1000, "only {} samples of the server's and clients' threads", workers.len());
+    assert!(failed * 100 < samples.len(), "{failed} of {} samples with frames no walker got past", samples.len());
+    assert!(false_roots.is_empty(), "{} stacks rooted elsewhere, e.g. {:?}", false_roots.len(), false_roots[0].frames);
+}

@@ -217,7 +217,7 @@ impl NativeUnwinder {
                 *slot = self.frame(library, address, mark);
                 n += 1;
                 if end_at.ends_at(mark) {
-                    break NativeStop::Mark;
+                    break NativeStop::Mark(mark);
                 }
             }
             match unwinder.step(kind, &mut regs, cache, &mut stack) {
@@ -248,6 +248,11 @@ pub enum EndAt {
     /// upcall: the native frames between it and the Java code that called
     /// native code are walked too).
     MarksButJavaCalls,
+    /// Only a compiler thread's entry (a thread with no last-Java-frame
+    /// anchor: an interpreter runtime entry called as a leaf, such as
+    /// `InterpreterRuntime::monitorexit`, sets none, so the walk goes on
+    /// through it into the interpreter frame that called it).
+    CompilerOnly,
     /// None.
     NoMark,
 }
@@ -257,6 +262,7 @@ impl EndAt {
         match self {
             EndAt::EveryMark => mark != Mark::None,
             EndAt::MarksButJavaCalls => !matches!(mark, Mark::None | Mark::VmRuntime),
+            EndAt::CompilerOnly => mark == Mark::CompilerEntry,
             EndAt::NoMark => false,
         }
     }
@@ -267,8 +273,8 @@ impl EndAt {
 pub enum NativeStop {
     /// The pc in `regs` is outside every library (JIT code, or unknown).
     OutsideLibraries,
-    /// A marked JVM function (kept as the last frame).
-    Mark,
+    /// A marked JVM function (kept as the last frame), and its mark.
+    Mark(Mark),
     /// The outermost frame.
     End,
     /// A frame that could not be unwound (counted by reason).
@@ -297,6 +303,7 @@ mod tests {
         let ends = |end_at: EndAt| marks.map(|m| end_at.ends_at(m));
         assert_eq!(ends(EndAt::EveryMark), [false, true, true, true]);
         assert_eq!(ends(EndAt::MarksButJavaCalls), [false, false, true, true]);
+        assert_eq!(ends(EndAt::CompilerOnly), [false, false, false, true]);
         assert_eq!(ends(EndAt::NoMark), [false; 4]);
     }
 }

@@ -12,7 +12,7 @@
 use super::mixed::{self, drops_java_frame, marker_frame, Cut, JavaWalk, MixedWalk, Next};
 use super::native::{EndAt, NativeStop, NativeUnwinder, NativeWalk};
 use crate::counters::{self, Counter};
-use frames::{CallTraceError, Frame};
+use frames::{CallTraceError, Frame, Mark};
 use hotspot::memory::VmMemory;
 use hotspot::{
     Anchor, JavaFrame, JavaSegmentWalker, SegmentEnd, VmFrame, WalkCache, WalkFailure, WalkMemo, NO_JMETHOD_ID,
@@ -193,8 +193,13 @@ impl<M: VmMemory> JavaWalk for HotSpotWalk<'_, M> {
             // Inside `JavaCalls::call_helper` with Java frames below (a JNI
             // upcall entering or leaving Java, a class initializer called
             // from the VM), `vmx` walks on to the code that called the VM.
-            let end_at =
-                if self.source.extended && self.anchor.is_some() { EndAt::MarksButJavaCalls } else { EndAt::EveryMark };
+            // Without an anchor to lead to Java frames, only native
+            // unwinding reaches them: through every mark but a compiler's.
+            let end_at = match (self.anchor.is_some(), self.source.extended) {
+                (false, _) => EndAt::CompilerOnly,
+                (true, true) => EndAt::MarksButJavaCalls,
+                (true, false) => EndAt::EveryMark,
+            };
             Next::Native { regs, kind: PcKind::Interrupted, end_at }
         }
     }
@@ -208,6 +213,13 @@ impl<M: VmMemory> JavaWalk for HotSpotWalk<'_, M> {
                 PcKind::ReturnAddress => VmFrame::new(r.pc, r.sp, r.fp),
             }),
             NativeStop::Full => Next::Stop { cut: Some(Cut::Depth) },
+            // An interpreter runtime entry is always called from Java code,
+            // which the thread's anchor leads to: without one, the frames
+            // below cannot be walked (not the thread's first).
+            NativeStop::Mark(Mark::Interpreter) if self.anchor.is_none() => {
+                counters::increment(Counter::VmWalkBadAnchor);
+                Next::Stop { cut: Some(Cut::Broken) }
+            }
             _ => {
                 let anchor = self.anchor.take();
                 self.at_anchor(anchor)
@@ -294,7 +306,9 @@ mod tests {
     /// marked JVM function, but with `vmx` and Java frames below (the
     /// thread's anchor) not at `JavaCalls::call_helper`: inside a JNI
     /// upcall, the native frames down to the Java code that called native
-    /// code are walked.
+    /// code are walked; and with no anchor, only at a compiler's entry:
+    /// Java frames below are reached by unwinding into them (an interpreter
+    /// runtime entry called as a leaf sets no anchor).
     #[test]
     fn vmx_walks_through_call_helper_when_java_frames_are_below() {
         let (mut memory, _) = testing::vm();
@@ -311,7 +325,8 @@ mod tests {
         };
         assert_eq!(end_at(true, testing::THREAD), EndAt::MarksButJavaCalls);
         assert_eq!(end_at(false, testing::THREAD), EndAt::EveryMark);
-        assert_eq!(end_at(true, testing::THREAD + 8), EndAt::EveryMark, "no Java frames below");
+        assert_eq!(end_at(true, testing::THREAD + 8), EndAt::CompilerOnly, "no anchor");
+        assert_eq!(end_at(false, testing::THREAD + 8), EndAt::CompilerOnly);
     }
 
     /// What a sample keeps of a walk: the frames found; a cut stack,
