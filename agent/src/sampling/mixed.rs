@@ -22,17 +22,21 @@ pub enum Cut {
     /// A frame the walk could not get past (counted by reason where it
     /// broke): the frames beyond it are unknown.
     Broken,
+    /// Native code, with no Java frame above and no anchor leading to
+    /// one, could not be unwound past a frame.
+    BrokenNative,
 }
 
 impl Cut {
     /// The marker frame that stands at the root of a stack cut this way,
     /// so that no reader takes the last frame walked for the thread's
-    /// first: `[truncated]`, or `[unknown_Java]` for frames that could not
-    /// be walked.
+    /// first: `[truncated]`, or `[unknown_Java]` (`[unknown_not_Java]`
+    /// below native code alone) for frames that could not be walked.
     pub const fn marker(self) -> Frame {
         Frame::error(match self {
             Cut::Depth => CallTraceError::Truncated,
             Cut::Broken => CallTraceError::UnknownJava,
+            Cut::BrokenNative => CallTraceError::UnknownNotJava,
         })
     }
 }

@@ -157,6 +157,15 @@ fn count(failure: WalkFailure) {
     });
 }
 
+/// Whether a native part that stopped as `stop` after writing `frames`
+/// frames lost the frames below it: it broke (a frame it could not
+/// unwind, a pc in no library and no code the VM knows) after walking
+/// some. (A part that wrote nothing walked nothing: with no native
+/// unwinder, `cstack=no`, nothing is lost there.)
+fn lost_native_frames(stop: NativeStop, frames: usize) -> bool {
+    frames > 0 && matches!(stop, NativeStop::Failed | NativeStop::OutsideLibraries)
+}
+
 fn registers(frame: &VmFrame) -> Registers {
     Registers { pc: frame.pc, sp: frame.sp, fp: frame.fp, lr: 0 }
 }
@@ -220,10 +229,18 @@ impl<M: VmMemory> JavaWalk for HotSpotWalk<'_, M> {
                 counters::increment(Counter::VmWalkBadAnchor);
                 Next::Stop { cut: Some(Cut::Broken) }
             }
-            _ => {
-                let anchor = self.anchor.take();
-                self.at_anchor(anchor)
-            }
+            // Native frames lost on the way to an anchor are native code
+            // only (the anchor is the last Java frame): the stack goes on,
+            // whole but for them. Without an anchor, it ends where the
+            // unwinder stopped, not at the thread's first frame: below Java
+            // frames met, unknown Java frames may follow; below native code
+            // alone (a GC or compiler thread), unknown native code.
+            stop => match self.anchor.take() {
+                None if lost_native_frames(stop, walk.frames) => {
+                    Next::Stop { cut: Some(if self.met_java { Cut::Broken } else { Cut::BrokenNative }) }
+                }
+                anchor => self.at_anchor(anchor),
+            },
         }
     }
 
@@ -327,6 +344,16 @@ mod tests {
         assert_eq!(end_at(false, testing::THREAD), EndAt::EveryMark);
         assert_eq!(end_at(true, testing::THREAD + 8), EndAt::CompilerOnly, "no anchor");
         assert_eq!(end_at(false, testing::THREAD + 8), EndAt::CompilerOnly);
+    }
+
+    #[test]
+    fn native_parts_that_broke_after_some_frames_lost_the_rest() {
+        assert!(lost_native_frames(NativeStop::Failed, 3));
+        assert!(lost_native_frames(NativeStop::OutsideLibraries, 1), "a pc no library or VM code holds");
+        assert!(!lost_native_frames(NativeStop::Failed, 0), "nothing walked, nothing lost (cstack=no)");
+        for stop in [NativeStop::End, NativeStop::Mark(Mark::VmRuntime), NativeStop::Full] {
+            assert!(!lost_native_frames(stop, 5), "{stop:?}");
+        }
     }
 
     /// What a sample keeps of a walk: the frames found; a cut stack,
