@@ -55,8 +55,8 @@ const COSTLY_JSTACKDEPTH: u32 = 8192;
 pub const MAX_ATTRIBUTES: usize = 8;
 /// The profiler's CPU use, in percent of the application's, past which the
 /// overhead governor stretches the sampling intervals (`overhead=`; 0:
-/// never): twice what sampling two busy threads every millisecond costs
-/// on the README's VM.
+/// never): about two and a half times what sampling two busy threads
+/// every millisecond is charged on the README's VM (4%).
 pub const DEFAULT_OVERHEAD_PERCENT: u32 = 10;
 const MAX_OVERHEAD_PERCENT: u32 = 1000;
 /// Lock waits are sampled every this much time waited by default
@@ -431,9 +431,12 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
                 options.lock = Some(limit(key, interval, &LOCK_LIMITS, &mut options.warnings)?);
             }
             "lockthreshold" => {
-                let threshold = match required(key, value)? {
-                    "0" => Duration::ZERO,
-                    v => limit(key, parse_interval(key, v)?, &LOCK_THRESHOLD_LIMITS, &mut options.warnings)?,
+                let v = required(key, value)?;
+                // Zero in any unit: no threshold (`parse_interval` wants more).
+                let threshold = if ["", "ns", "us", "ms", "s"].iter().any(|unit| v.strip_suffix(unit) == Some("0")) {
+                    Duration::ZERO
+                } else {
+                    limit(key, parse_interval(key, v)?, &LOCK_THRESHOLD_LIMITS, &mut options.warnings)?
                 };
                 // Waits are recorded in whole microseconds: a threshold
                 // between two is raised to the next, so none is written
@@ -879,7 +882,9 @@ mod tests {
         }
         let o = parse("start,lock,lockthreshold=10500ns").unwrap();
         assert_eq!(o.lock_threshold, Duration::from_micros(11), "whole microseconds");
-        assert_eq!(parse("start,lock,lockthreshold=0").unwrap().lock_threshold, Duration::ZERO);
+        for zero in ["0", "0ns", "0us", "0ms", "0s"] {
+            assert_eq!(parse(&format!("start,lock,lockthreshold={zero}")).unwrap().lock_threshold, Duration::ZERO);
+        }
         for bad in ["lock,lockthreshold=abc", "lock,lockthreshold", "lock,lockthreshold=2min", "lockthreshold=1ms"] {
             assert_eq!(err(bad).option, "lockthreshold", "{bad}");
         }

@@ -60,11 +60,6 @@ impl LockSampling {
         waited >= self.interval_ns || (u128::from(draw) * u128::from(self.interval_ns)) >> 64 < u128::from(waited)
     }
 
-    /// The wait a recorded wait of `waited` ns stands for.
-    pub fn weight(self, waited: u64) -> u64 {
-        waited.max(self.interval_ns)
-    }
-
     /// Whether a wait of `waited` ns is recorded, drawn from the calling
     /// thread's own generator.
     pub fn takes_now(self, waited: u64) -> bool {
@@ -398,11 +393,12 @@ mod tests {
     #[test]
     fn waits_are_sampled_in_proportion_to_their_length() {
         let lock = LockSampling { interval_ns: 10_000, threshold_ns: 0 };
-        // From the interval on, always, weighing themselves.
+        // What a recorded wait stands for (readers weigh it so, from the
+        // `lock` setting): itself from the interval on, else an interval.
+        let weight = |waited: u64| waited.max(lock.interval_ns);
+        // From the interval on, always.
         assert!(lock.takes(10_000, u64::MAX) && lock.takes(1_000_000, u64::MAX));
-        assert_eq!((lock.weight(10_000), lock.weight(1_000_000)), (10_000, 1_000_000));
-        // Shorter: with probability waited / interval, weighing an interval.
-        assert_eq!(lock.weight(2_500), 10_000);
+        // Shorter: with probability waited / interval.
         let quarter = u64::MAX / 4;
         assert!(lock.takes(2_500, quarter - (1 << 20)) && !lock.takes(2_500, quarter + (1 << 20)));
         assert!(!lock.takes(0, 0), "no wait, nothing to record");
@@ -412,7 +408,7 @@ mod tests {
         // The weights of many sampled waits add up to the time waited.
         let waits: Vec<u64> = (0..200_000u64).map(|i| 500 + i % 15_000).collect();
         let waited: u64 = waits.iter().sum();
-        let recorded: u64 = waits.iter().filter(|&&w| lock.takes_now(w)).map(|&w| lock.weight(w)).sum();
+        let recorded: u64 = waits.iter().filter(|&&w| lock.takes_now(w)).map(|&w| weight(w)).sum();
         let ratio = recorded as f64 / waited as f64;
         assert!((ratio - 1.0).abs() < 0.02, "recorded {recorded} of {waited} ns waited");
     }

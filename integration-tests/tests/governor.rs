@@ -10,6 +10,15 @@ use std::time::Duration;
 /// detects a hang (the test fails on expiry); nothing waits for it.
 const HANG: Duration = Duration::from_secs(120);
 
+/// Held by each test while its JVM runs: the governor weighs the
+/// profiler's cost against the application's CPU, which JVMs running side
+/// by side on a small machine take from each other.
+static ONE_JVM_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_jvm_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_JVM_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// The setting `name` in nanoseconds (`"1000000 ns"`).
 fn nanos(recording: &Recording, name: &str) -> u64 {
     recording.settings[name]
@@ -24,6 +33,7 @@ fn nanos(recording: &Recording, name: &str) -> u64 {
 /// each stretch logged with the delivery cost the governor measured.
 #[test]
 fn the_overhead_governor_stretches_intervals_past_its_ceiling() {
+    let _alone = one_jvm_at_a_time();
     let dir = scratch_dir("governor-stretch");
     let file = dir.join("governed.jfr");
     let options = format!("start,cpu=100us,wall=1ms,overhead=1,file={}", file.display());
@@ -58,6 +68,7 @@ fn the_overhead_governor_stretches_intervals_past_its_ceiling() {
 /// application's CPU): the governor leaves the interval alone.
 #[test]
 fn two_busy_threads_at_1ms_are_not_stretched_by_default() {
+    let _alone = one_jvm_at_a_time();
     let dir = scratch_dir("governor-1ms");
     let file = dir.join("default.jfr");
     let options = format!("start,cpu=1ms,file={}", file.display());
@@ -83,6 +94,7 @@ fn two_busy_threads_at_1ms_are_not_stretched_by_default() {
 /// the phases half and half.
 #[test]
 fn a_stretched_profile_weighs_each_sample_by_its_interval() {
+    let _alone = one_jvm_at_a_time();
     let dir = scratch_dir("governor-phases");
     let file = dir.join("phases.jfr");
     let options = format!("start,cpu=100us,file={}", file.display());

@@ -155,23 +155,32 @@ fn expand(
     (frames, tier)
 }
 
-/// Builds the profile of the samples of `kind`, resolving remote frames
-/// with `resolver` (when given), and reports how they resolved.
+/// The setting `name` of a chunk in nanoseconds, if positive: the last
+/// value its settings give (`"1000000 ns"` as we write it, `"1000000"` as
+/// async-profiler does).
+fn setting_nanos(chunk: &Chunk, name: &str) -> Option<i64> {
+    let (_, value) = chunk.settings.iter().rev().find(|(setting, _)| setting == name)?;
+    value.trim_end_matches(" ns").parse().ok().filter(|&nanos: &i64| nanos > 0)
+}
+
 /// The sampling interval of `kind` (CPU or wall clock) a chunk's samples
-/// were taken at, in nanoseconds: the last value its settings give (ours
-/// records the wall-clock interval as `wall`, async-profiler the interval
-/// of its one event as `interval`; `"1000000 ns"` as we write it,
-/// `"1000000"` as async-profiler does).
+/// were taken at, in nanoseconds (ours records the wall-clock interval as
+/// `wall`, async-profiler the interval of its one event as `interval`).
 pub fn chunk_interval(chunk: &Chunk, kind: EventKind) -> Option<i64> {
     let names: &[&str] = match kind {
         EventKind::Cpu => &["interval"],
         EventKind::Wall => &["wall", "interval"],
         _ => return None,
     };
-    names.iter().find_map(|name| {
-        let (_, value) = chunk.settings.iter().rev().find(|(setting, _)| setting == name)?;
-        value.trim_end_matches(" ns").parse().ok().filter(|&nanos: &i64| nanos > 0)
-    })
+    names.iter().find_map(|name| setting_nanos(chunk, name))
+}
+
+fn gcd(a: i64, b: i64) -> i64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
 }
 
 /// How a chunk's samples of one kind are weighed: their own weight times
@@ -189,35 +198,30 @@ impl Weighing {
 }
 
 /// The profile's period and each chunk's [`Weighing`]. CPU and wall
-/// clock: the period is the shortest interval any chunk with such
-/// samples names, and a chunk's samples are scaled by their interval over
-/// it (a sample taken at four times that interval weighs four: the
-/// overhead governor's stretches, recordings taken at different rates);
-/// chunks naming no interval keep their weights. Lock waits: sampled by
+/// clock: the period is the greatest common divisor of the intervals the
+/// chunks with such samples name (the shortest, when each is a multiple of
+/// it, as the overhead governor's stretches are), and a chunk's samples
+/// are scaled by their interval over it, exactly (a sample taken at four
+/// times that interval weighs four: stretches, recordings taken at
+/// different rates); chunks naming no interval keep their weights. Lock waits: sampled by
 /// the time waited, a recorded wait weighs at least the chunk's `lock`
 /// interval (a shorter wait was recorded with a probability of its length
 /// over the interval: ours, and async-profiler's by accumulated time).
 fn weighings(recording: &Recording, kind: EventKind) -> (i64, Vec<Weighing>) {
     let plain = Weighing { scale: 1, floor: 0 };
     if kind == EventKind::Lock {
-        let floor = |chunk: &Chunk| {
-            let (_, value) = chunk.settings.iter().rev().find(|(setting, _)| setting == "lock")?;
-            value.trim_end_matches(" ns").parse().ok()
-        };
-        return (
-            0,
-            recording.chunks.iter().map(|chunk| Weighing { floor: floor(chunk).unwrap_or(0), ..plain }).collect(),
-        );
+        let floor = |chunk: &Chunk| setting_nanos(chunk, "lock").unwrap_or(0) as u64;
+        return (0, recording.chunks.iter().map(|chunk| Weighing { floor: floor(chunk), ..plain }).collect());
     }
     let intervals: Vec<Option<i64>> = recording.chunks.iter().map(|chunk| chunk_interval(chunk, kind)).collect();
     let sampled =
         recording.chunks.iter().zip(&intervals).filter(|(chunk, _)| chunk.samples.iter().any(|s| s.kind == kind));
-    let period = sampled.filter_map(|(_, interval)| *interval).min().unwrap_or(0);
+    let period = sampled.filter_map(|(_, interval)| *interval).fold(0, gcd);
     let weighings = intervals
         .iter()
         .map(|interval| match interval {
-            Some(interval) if period > 0 => {
-                Weighing { scale: ((*interval + period / 2) / period).max(1) as u64, ..plain }
+            Some(interval) if period > 0 && interval % period == 0 => {
+                Weighing { scale: (interval / period) as u64, ..plain }
             }
             _ => plain,
         })
@@ -225,6 +229,8 @@ fn weighings(recording: &Recording, kind: EventKind) -> (i64, Vec<Weighing>) {
     (period, weighings)
 }
 
+/// Builds the profile of the samples of `kind`, resolving remote frames
+/// with `resolver` (when given), and reports how they resolved.
 pub fn build(recording: &Recording, kind: EventKind, mut resolver: Option<&mut Resolver>) -> (Profile, Report) {
     let libraries = library_names(recording);
     if let Some(r) = resolver.as_deref_mut() {
@@ -325,7 +331,7 @@ mod tests {
         let stretched = Recording { chunks: vec![at("1000000 ns", "early", 400), at("4000000", "late", 100)] };
         let (profile, report) = build_cpu(&stretched, None);
         assert_eq!(profile.period, 1_000_000, "the shortest interval");
-        let weight = |method: &str| -> u64 {
+        let weight_in = |profile: &Profile, method: &str| -> u64 {
             profile
                 .samples
                 .iter()
@@ -333,8 +339,13 @@ mod tests {
                 .map(|s| s.weight)
                 .sum()
         };
-        assert_eq!((weight("early"), weight("late")), (400, 400));
+        assert_eq!((weight_in(&profile, "early"), weight_in(&profile, "late")), (400, 400));
         assert_eq!(report.total_weight, 800);
+        // Intervals that are not multiples of each other: their common
+        // divisor is the unit (1.5 ms weighs three of 0.5 ms, 1 ms two).
+        let mixed = Recording { chunks: vec![at("1000000 ns", "early", 3), at("1500000", "late", 2)] };
+        let (profile, _) = build_cpu(&mixed, None);
+        assert_eq!((profile.period, weight_in(&profile, "early"), weight_in(&profile, "late")), (500_000, 6, 6));
         // A chunk naming no interval keeps its weights; none at all: period 0.
         let (profile, _) = build_cpu(&recording(vec![sample("t", 3, vec![])], vec![]), None);
         assert_eq!((profile.period, profile.samples[0].weight), (0, 3));

@@ -113,6 +113,9 @@ impl PerfEngine {
         }
     }
 
+    /// The counter of thread `tid`: with its ring of kernel call chains
+    /// where wanted and allowed; where refused, without (and without the
+    /// call chains the kernel would collect for nothing), counted.
     fn open(&mut self, tid: u32) -> io::Result<Counted> {
         let result = open_counter(&self.origins, tid, self.period_ns, self.include_kernel, self.kernel_stacks);
         let counted = match result {
@@ -127,21 +130,30 @@ impl PerfEngine {
                 }
                 open_counter(&self.origins, tid, self.period_ns, false, false)
             }
+            Ok(counted) if self.kernel_stacks && self.include_kernel && counted.ring.is_none() => {
+                close_counter(&self.origins, counted);
+                self.refused(
+                    "the kernel refused to map a ring for its call chains (locked memory: perf_event_mlock_kb)",
+                );
+                open_counter(&self.origins, tid, self.period_ns, true, false)
+            }
+            Ok(counted) if self.kernel_stacks && !self.include_kernel => {
+                self.refused("the kernel is not counted for this process");
+                Ok(counted)
+            }
             other => other,
         }?;
-        if let (true, None) = (self.kernel_stacks && self.include_kernel, counted.ring) {
-            self.refused("the kernel refused to map a ring for its call chains (locked memory: perf_event_mlock_kb)");
-        }
         Ok(counted)
     }
 
-    /// A thread sampled without kernel frames: counted, and why logged once.
+    /// A thread sampled without kernel frames: counted, and the first
+    /// reason logged.
     fn refused(&mut self, why: &str) {
         counters::increment(Counter::KernelStackThreadsRefused);
         if !self.refusal_logged {
             self.refusal_logged = true;
             log::warn!(
-                "CPU samples are recorded without kernel frames: {why}; counted in kernel_stack_threads_refused"
+                "CPU samples are recorded without kernel frames: {why}; threads counted in kernel_stack_threads_refused"
             );
         }
     }
@@ -239,17 +251,9 @@ fn open_counter(
         Ok(())
     };
     if let Err(e) = arm() {
-        // SAFETY: ioctl and fcntl on our own perf fd, then closing it.
-        unsafe {
-            libc::ioctl(fd, PERF_EVENT_IOC_DISABLE as _, 0);
-            libc::fcntl(fd, libc::F_SETFL, 0);
-        }
-        origins.remove_perf_fd(fd);
-        // SAFETY: closing our own fd.
-        unsafe { libc::close(fd) };
         // A ring published for a moment may be read by a handler still:
         // unmapped with the session's.
-        RETIRED_RINGS.lock().unwrap_or_else(|p| p.into_inner()).extend(ring);
+        RETIRED_RINGS.lock().unwrap_or_else(|p| p.into_inner()).extend(close_counter(origins, Counted { fd, ring }));
         return Err(e);
     }
     Ok(Counted { fd, ring })

@@ -76,7 +76,8 @@ pub struct Measured {
 /// application using all `cpus` for the rest of the window), judged
 /// against that best end, so never a larger stretch than the full window
 /// would give. A profiler set far too fast is held within a few ticks,
-/// not after a whole window at full cost.
+/// not after a whole window at full cost (on a machine of many cores the
+/// best end allows much, and the window runs its course).
 pub fn judged(measured: Measured, cpus: u32, ceiling_percent: u32) -> Option<Duration> {
     if measured.elapsed >= WINDOW {
         return Some(allowance(measured.application, measured.elapsed, ceiling_percent));
@@ -224,12 +225,23 @@ impl Governor {
 
     /// Stretches the intervals `stretch` times those asked for, from now:
     /// the engines first, then a new chunk with the settings now in force.
+    /// (The samples the engines take between the two, microseconds, end
+    /// the old chunk, weighed at the old interval. Without a JNIEnv to
+    /// finish a chunk with, the change is recorded inside the current
+    /// chunk, whose samples before it `symbolize` then weighs at the new
+    /// interval: the writer thread could not attach, and then no chunk is
+    /// finished before a dump anyway.) A CPU interval the engine refuses
+    /// stretches nothing.
     fn apply(&mut self, stretch: u32, measured: Measured, env: Option<JniEnv>) {
         let before = self.in_force.describe();
-        self.in_force.stretch.store(stretch, Ordering::Relaxed);
+        let previous = self.in_force.stretch.swap(stretch, Ordering::Relaxed);
         if let Some(cpu) = self.in_force.cpu() {
             if let Err(e) = engine::set_interval(cpu) {
-                log::warn!("cannot stretch the CPU sampling interval: {e}");
+                // Threads the engine did change go back (best effort).
+                self.in_force.stretch.store(previous, Ordering::Relaxed);
+                let _ = self.in_force.cpu().map(engine::set_interval);
+                log::warn!("cannot stretch the CPU sampling interval to {cpu:?}: {e}; the intervals stay as they are");
+                return;
             }
         }
         if let Some(wall) = self.in_force.wall() {

@@ -214,9 +214,9 @@ fn measure_each() -> io::Result<SignalCosts> {
     let timer = Timer::new().and_then(|timer| {
         rounds(iterations, |iterations| {
             timer.set(PERIOD)?;
-            let time = spin_time(iterations);
+            let taken = signalled_spin(iterations);
             timer.set(Duration::ZERO)?;
-            Ok(time)
+            Ok(taken)
         })
     })?;
     let or_timer = |delivery: &str, measured: io::Result<Duration>| {
@@ -227,21 +227,21 @@ fn measure_each() -> io::Result<SignalCosts> {
     };
     let tid = current_tid();
     let at_tick = rounds(iterations, |iterations| {
-        let start = thread_cpu_ns();
+        let (start, before) = (thread_cpu_ns(), CALIBRATION_SIGNALS.load(Ordering::Relaxed));
         for _ in 0..QUEUED_PER_ROUND {
             std::hint::black_box(spin(iterations / QUEUED_PER_ROUND));
             queue_calibration_signal(tid)?;
         }
-        Ok(thread_cpu_ns().saturating_sub(start))
+        Ok((thread_cpu_ns().saturating_sub(start), CALIBRATION_SIGNALS.load(Ordering::Relaxed) - before))
     });
     let cross_thread = Sender::spawn(tid).and_then(|sender| {
         rounds(iterations, |iterations| {
             sender.sending.store(true, Ordering::Relaxed);
-            let time = spin_time(iterations);
+            let taken = signalled_spin(iterations);
             sender.sending.store(false, Ordering::Relaxed);
-            // Signals still on their way land here, not in a quiet round.
+            // Signals still on their way land here, in no round.
             std::thread::sleep(PERIOD * 2);
-            Ok(time)
+            Ok(taken)
         })
     });
     Ok(SignalCosts {
@@ -299,16 +299,23 @@ impl Drop for Sender {
     }
 }
 
+/// The CPU time of a spin of `iterations` and the calibration signals
+/// received during it.
+fn signalled_spin(iterations: u64) -> (u64, u64) {
+    let before = CALIBRATION_SIGNALS.load(Ordering::Relaxed);
+    let time = spin_time(iterations);
+    (time, CALIBRATION_SIGNALS.load(Ordering::Relaxed) - before)
+}
+
 /// Alternating quiet and signalled rounds of the same spin (`signalled`
-/// spins `iterations` under signals and returns its CPU time).
-fn rounds(iterations: u64, mut signalled: impl FnMut(u64) -> io::Result<u64>) -> io::Result<Duration> {
+/// spins `iterations` under signals and returns its CPU time and the
+/// signals received during it).
+fn rounds(iterations: u64, mut signalled: impl FnMut(u64) -> io::Result<(u64, u64)>) -> io::Result<Duration> {
     let mut quiet = Vec::with_capacity(ROUNDS);
     let mut taken = Vec::with_capacity(ROUNDS);
     for _ in 0..ROUNDS {
         quiet.push(spin_time(iterations));
-        let before = CALIBRATION_SIGNALS.load(Ordering::Relaxed);
-        let time = signalled(iterations)?;
-        taken.push((time, CALIBRATION_SIGNALS.load(Ordering::Relaxed) - before));
+        taken.push(signalled(iterations)?);
     }
     charge(&mut quiet, &taken)
 }
@@ -325,7 +332,7 @@ fn charge(quiet: &mut [u64], signalled: &[(u64, u64)]) -> io::Result<Duration> {
         .map(|&(time, signals)| time.saturating_sub(quiet) / signals)
         .collect();
     if per_signal.len() * 2 < signalled.len() {
-        return Err(io::Error::other(format!("the timer reached {} of {} rounds", per_signal.len(), signalled.len())));
+        return Err(io::Error::other(format!("signals reached {} of {} rounds", per_signal.len(), signalled.len())));
     }
     let charge = Duration::from_nanos(median(&mut per_signal));
     if charge > MAX_CHARGE {

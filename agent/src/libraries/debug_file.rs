@@ -66,7 +66,10 @@ mod tests {
     #[test]
     fn the_system_libc_debug_file_is_found_by_build_id_when_installed() {
         let libc = "/lib/x86_64-linux-gnu/libc.so.6";
-        let Ok(map) = FileMap::open(libc) else { return };
+        let Ok(map) = FileMap::open(libc) else {
+            test_skip::skip(&format!("{libc} is not this machine's libc"), test_skip::InCi::Optional);
+            return;
+        };
         let id = buildid::from_file_bytes(map.bytes()).ok();
         match find(libc, map.bytes(), id.as_ref()) {
             Some(debug) => {

@@ -1,10 +1,16 @@
 //! Names of kernel frames, from `/proc/kallsyms`. The table (about 120k
-//! functions, 4 MB) is not kept: when a chunk meets kernel addresses not
-//! named yet, it is read once for that chunk, names the addresses, and is
-//! dropped; the names stay, one per distinct address (hundreds, in
-//! practice). Control plane only.
+//! functions, 4 MB, a tenth of a second to read) is not kept for the
+//! session: when a chunk meets kernel addresses not named yet, it is read,
+//! names them, and is kept while chunks keep needing it, then dropped once
+//! none did for [`KEEP`]; the names stay, one per distinct address
+//! (hundreds, in practice). Control plane only.
 
 use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// How long a table no chunk needed is kept (frequent dumps of a workload
+/// still meeting new kernel code read it once, not once a dump).
+const KEEP: Duration = Duration::from_secs(60);
 
 const KALLSYMS: &str = "/proc/kallsyms";
 
@@ -51,8 +57,8 @@ impl Table {
 #[derive(Default)]
 pub struct KernelNames {
     names: HashMap<u64, String>,
-    /// The table read for the current chunk, if one was needed.
-    table: Option<Table>,
+    /// The table, if a recent chunk needed it, and when one last did.
+    table: Option<(Table, Instant)>,
 }
 
 impl KernelNames {
@@ -60,17 +66,22 @@ impl KernelNames {
     /// kallsyms cannot say (unreadable, or addresses hidden).
     pub fn name(&mut self, address: u64) -> &str {
         if !self.names.contains_key(&address) {
-            let table =
-                self.table.get_or_insert_with(|| Table::new(std::fs::read_to_string(KALLSYMS).unwrap_or_default()));
+            let (table, used) = self.table.get_or_insert_with(|| {
+                (Table::new(std::fs::read_to_string(KALLSYMS).unwrap_or_default()), Instant::now())
+            });
+            *used = Instant::now();
             let name = table.containing(address).unwrap_or("[kernel]").to_owned();
             self.names.insert(address, name);
         }
         self.names.get(&address).map_or("[kernel]", String::as_str)
     }
 
-    /// Drops the table read for the chunk just written.
+    /// After a chunk is written: drops the table if no chunk needed it
+    /// for [`KEEP`].
     pub fn end_chunk(&mut self) {
-        self.table = None;
+        if self.table.as_ref().is_some_and(|(_, used)| used.elapsed() >= KEEP) {
+            self.table = None;
+        }
     }
 }
 
@@ -105,6 +116,11 @@ mod tests {
         assert!(!names.name(address).is_empty());
         assert_ne!(names.name(address), "[kernel]");
         names.end_chunk();
-        assert!(names.table.is_none());
+        assert!(names.table.is_some(), "kept while chunks need it");
+        if let Some((_, used)) = names.table.as_mut() {
+            *used -= KEEP;
+        }
+        names.end_chunk();
+        assert!(names.table.is_none(), "dropped once none did for a while");
     }
 }

@@ -35,10 +35,11 @@ const NANOS_PER_TICK: u64 = 1_000_000_000 / TICKS_PER_SECOND as u64;
 /// varints (4 bytes for the first 268 s of a session, 5 bytes up to 9.5
 /// hours, 6 bytes up to 51 days, where nanoseconds would take 5 bytes
 /// from 268 ms, 6 from 34 s and 7 from 73 minutes). A thread's CPU and
-/// wall-clock samples come at most every 100 µs and waits are recorded
-/// from 10 µs (thresholds in whole microseconds), so a microsecond loses
-/// nothing a reader can use (events of several threads, or allocations,
-/// may share one). A time before the origin (a wait that began
+/// wall-clock samples come at most every 100 µs, and a lock wait's
+/// duration is rounded to the nearest microsecond (a sampled wait stands
+/// for at least the `lock` interval, 1 µs or more; thresholds are whole
+/// microseconds), so a microsecond loses nothing a reader can use (events
+/// of several threads, or allocations, may share one). A time before the origin (a wait that began
 /// more than a second before the session) is stamped at the origin. The
 /// ticks are this session's own: nothing lines them up with another
 /// clock's (the JVM's own JFR ticks by its TSC when it can).
@@ -57,9 +58,16 @@ impl Ticks {
         Self::span(mono_ns.saturating_sub(self.origin_mono_ns))
     }
 
-    /// The ticks of a duration, rounded down as [`Self::at`] rounds times.
+    /// The ticks of a span of time, rounded down as [`Self::at`] rounds
+    /// times.
     pub fn span(nanos: u64) -> i64 {
         (nanos / NANOS_PER_TICK) as i64
+    }
+
+    /// The ticks of a measured duration (a lock wait), rounded to the
+    /// nearest: unbiased where the durations add up.
+    pub fn duration(nanos: u64) -> i64 {
+        (nanos.saturating_add(NANOS_PER_TICK / 2) / NANOS_PER_TICK) as i64
     }
 
     /// How far `mono_ns` is past the start of its tick. A chunk's header
@@ -190,13 +198,14 @@ impl ChunkBuilder {
                     (kind, ThreadState::Runnable, alloc_weight(record.value))
                 }
                 SampleKind::Lock => {
-                    let kind = Kind::Lock { class: class_key(record.class), duration_ticks: Ticks::span(record.value) };
+                    let kind =
+                        Kind::Lock { class: class_key(record.class), duration_ticks: Ticks::duration(record.value) };
                     (kind, ThreadState::Blocked, record.value)
                 }
                 SampleKind::Park => {
                     let kind = Kind::Park {
                         class: class_key(record.class),
-                        duration_ticks: Ticks::span(record.value),
+                        duration_ticks: Ticks::duration(record.value),
                         timeout_ns: (record.park_time > 0).then_some(record.park_time),
                         until_ms: (record.park_time < 0).then(|| record.park_time.saturating_neg()),
                     };
@@ -505,6 +514,7 @@ mod tests {
         assert_eq!(ticks.at(3_000_000_000), 0, "before the origin");
         assert_eq!(Ticks::starting_at(10_000).at(10_000), 10, "a session in the first second of the clock");
         assert_eq!(Ticks::span(10_000_999), 10_000);
+        assert_eq!((Ticks::duration(10_499), Ticks::duration(10_500), Ticks::duration(u64::MAX) > 0), (10, 11, true));
         assert_eq!(ticks.past_tick_start(5_000_123_999), 999);
         assert_eq!(ticks.past_tick_start(3_000_000_001), 0, "before the origin: tick 0 starts there");
     }

@@ -94,13 +94,14 @@ pub extern "C" fn on_sigvtalrm(signo: c_int, info: *mut libc::siginfo_t, ucontex
     }
 }
 
-/// The calibration timer's signals delivered so far (see [`on_calibration`]).
+/// The calibration signals delivered so far (see [`on_calibration`]).
 pub static CALIBRATION_SIGNALS: AtomicU64 = AtomicU64::new(0);
 
 /// Installed for SIGPROF, with SA_SIGINFO, only while the overhead governor
 /// measures what delivering a signal costs (`governor::signal_cost`):
-/// counts the calibration timer's signals and does nothing else, so that
-/// what they cost is delivery alone; forwards every other signal.
+/// counts the calibration signals (its timer's, and those queued by this
+/// process) and does nothing else, so that what they cost is delivery
+/// alone; forwards every other signal.
 pub extern "C" fn on_calibration(signo: c_int, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
     let _errno = ErrnoGuard::save();
     // SAFETY: the kernel passes a valid siginfo_t (or null); RawSiginfo

@@ -11,7 +11,7 @@
 //! among which context markers (`PERF_CONTEXT_KERNEL`, ...) sit.
 
 use frames::Frame;
-use std::sync::atomic::{fence, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Where the kernel's write position (`data_head`) and ours (`data_tail`)
 /// sit in the ring's first page.
@@ -35,15 +35,40 @@ pub struct Ring {
 }
 
 impl Ring {
-    /// The `u64` at `offset` into the data, wrapping around its end.
+    /// The `u64` at `offset` into the data, wrapping around its end (an
+    /// offset not 8-byte aligned, from a damaged ring, is read aligned).
     ///
     /// # Safety
     /// The ring is mapped (this module's contract).
     unsafe fn data_u64(self, offset: u64) -> u64 {
-        let at = (offset as usize) & (self.data_size - 1);
-        // SAFETY: `at` is 8-byte aligned (records are) and inside the data
-        // pages after the first page, mapped per the contract.
+        let at = (offset as usize) & (self.data_size - 1) & !7;
+        // SAFETY: `at` is 8-byte aligned and inside the data pages after
+        // the first page, mapped per the contract.
         unsafe { std::ptr::read_volatile((self.base + self.page + at) as *const u64) }
+    }
+
+    /// The ring's `data_head` (the kernel's write position) and
+    /// `data_tail` (ours).
+    ///
+    /// # Safety
+    /// The ring is mapped (this module's contract).
+    unsafe fn positions(self) -> (&'static AtomicU64, &'static AtomicU64) {
+        // SAFETY: both words lie in the first page, mapped per the
+        // contract (for as long as the caller uses them), 8-byte aligned;
+        // the kernel and this thread access them atomically.
+        unsafe { (&*((self.base + DATA_HEAD) as *const AtomicU64), &*((self.base + DATA_TAIL) as *const AtomicU64)) }
+    }
+
+    /// Consumes every record in the ring without reading it (a sample
+    /// not taken: the thread filtered out, its stripe busy), so that the
+    /// next sample finds its own call chain newest. Signal-safe.
+    ///
+    /// # Safety
+    /// As [`Self::take_kernel_frames`].
+    pub unsafe fn discard(self) {
+        // SAFETY: this function's contract.
+        let (head, tail) = unsafe { self.positions() };
+        tail.store(head.load(Ordering::Acquire), Ordering::Release);
     }
 
     /// Writes the kernel addresses of the newest sample in the ring into
@@ -57,15 +82,10 @@ impl Ring {
         if self.data_size == 0 || !self.data_size.is_power_of_two() {
             return 0;
         }
-        // SAFETY: the first page is mapped (the contract).
-        let (head, tail) = unsafe {
-            (
-                std::ptr::read_volatile((self.base + DATA_HEAD) as *const u64),
-                std::ptr::read_volatile((self.base + DATA_TAIL) as *const u64),
-            )
-        };
-        // The records up to `head` are written before `head` is.
-        fence(Ordering::Acquire);
+        // SAFETY: this function's contract.
+        let (head_at, tail_at) = unsafe { self.positions() };
+        // The records up to `head` are written before `head` is (Acquire).
+        let (head, tail) = (head_at.load(Ordering::Acquire), tail_at.load(Ordering::Relaxed));
         let mut newest = None;
         let mut at = tail;
         // The kernel never writes past unread data: more than the data's
@@ -100,9 +120,7 @@ impl Ring {
             }
         }
         // Our reads of the records happen before the kernel may reuse them.
-        fence(Ordering::Release);
-        // SAFETY: `data_tail` is ours to write (the ring is mapped writable).
-        unsafe { std::ptr::write_volatile((self.base + DATA_TAIL) as *mut u64, head) };
+        tail_at.store(head, Ordering::Release);
         written
     }
 }
@@ -162,6 +180,13 @@ mod tests {
         assert_eq!(out[..n], [Frame::kernel(0xffff_ffff_8200_0010), Frame::kernel(0xffff_ffff_8200_0020)]);
         assert_eq!(fake.tail(), *fake.head(), "consumed");
         // Nothing new: nothing taken.
+        // SAFETY: as above.
+        assert_eq!(unsafe { fake.ring().take_kernel_frames(&mut out) }, 0);
+        // Discarded records are not taken by the next sample.
+        fake.push(RECORD_SAMPLE, &[2, KERNEL, 0xffff_ffff_8300_0010]);
+        // SAFETY: as above.
+        unsafe { fake.ring().discard() };
+        assert_eq!(fake.tail(), *fake.head());
         // SAFETY: as above.
         assert_eq!(unsafe { fake.ring().take_kernel_frames(&mut out) }, 0);
     }

@@ -147,12 +147,18 @@ impl Sampler {
 
     /// Records one sample of the calling thread. Signal-safe.
     pub fn record(&self, request: SampleRequest, time_ns: u64, tid: u32) {
+        // A sample not taken still consumes its kernel call chain.
+        // SAFETY: the ring stays mapped while this sampler is published,
+        // and the handler passes only the calling thread's own.
+        let discard = || request.kernel.map(|ring| unsafe { ring.discard() });
         if !self.sampled(tid) {
             counters::increment(Counter::SamplesFiltered);
+            discard();
             return;
         }
         let Some(mut stripe) = self.stripes.try_acquire(tid) else {
             counters::increment(Counter::SamplesDroppedBusy);
+            discard();
             return;
         };
         let index = stripe.index();
