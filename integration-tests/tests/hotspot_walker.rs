@@ -442,8 +442,8 @@ fn frames_of_methods_redefined_while_they_run_are_walked() {
 /// default options: under 1% of CPU samples have frames no walker got
 /// past, and no stack of the server's or the clients' threads is written
 /// as if the thread had started in the code the walk stopped at: none is
-/// rooted at a Java frame but `Thread.run` or at an interpreter runtime
-/// entry (a cut stack ends in a marker saying why; the VM's own code, a
+/// rooted at a Java frame but `Thread.run` (or `Thread.exit`, as the
+/// thread ends) or at an interpreter runtime entry (a cut stack ends in a marker saying why; the VM's own code, a
 /// class initializer the VM runs or a thread's start and exit, ends at
 /// the VM's call into Java or at native code). (The build before wrote 70 of 8,294 samples
 /// here as stacks rooted in `TreeMap`, `String` or the handler, and 105
@@ -463,12 +463,14 @@ fn a_loopback_http_load_has_few_failed_walks_and_no_false_thread_roots() {
         .iter()
         .copied()
         .filter(|e| {
-            // A Java frame but the thread's own, or an interpreter runtime
-            // entry: there the walk stopped short. (Native roots are where
-            // native unwinding ended: a thread's start, or its exit.)
+            // A Java frame but those the VM calls a thread with (its run,
+            // and its exit as it ends), or an interpreter runtime entry:
+            // there the walk stopped short. (Native roots are where native
+            // unwinding ended: a thread's start, or its exit.)
             e.frames.last().is_some_and(|root| {
                 let java = !["Native", "C++", "Kernel"].contains(&root.frame_type.as_str());
-                (java && root.method != "run") || root.method.starts_with("InterpreterRuntime::")
+                let thread_root = root.class == "java.lang.Thread" && ["run", "exit"].contains(&root.method.as_str());
+                (java && !thread_root) || root.method.starts_with("InterpreterRuntime::")
             })
         })
         .collect();
