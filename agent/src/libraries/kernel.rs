@@ -1,11 +1,13 @@
-//! Names of kernel frames, from `/proc/kallsyms`. The table (about 120k
-//! functions, 4 MB, a tenth of a second to read) is not kept for the
-//! session: when a chunk meets kernel addresses not named yet, it is read,
-//! names them, and is kept while chunks keep needing it, then dropped once
-//! none did for [`KEEP`]; the names stay, one per distinct address
-//! (hundreds, in practice). Control plane only.
+//! Names of kernel frames, from `/proc/kallsyms`, kept for the process
+//! (the kernel's functions outlive sessions): [`names`]. The table (about
+//! 120k functions, 4 MB, a tenth of a second to read) is not kept: when a
+//! chunk meets kernel addresses not named yet, it is read, names them, and
+//! is kept while chunks keep needing it, then dropped once none did for
+//! [`KEEP`]; the names stay, one per distinct address (hundreds, in
+//! practice). Control plane only.
 
 use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// How long a table no chunk needed is kept (frequent dumps of a workload
@@ -53,10 +55,19 @@ impl Table {
     }
 }
 
-/// Kernel frame names, kept for the session.
+static NAMES: Mutex<KernelNames> = Mutex::new(KernelNames { names: None, table: None });
+
+/// The process's kernel frame names, for writing a chunk.
+pub fn names() -> MutexGuard<'static, KernelNames> {
+    NAMES.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Kernel frame names.
 #[derive(Default)]
 pub struct KernelNames {
-    names: HashMap<u64, String>,
+    /// By address (a `HashMap` made on first use: a static needs a
+    /// `const` start).
+    names: Option<HashMap<u64, String>>,
     /// The table, if a recent chunk needed it, and when one last did.
     table: Option<(Table, Instant)>,
 }
@@ -65,15 +76,14 @@ impl KernelNames {
     /// The name of the kernel function at `address`: `[kernel]` where
     /// kallsyms cannot say (unreadable, or addresses hidden).
     pub fn name(&mut self, address: u64) -> &str {
-        if !self.names.contains_key(&address) {
-            let (table, used) = self.table.get_or_insert_with(|| {
+        let table = &mut self.table;
+        self.names.get_or_insert_with(HashMap::new).entry(address).or_insert_with(|| {
+            let (table, used) = table.get_or_insert_with(|| {
                 (Table::new(std::fs::read_to_string(KALLSYMS).unwrap_or_default()), Instant::now())
             });
             *used = Instant::now();
-            let name = table.containing(address).unwrap_or("[kernel]").to_owned();
-            self.names.insert(address, name);
-        }
-        self.names.get(&address).map_or("[kernel]", String::as_str)
+            table.containing(address).unwrap_or("[kernel]").to_owned()
+        })
     }
 
     /// After a chunk is written: drops the table if no chunk needed it

@@ -29,7 +29,7 @@ use crate::counters::{self, Counter};
 use crate::jni_env::JniEnv;
 use crate::jvmti::Jvmti;
 use crate::jvmti_samples::{self, JvmtiSamples};
-use crate::libraries::kernel::KernelNames;
+use crate::libraries::kernel;
 use crate::storage::samples::SampleRecord;
 use crate::threads;
 use chunk::{ChunkBuilder, ChunkSources, LiveRecord, Ticks};
@@ -80,8 +80,6 @@ pub struct Recording {
     /// Allocated classes' names by class dictionary id (a cache of the
     /// dictionary, whose ids name one class for the session).
     class_names: HashMap<u32, String>,
-    /// Kernel frames' names (kallsyms), by address.
-    kernel_names: KernelNames,
     drained: Vec<SampleRecord>,
 }
 
@@ -102,7 +100,6 @@ impl Recording {
             methods: MethodCache::default(),
             pools: ConstantPools::new(),
             class_names: HashMap::new(),
-            kernel_names: KernelNames::default(),
             drained: Vec::new(),
         }
     }
@@ -183,7 +180,7 @@ impl Recording {
                 traces: &sampler.traces,
                 methods: &mut methods,
                 libraries: sampler.native.as_ref().map(|n| &*n.libraries),
-                kernel: &mut self.kernel_names,
+                kernel: &mut kernel::names(),
                 thread: &threads::info,
                 thread_key: &threads::key_for,
                 counters: &counter_values,
