@@ -384,8 +384,17 @@ pub struct Event {
 }
 
 impl Event {
+    /// The frames of the thread's own code, innermost first: the kernel
+    /// frames on top of a CPU sample taken in the kernel (a system call,
+    /// an interrupt) left out.
+    pub fn user_frames(&self) -> &[Frame] {
+        let kernel = self.frames.iter().take_while(|f| f.frame_type == "Kernel").count();
+        &self.frames[kernel..]
+    }
+
+    /// The innermost frame of the thread's own code ([`Self::user_frames`]).
     pub fn top(&self) -> Option<&Frame> {
-        self.frames.first()
+        self.user_frames().first()
     }
 
     /// A trace-context field of a sample (span ids, attributes), `None`

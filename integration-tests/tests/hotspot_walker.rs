@@ -252,7 +252,7 @@ fn frames_interrupted_in_prologues_and_epilogues_have_the_right_caller() {
         let in_tiny: Vec<&Event> =
             recording.samples().filter(|e| e.thread == "tiny" && e.top().is_some_and(|f| f.method == "tiny")).collect();
         let wrong: Vec<&Event> =
-            in_tiny.iter().copied().filter(|e| e.frames.get(1).is_none_or(|f| f.method != "caller")).collect();
+            in_tiny.iter().copied().filter(|e| e.user_frames().get(1).is_none_or(|f| f.method != "caller")).collect();
         println!("{label}: {} of {} samples in tiny with a wrong caller", wrong.len(), in_tiny.len());
         assert!(in_tiny.len() >= 300, "{label}: only {} samples in tiny", in_tiny.len());
         assert!(
@@ -298,14 +298,14 @@ fn samples_in_method_handle_intrinsics_name_the_intrinsic_that_runs() {
             .filter_map(|e| {
                 let leaf = e.top().filter(|f| f.class == "java.lang.invoke.MethodHandle")?;
                 let name = Some(leaf.method.as_str()).filter(|m| *m == "invokeBasic" || m.starts_with("linkTo"))?;
-                let caller = e.frames.get(1).map_or("", |f| f.class.as_str());
+                let caller = e.user_frames().get(1).map_or("", |f| f.class.as_str());
                 Some((*e, name, caller.contains("DirectMethodHandle") || caller.contains("LambdaForm$DMH")))
             })
             .collect();
         let misnamed: Vec<&Event> = in_intrinsics
             .iter()
             .filter(|(e, name, direct)| {
-                e.frames[0].descriptor != "([Ljava/lang/Object;)Ljava/lang/Object;"
+                e.user_frames()[0].descriptor != "([Ljava/lang/Object;)Ljava/lang/Object;"
                     || (*name == "invokeBasic") == *direct
             })
             .map(|(e, _, _)| *e)

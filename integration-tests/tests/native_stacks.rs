@@ -33,12 +33,13 @@ fn whole_chain_share(recording: &Recording, library: &Path) -> (usize, f64) {
     let whole = in_leaf
         .iter()
         .filter(|e| {
-            let names: Vec<&str> = e.frames.iter().map(|f| f.method.as_str()).collect();
+            let frames = e.user_frames();
+            let names: Vec<&str> = frames.iter().map(|f| f.method.as_str()).collect();
             names.len() >= 7
                 && names[..4] == CHAIN
                 && names[4..7] == ["run", "callNative", "lambda$main$0"]
-                && e.frames[4].class == "NativeChain"
-                && e.frames[..4].iter().all(|f| f.frame_type == "Native" && f.class == library)
+                && frames[4].class == "NativeChain"
+                && frames[..4].iter().all(|f| f.frame_type == "Native" && f.class == library)
         })
         .count();
     (in_leaf.len(), whole as f64 / in_leaf.len().max(1) as f64)
@@ -209,7 +210,7 @@ fn cpu_samples_carry_kernel_frames_where_perf_allows() {
         return;
     }
     let in_kernel: Vec<&Event> =
-        main.iter().copied().filter(|e| e.top().is_some_and(|f| f.frame_type == "Kernel")).collect();
+        main.iter().copied().filter(|e| e.frames.first().is_some_and(|f| f.frame_type == "Kernel")).collect();
     println!("{} of {} main-thread samples start in the kernel", in_kernel.len(), main.len());
     assert!(in_kernel.len() * 5 >= main.len(), "{} of {} samples in the kernel", in_kernel.len(), main.len());
     for sample in &in_kernel {

@@ -78,10 +78,12 @@ fn remote_frames_read_the_same_in_every_reader() {
     );
     let agreed = assert_readers_agree(&file, Dialect::Jdk);
     let caller: Vec<&Sample> = agreed.samples.iter().filter(|s| s.thread == "native-caller").collect();
-    let remote = caller.iter().filter(|s| s.frames.first().is_some_and(|f| f.starts_with("[libremote.so+0x"))).count();
+    // (Under the kernel's frames, in a sample taken as the thread was
+    // scheduled: any frame.)
+    let remote = caller.iter().filter(|s| s.frames.iter().any(|f| f.starts_with("[libremote.so+0x"))).count();
     assert!(
         remote >= 300 && remote * 10 >= caller.len() * 9,
-        "{remote} of {} native-caller samples have a [libremote.so+0x...] frame on top; one: {:?}",
+        "{remote} of {} native-caller samples have a [libremote.so+0x...] frame; one: {:?}",
         caller.len(),
         caller.first().map(|s| &s.frames[..s.frames.len().min(4)])
     );
