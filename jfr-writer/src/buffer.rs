@@ -180,6 +180,7 @@ pub fn varint_len(value: u64) -> usize {
 /// (`RecordingInput.readLong`): seven bits per byte, at most nine bytes,
 /// the ninth carrying eight raw bits. The value and its length, or `None`
 /// if `bytes` ends first. The inverse of [`ByteBuf::put_varint`].
+#[inline]
 pub fn decode_varint(bytes: &[u8]) -> Option<(u64, usize)> {
     let mut value = 0u64;
     for (i, &b) in bytes.iter().enumerate().take(8) {

@@ -2,31 +2,47 @@
 //! input format of flamegraph.pl, speedscope and many other tools.
 
 use crate::profile::Profile;
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::fmt::Write;
 
 /// One line per distinct stack, sorted. With `by_thread`, the thread name
 /// is the outermost frame.
 pub fn collapse(profile: &Profile, by_thread: bool) -> String {
-    let mut stacks: BTreeMap<String, u64> = BTreeMap::new();
+    let names: Vec<String> = profile.frames.iter().map(|f| f.name.replace(';', ":")).collect();
+    // Samples of one stack (and thread) added up first, each distinct
+    // stack spelled once.
+    let mut folded: HashMap<(&[u32], &str), u64> = HashMap::new();
     // A sample without frames (another writer's; ours carry a marker
     // frame) has no stack to show: left out, as async-profiler's converter
     // leaves it out.
     for sample in profile.samples.iter().filter(|s| !s.stack.is_empty()) {
-        let mut key = String::new();
-        if by_thread {
-            key.push_str(&sample.thread.replace(';', ":"));
-        }
-        for &frame in sample.stack.iter().rev() {
-            if !key.is_empty() {
-                key.push(';');
-            }
-            key.push_str(&profile.frames[frame as usize].name.replace(';', ":"));
-        }
-        *stacks.entry(key).or_default() += sample.weight;
+        let thread = if by_thread { sample.thread.as_str() } else { "" };
+        *folded.entry((&sample.stack, thread)).or_default() += sample.weight;
     }
-    let mut out = String::new();
-    for (stack, weight) in stacks {
+    let mut lines: Vec<(String, u64)> = folded
+        .into_iter()
+        .map(|((stack, thread), weight)| {
+            let mut key = thread.replace(';', ":");
+            for &frame in stack.iter().rev() {
+                if !key.is_empty() {
+                    key.push(';');
+                }
+                key.push_str(&names[frame as usize]);
+            }
+            (key, weight)
+        })
+        .collect();
+    lines.sort_unstable();
+    // Stacks that read the same (equal names) are one line.
+    lines.dedup_by(|next, kept| {
+        let same = next.0 == kept.0;
+        if same {
+            kept.1 += next.1;
+        }
+        same
+    });
+    let mut out = String::with_capacity(lines.iter().map(|(key, _)| key.len() + 12).sum());
+    for (stack, weight) in lines {
         let _ = writeln!(out, "{stack} {weight}");
     }
     out

@@ -102,15 +102,22 @@ impl Rewriter<'_> {
         key
     }
 
-    fn trace(&mut self, sample: &Sample) -> u64 {
-        let mut frames = Vec::with_capacity(sample.frames.len());
-        for frame in &sample.frames {
+    /// The copy's key of a recorded stack (`traces` holds this chunk's).
+    fn trace(&mut self, recording: &Recording, sample: &Sample, traces: &mut HashMap<u32, u64>) -> u64 {
+        if let Some(&key) = traces.get(&sample.stack) {
+            return key;
+        }
+        let stack = recording.stack(sample);
+        let mut frames = Vec::with_capacity(stack.frames.len());
+        for frame in recording.frames_of(sample) {
             self.frames(frame, &mut frames);
         }
-        self.pools.stack_trace(sample.truncated, &frames)
+        let key = self.pools.stack_trace(stack.truncated, &frames);
+        traces.insert(sample.stack, key);
+        key
     }
 
-    fn write_chunk(&mut self, chunk: &Chunk, final_chunk: bool) -> Vec<u8> {
+    fn write_chunk(&mut self, recording: &Recording, chunk: &Chunk, final_chunk: bool) -> Vec<u8> {
         let clock = ChunkClock {
             start_nanos: chunk.clock.start_nanos,
             start_ticks: chunk.clock.start_ticks,
@@ -133,9 +140,10 @@ impl Rewriter<'_> {
         }
         let mut threads: HashMap<u64, &Thread> = HashMap::new();
         let mut values: HashMap<u64, &str> = HashMap::new();
+        let mut traces = HashMap::new();
         for sample in samples {
-            let context: Vec<u64> = sample
-                .attributes
+            let context: Vec<u64> = recording
+                .attributes(sample)
                 .iter()
                 .map(|value| match value {
                     Some(text) => {
@@ -146,14 +154,14 @@ impl Rewriter<'_> {
                     None => 0,
                 })
                 .collect();
-            let thread = self.thread(&sample.thread);
-            threads.insert(thread, &sample.thread);
+            let thread = self.thread(recording.thread(sample));
+            threads.insert(thread, recording.thread(sample));
             writer.sample(&SampleEvent {
                 kind: if sample.kind == EventKind::Wall { SampleKind::Wall } else { SampleKind::Cpu },
                 start_ticks: sample.start_ticks,
                 thread,
-                stack_trace: self.trace(sample),
-                state: thread_state(&sample.state),
+                stack_trace: self.trace(recording, sample, &mut traces),
+                state: thread_state(recording.state(sample)),
                 weight: sample.weight,
                 span_id: sample.span_id,
                 local_root_span_id: sample.root_span_id,
@@ -283,7 +291,7 @@ pub fn rewrite_counting(recording: &Recording, mut resolver: Option<&mut Resolve
     let mut out = Vec::new();
     let last = recording.chunks.len().saturating_sub(1);
     for (i, chunk) in recording.chunks.iter().enumerate() {
-        out.extend(rewriter.write_chunk(chunk, i == last));
+        out.extend(rewriter.write_chunk(recording, chunk, i == last));
     }
     Rewritten { bytes: out, tiers: rewriter.tiers, skipped: rewriter.skipped }
 }

@@ -193,6 +193,13 @@ fn read_all(args: &Args, inputs: &[PathBuf]) -> Result<(Vec<(String, Recording)>
             }
             Err(e) => return Err(e.to_string()),
         };
+        if outcome.undefined > 0 {
+            eprintln!(
+                "warning: {}: {} references to constants that no chunk defines, read as null (as the JDK's parser reads them)",
+                input.display(),
+                outcome.undefined
+            );
+        }
         for damage in &outcome.damage {
             let after = if damage.last { "; nothing after it can be read" } else { "; left out" };
             eprintln!("warning: {}: {damage}{after}", input.display());
@@ -286,7 +293,7 @@ fn run() -> Result<Finish, String> {
                 [(name, _)] => name.clone(),
                 _ => format!("{} recordings", recordings.len()),
             };
-            let merged = Recording { chunks: recordings.into_iter().flat_map(|(_, r)| r.chunks).collect() };
+            let merged = Recording::merge(recordings.into_iter().map(|(_, r)| r));
             produce(&args, &name, &merged, &mut resolver, args.output.as_deref())?;
         }
     }

@@ -4,7 +4,7 @@
 //! about as the innermost frame.
 
 use crate::events::EventKind;
-use crate::recording::{Chunk, Frame, Recording};
+use crate::recording::{Chunk, ClassLeaf, Frame, Recording};
 use crate::report::Report;
 use crate::resolve::{Resolution, Resolver, Tier, Unresolved};
 use frames::{FrameType, UnknownNative};
@@ -23,11 +23,14 @@ pub struct StackFrame {
     pub inlined: bool,
 }
 
+/// The samples of one stack on one thread.
 #[derive(Clone, Debug)]
 pub struct ProfileSample {
     pub thread: String,
-    /// In the kind's unit ([`EventKind::unit`]).
+    /// In the kind's unit ([`EventKind::unit`]): the samples' total.
     pub weight: u64,
+    /// The events it stands for.
+    pub events: u64,
     /// Indexes into [`Profile::frames`], innermost first.
     pub stack: Vec<u32>,
 }
@@ -62,6 +65,16 @@ impl Profile {
     pub fn total_weight(&self) -> u64 {
         self.samples.iter().map(|s| s.weight).sum()
     }
+}
+
+/// A recorded stack (or frame) as display frames, and what its remote
+/// frames met.
+#[derive(Clone, Default)]
+struct Expanded {
+    frames: Vec<u32>,
+    problems: Vec<Unresolved>,
+    /// Each remote frame's library and tier.
+    remote: Vec<(String, Tier)>,
 }
 
 /// Library file names by build-id, from the recording's `jdk.NativeLibrary` events.
@@ -240,36 +253,60 @@ pub fn build(recording: &Recording, kind: EventKind, mut resolver: Option<&mut R
     let mut profile = Profile { period, ..Profile::new(kind) };
     let mut report = Report::new(kind, recording.kinds());
     let mut names: HashMap<String, String> = HashMap::new();
+    // Each recorded frame expanded once, each distinct stack (with its
+    // leaf class) assembled once.
+    let mut frames: Vec<Option<Expanded>> = vec![None; recording.frames.len()];
+    let mut expanded: HashMap<(u32, Option<ClassLeaf>), Expanded> = HashMap::new();
+    // Samples of one stack and thread are one profile sample.
+    let mut folded: HashMap<(u32, Option<ClassLeaf>, u32), usize> = HashMap::new();
     let chunks = recording.chunks.iter().zip(weighings);
     let samples = chunks.flat_map(|(chunk, weighing)| chunk.samples.iter().map(move |sample| (sample, weighing)));
     for (sample, weighing) in samples.filter(|(s, _)| s.kind == kind) {
         let weight = weighing.weigh(sample.weight);
         let count = report.frame_count(weight);
-        let mut problems = Vec::new();
-        let mut stack = Vec::with_capacity(sample.frames.len() + 1);
-        if let Some(leaf) = &sample.leaf {
-            let frame = StackFrame {
-                name: leaf.class.clone(),
-                kind: Some(leaf.kind),
-                file: None,
-                line: None,
-                remote: None,
-                inlined: false,
-            };
-            stack.push(profile.intern(frame));
-        }
-        for frame in &sample.frames {
-            let (expanded, tier) = expand(frame, &mut resolver, &libraries, &mut problems);
-            if let (Some(tier), Some((build_id, _))) = (tier, frame.remote()) {
-                report.add_remote(build_id, tier, count);
-                names.entry(build_id.to_owned()).or_insert_with(|| library_name(frame, build_id, &libraries));
+        let stack = expanded.entry((sample.stack, sample.leaf)).or_insert_with(|| {
+            let mut stack = Expanded::default();
+            if let Some(leaf) = &sample.leaf {
+                let frame = StackFrame {
+                    name: recording.leaf_class(leaf).to_owned(),
+                    kind: Some(leaf.kind),
+                    file: None,
+                    line: None,
+                    remote: None,
+                    inlined: false,
+                };
+                stack.frames.push(profile.intern(frame));
             }
-            for expanded in expanded {
-                stack.push(profile.intern(expanded));
+            for &id in recording.stack(sample).frames.iter() {
+                let done = frames[id as usize].get_or_insert_with(|| {
+                    let frame = &recording.frames[id as usize];
+                    let mut one = Expanded::default();
+                    let (expanded, tier) = expand(frame, &mut resolver, &libraries, &mut one.problems);
+                    if let (Some(tier), Some((build_id, _))) = (tier, frame.remote()) {
+                        one.remote.push((build_id.to_owned(), tier));
+                        names.entry(build_id.to_owned()).or_insert_with(|| library_name(frame, build_id, &libraries));
+                    }
+                    one.frames = expanded.into_iter().map(|f| profile.intern(f)).collect();
+                    one
+                });
+                stack.frames.extend_from_slice(&done.frames);
+                stack.problems.extend_from_slice(&done.problems);
+                stack.remote.extend_from_slice(&done.remote);
             }
+            stack
+        });
+        for (build_id, tier) in &stack.remote {
+            report.add_remote(build_id, *tier, count);
         }
-        report.add_sample(weight, &problems);
-        profile.samples.push(ProfileSample { thread: sample.thread.name().to_owned(), weight, stack });
+        report.add_sample(weight, &stack.problems);
+        let next = profile.samples.len();
+        let index = *folded.entry((sample.stack, sample.leaf, sample.thread)).or_insert(next);
+        if index == next {
+            let thread = recording.thread(sample).name().to_owned();
+            profile.samples.push(ProfileSample { thread, weight: 0, events: 0, stack: stack.frames.clone() });
+        }
+        profile.samples[index].weight += weight;
+        profile.samples[index].events += 1;
     }
     for (build_id, library) in &mut report.libraries {
         library.name = names.remove(build_id).unwrap_or_default();

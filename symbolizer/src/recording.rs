@@ -1,14 +1,21 @@
 //! Reading recordings (ours in either dialect, async-profiler's, the
 //! JDK's) with the bounded reader [`crate::jfr_in`] into plain data: per
 //! chunk, its clock, its sample events of every kind ([`EventKind`]) with
-//! full stacks and weights, its endpoints, settings and counters, and the
-//! native libraries it lists. A chunk is read whole or not at all: a
-//! damaged one is left out and described ([`Damage`]); a file without one
-//! complete chunk is not a recording ([`ReadError::NotARecording`]).
+//! their stacks and weights, its endpoints, settings and counters, and the
+//! native libraries it lists. Frames, stacks, threads and strings are
+//! interned once per recording and samples refer to them by index, so a
+//! recording takes memory in proportion to its distinct stacks, not to
+//! samples times depth; each constant (a stack trace, a method) is
+//! converted once, not once per event that uses it. A chunk is read whole
+//! or not at all: a damaged one is left out and described ([`Damage`]); a
+//! file without one complete chunk is not a recording
+//! ([`ReadError::NotARecording`]).
 
 use crate::events::{event_type, java_class_name, EventKind, EventType, Weight};
-use crate::jfr_in::{self, Accessor, Split};
+use crate::jfr_in::{self, Accessor, Pooled, Split};
 use frames::{FrameType, NON_JAVA_DESCRIPTOR, REMOTE_METHOD_NAME};
+use std::collections::HashMap;
+use std::hash::Hash;
 use std::path::Path;
 
 #[derive(Debug, thiserror::Error)]
@@ -107,32 +114,43 @@ impl Thread {
 }
 
 /// The class that ends an allocation's or a lock wait's stack.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ClassLeaf {
-    /// As Java source names it (`byte[]`, `java.lang.Object`).
-    pub class: String,
+    /// Index into [`Recording::strings`]: the class as Java source names
+    /// it (`byte[]`, `java.lang.Object`).
+    pub class: u32,
     /// How async-profiler colours it: inlined for a TLAB allocation and a
     /// lock's class, kernel for an allocation outside a TLAB.
     pub kind: FrameType,
 }
 
-#[derive(Clone, Debug)]
+/// A stack as recorded: indexes into [`Recording::frames`], innermost
+/// first.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Stack {
+    pub frames: Box<[u32]>,
+    pub truncated: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
 pub struct Sample {
-    pub event: String,
+    pub event: &'static str,
     pub kind: EventKind,
     pub start_ticks: i64,
-    pub thread: Thread,
-    pub state: String,
+    /// Index into [`Recording::threads`].
+    pub thread: u32,
+    /// Index into [`Recording::strings`].
+    pub state: u32,
     /// In the kind's unit: intervals, bytes or nanoseconds.
     pub weight: u64,
     pub leaf: Option<ClassLeaf>,
     pub span_id: u64,
     pub root_span_id: u64,
-    /// Values of the chunk's context attributes, in order.
-    pub attributes: Vec<Option<String>>,
-    pub truncated: bool,
-    /// Innermost first.
-    pub frames: Vec<Frame>,
+    /// Index into [`Recording::contexts`]: values of the chunk's context
+    /// attributes, in order (0: none).
+    pub context: u32,
+    /// Index into [`Recording::stacks`].
+    pub stack: u32,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -174,15 +192,99 @@ pub struct Chunk {
     pub libraries: Vec<NativeLibrary>,
 }
 
-#[derive(Debug, Default)]
+/// A sample with its stack, thread and strings spelled out: what tests
+/// build recordings from and compare them by.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SampleData {
+    pub event: &'static str,
+    pub kind: EventKind,
+    pub start_ticks: i64,
+    pub thread: Thread,
+    pub state: String,
+    pub weight: u64,
+    /// The leaf class's name and colour.
+    pub leaf: Option<(String, FrameType)>,
+    pub span_id: u64,
+    pub root_span_id: u64,
+    pub attributes: Vec<Option<String>>,
+    pub truncated: bool,
+    /// Innermost first.
+    pub frames: Vec<Frame>,
+}
+
+/// A recording's chunks and the tables their samples refer to.
+#[derive(Clone, Debug)]
 pub struct Recording {
     pub chunks: Vec<Chunk>,
+    pub frames: Vec<Frame>,
+    pub stacks: Vec<Stack>,
+    pub threads: Vec<Thread>,
+    /// Thread states and class names.
+    pub strings: Vec<String>,
+    /// Context attribute values; the first is the empty list.
+    pub contexts: Vec<Box<[Option<String>]>>,
+}
+
+impl Default for Recording {
+    fn default() -> Self {
+        Self {
+            chunks: Vec::new(),
+            frames: Vec::new(),
+            stacks: Vec::new(),
+            threads: Vec::new(),
+            strings: Vec::new(),
+            contexts: vec![Box::default()],
+        }
+    }
 }
 
 impl Recording {
     /// Samples of every kind.
     pub fn samples(&self) -> impl Iterator<Item = &Sample> {
         self.chunks.iter().flat_map(|c| c.samples.iter())
+    }
+
+    pub fn stack(&self, sample: &Sample) -> &Stack {
+        &self.stacks[sample.stack as usize]
+    }
+
+    /// A sample's frames, innermost first.
+    pub fn frames_of(&self, sample: &Sample) -> impl ExactSizeIterator<Item = &Frame> + '_ {
+        self.stacks[sample.stack as usize].frames.iter().map(|&f| &self.frames[f as usize])
+    }
+
+    pub fn thread(&self, sample: &Sample) -> &Thread {
+        &self.threads[sample.thread as usize]
+    }
+
+    pub fn state(&self, sample: &Sample) -> &str {
+        &self.strings[sample.state as usize]
+    }
+
+    pub fn leaf_class(&self, leaf: &ClassLeaf) -> &str {
+        &self.strings[leaf.class as usize]
+    }
+
+    pub fn attributes(&self, sample: &Sample) -> &[Option<String>] {
+        &self.contexts[sample.context as usize]
+    }
+
+    /// A sample spelled out.
+    pub fn data(&self, sample: &Sample) -> SampleData {
+        SampleData {
+            event: sample.event,
+            kind: sample.kind,
+            start_ticks: sample.start_ticks,
+            thread: self.thread(sample).clone(),
+            state: self.state(sample).to_owned(),
+            weight: sample.weight,
+            leaf: sample.leaf.map(|leaf| (self.leaf_class(&leaf).to_owned(), leaf.kind)),
+            span_id: sample.span_id,
+            root_span_id: sample.root_span_id,
+            attributes: self.attributes(sample).to_vec(),
+            truncated: self.stack(sample).truncated,
+            frames: self.frames_of(sample).cloned().collect(),
+        }
     }
 
     /// The kinds of samples the recording has: for each, the number of
@@ -200,6 +302,151 @@ impl Recording {
     pub fn libraries(&self) -> impl Iterator<Item = &NativeLibrary> {
         self.chunks.iter().flat_map(|c| c.libraries.iter())
     }
+
+    /// Several recordings as one: their chunks in order, their tables
+    /// appended (indexes moved along).
+    pub fn merge(recordings: impl IntoIterator<Item = Recording>) -> Recording {
+        let mut merged = Recording { contexts: Vec::new(), ..Recording::default() };
+        for mut recording in recordings {
+            let base = |table: usize| table as u32;
+            let (frames, stacks, threads, strings, contexts) = (
+                base(merged.frames.len()),
+                base(merged.stacks.len()),
+                base(merged.threads.len()),
+                base(merged.strings.len()),
+                base(merged.contexts.len()),
+            );
+            for stack in &mut recording.stacks {
+                stack.frames.iter_mut().for_each(|f| *f += frames);
+            }
+            for sample in recording.chunks.iter_mut().flat_map(|c| c.samples.iter_mut()) {
+                sample.stack += stacks;
+                sample.thread += threads;
+                sample.state += strings;
+                sample.context += contexts;
+                if let Some(leaf) = &mut sample.leaf {
+                    leaf.class += strings;
+                }
+            }
+            merged.chunks.append(&mut recording.chunks);
+            merged.frames.append(&mut recording.frames);
+            merged.stacks.append(&mut recording.stacks);
+            merged.threads.append(&mut recording.threads);
+            merged.strings.append(&mut recording.strings);
+            merged.contexts.append(&mut recording.contexts);
+        }
+        if merged.contexts.is_empty() {
+            merged.contexts.push(Box::default());
+        }
+        merged
+    }
+}
+
+/// A table of distinct values, each with its index.
+struct Interned<T> {
+    index: HashMap<T, u32>,
+}
+
+impl<T: Hash + Eq + Clone> Interned<T> {
+    fn new() -> Self {
+        Self { index: HashMap::new() }
+    }
+
+    /// `value`'s index in `table`, appended if new.
+    fn get(&mut self, table: &mut Vec<T>, value: T) -> u32 {
+        if let Some(&i) = self.index.get(&value) {
+            return i;
+        }
+        let i = table.len() as u32;
+        table.push(value.clone());
+        self.index.insert(value, i);
+        i
+    }
+}
+
+/// Builds a [`Recording`]: interns its frames, stacks, threads and
+/// strings as samples are added.
+pub struct Builder {
+    recording: Recording,
+    frames: Interned<Frame>,
+    stacks: Interned<Stack>,
+    threads: Interned<Thread>,
+    strings: Interned<String>,
+    contexts: Interned<Box<[Option<String>]>>,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        let mut contexts = Interned::new();
+        contexts.index.insert(Box::default(), 0);
+        Self {
+            recording: Recording::default(),
+            frames: Interned::new(),
+            stacks: Interned::new(),
+            threads: Interned::new(),
+            strings: Interned::new(),
+            contexts,
+        }
+    }
+}
+
+impl Builder {
+    pub fn frame(&mut self, frame: Frame) -> u32 {
+        self.frames.get(&mut self.recording.frames, frame)
+    }
+
+    pub fn stack(&mut self, stack: Stack) -> u32 {
+        self.stacks.get(&mut self.recording.stacks, stack)
+    }
+
+    pub fn thread(&mut self, thread: Thread) -> u32 {
+        self.threads.get(&mut self.recording.threads, thread)
+    }
+
+    pub fn string(&mut self, text: &str) -> u32 {
+        match self.strings.index.get(text) {
+            Some(&i) => i,
+            None => self.strings.get(&mut self.recording.strings, text.to_owned()),
+        }
+    }
+
+    pub fn context(&mut self, values: Vec<Option<String>>) -> u32 {
+        if values.is_empty() {
+            return 0;
+        }
+        self.contexts.get(&mut self.recording.contexts, values.into())
+    }
+
+    /// Frames (innermost first) as an interned stack.
+    pub fn frames(&mut self, frames: Vec<Frame>, truncated: bool) -> u32 {
+        let frames = frames.into_iter().map(|f| self.frame(f)).collect();
+        self.stack(Stack { frames, truncated })
+    }
+
+    /// A spelled-out sample interned.
+    pub fn sample(&mut self, data: SampleData) -> Sample {
+        Sample {
+            event: data.event,
+            kind: data.kind,
+            start_ticks: data.start_ticks,
+            thread: self.thread(data.thread),
+            state: self.string(&data.state),
+            weight: data.weight,
+            leaf: data.leaf.map(|(class, kind)| ClassLeaf { class: self.string(&class), kind }),
+            span_id: data.span_id,
+            root_span_id: data.root_span_id,
+            context: self.context(data.attributes),
+            stack: self.frames(data.frames, data.truncated),
+        }
+    }
+
+    pub fn push_chunk(&mut self, chunk: Chunk) {
+        self.recording.chunks.push(chunk);
+    }
+
+    pub fn finish(self) -> Recording {
+        self.recording
+    }
 }
 
 /// The result of reading: what could be read (at least one chunk), and
@@ -208,6 +455,9 @@ impl Recording {
 pub struct ReadOutcome {
     pub recording: Recording,
     pub damage: Vec<Damage>,
+    /// Keys read that no chunk of the file defines, read as null (as the
+    /// JDK's parser reads them).
+    pub undefined: u64,
 }
 
 /// A string field, also when it is a pooled simple type wrapping one
@@ -216,9 +466,9 @@ pub struct ReadOutcome {
 /// a damaged pool may wrap a value in itself.
 fn string(accessor: Option<Accessor<'_>>) -> Option<String> {
     fn unwrap(accessor: Option<Accessor<'_>>, depth: usize) -> Option<String> {
-        let value = accessor?.resolve()?;
+        let value = accessor?;
         if let Some(s) = value.as_str() {
-            return Some(s.to_owned());
+            return Some(s);
         }
         if depth >= 4 {
             return None;
@@ -237,43 +487,6 @@ fn long(accessor: Option<Accessor<'_>>) -> Option<i64> {
 
 fn boolean(accessor: Option<Accessor<'_>>) -> bool {
     accessor.and_then(|a| a.as_bool()) == Some(true)
-}
-
-fn frame(frame: Accessor<'_>) -> Frame {
-    let method = frame.get_field("method").and_then(Accessor::resolve);
-    let field = |name: &str| method.as_ref().and_then(|m| m.get_field(name));
-    let class_type = field("type").and_then(Accessor::resolve);
-    let class = class_type.as_ref().and_then(|t| string(t.get_field("name"))).unwrap_or_default();
-    let package = string(class_type.and_then(|t| t.get_field("package")));
-    let kind = string(frame.get_field("type")).and_then(|d| FrameType::from_description(&d));
-    // Only a native frame's package can be a build-id (Java packages hold '/' or are words).
-    let native = matches!(kind, Some(FrameType::Native | FrameType::Cpp));
-    let build_id =
-        package.filter(|p| native && !p.is_empty() && p.len() % 2 == 0 && p.bytes().all(|b| b.is_ascii_hexdigit()));
-    Frame {
-        class,
-        method: string(field("name")).unwrap_or_else(|| "[unknown]".to_owned()),
-        descriptor: string(field("descriptor")).unwrap_or_default(),
-        modifiers: long(field("modifiers")).unwrap_or(0) as i32,
-        line: long(frame.get_field("lineNumber")).unwrap_or(-1) as i32,
-        bci: long(frame.get_field("bytecodeIndex")).unwrap_or(-1) as i32,
-        kind,
-        build_id,
-    }
-}
-
-fn thread(event: &Accessor<'_>) -> Thread {
-    let Some(t) =
-        event.get_field("eventThread").or_else(|| event.get_field("sampledThread")).and_then(Accessor::resolve)
-    else {
-        return Thread { os_name: "[unknown thread]".to_owned(), ..Thread::default() };
-    };
-    Thread {
-        os_name: string(t.get_field("osName")).unwrap_or_default(),
-        os_id: long(t.get_field("osThreadId")).unwrap_or(0),
-        java_name: string(t.get_field("javaName")),
-        java_id: long(t.get_field("javaThreadId")).unwrap_or(0),
-    }
 }
 
 /// An event's weight in its kind's unit.
@@ -297,44 +510,205 @@ pub fn ticks_to_nanos(ticks: i64, ticks_per_second: i64) -> u64 {
     u64::try_from(ticks * 1_000_000_000 / per_second).unwrap_or(u64::MAX)
 }
 
-/// The class ending an allocation's or lock wait's stack.
-fn leaf(event_type: &EventType, event: &Accessor<'_>) -> Option<ClassLeaf> {
-    let (field, kind) = event_type.class_field?;
-    let class = event.get_field(field).and_then(Accessor::resolve);
-    let name = string(class.and_then(|c| c.get_field("name")))?;
-    Some(ClassLeaf { class: java_class_name(&name), kind })
+/// What a method constant says, as its frames need it.
+struct Method {
+    class: String,
+    name: String,
+    descriptor: String,
+    modifiers: i32,
+    /// Its class's package: a library's build-id for a remote frame in
+    /// the JDK dialect.
+    package: Option<String>,
 }
 
-fn sample(event_type: &EventType, event: Accessor<'_>, chunk: &Chunk) -> Sample {
-    let stack = event.get_field("stackTrace").and_then(Accessor::resolve);
-    let mut sample = Sample {
-        event: event_type.name.to_owned(),
-        kind: event_type.kind,
-        start_ticks: long(event.get_field("startTime")).unwrap_or(0),
-        thread: thread(&event),
-        state: string(event.get_field("state")).unwrap_or_default(),
-        weight: weight(event_type, &event, &chunk.clock),
-        leaf: leaf(event_type, &event),
-        span_id: 0,
-        root_span_id: 0,
-        attributes: Vec::new(),
-        truncated: boolean(stack.as_ref().and_then(|s| s.get_field("truncated"))),
-        frames: stack
-            .and_then(|s| s.get_field("frames"))
-            .and_then(Accessor::as_iter)
-            .map(|frames| frames.map(frame).collect())
-            .unwrap_or_default(),
-    };
-    set_context(&mut sample, &event, &chunk.attributes);
-    sample
+/// The conversions kept in constants' memos ([`jfr_in::Memo`]), one per
+/// kind of constant.
+mod memo {
+    pub const STACK: u8 = 0;
+    pub const METHOD: u8 = 1;
+    pub const THREAD: u8 = 2;
+    pub const CLASS_NAME: u8 = 3;
+    pub const STRING: u8 = 4;
+    pub const FRAME_TYPE: u8 = 5;
 }
 
-/// A sample's trace context, from the sample (Datadog dialect) or the
-/// `jvmprofiler.SampleContext` that follows it (JDK dialect).
-fn set_context(sample: &mut Sample, event: &Accessor<'_>, attributes: &[String]) {
-    sample.span_id = long(event.get_field("spanId")).unwrap_or(0) as u64;
-    sample.root_span_id = long(event.get_field("localRootSpanId")).unwrap_or(0) as u64;
-    sample.attributes = attributes.iter().map(|a| string(event.get_field(a))).collect();
+/// Converts a file's events into a [`Recording`], each constant once.
+struct Converter {
+    builder: Builder,
+    /// Methods as converted, by the index their constants' memos hold.
+    methods: Vec<Method>,
+    /// (method, line, bci, frame type) → frame.
+    frame_keys: HashMap<(u32, i32, i32, u32), u32>,
+    /// A frame's bytes in the chunk being read → frame (its keys are the
+    /// chunk's, so it is cleared with each chunk): a frame's few bytes
+    /// packed with their length into one integer.
+    frame_bytes: HashMap<u128, u32>,
+}
+
+impl Converter {
+    /// A pooled field's conversion: from the constant's memo, else made by
+    /// `convert` and kept there. An inline field is converted each time.
+    fn memoized(
+        &mut self,
+        event: &Accessor<'_>,
+        field: &str,
+        tag: u8,
+        convert: impl FnOnce(&mut Self, Option<Accessor<'_>>) -> u32,
+    ) -> u32 {
+        let Some(pooled) = event.pooled(field) else {
+            return convert(self, event.get_field(field));
+        };
+        memo(self, &pooled, tag, convert)
+    }
+
+    fn method(&mut self, method: Option<Accessor<'_>>) -> u32 {
+        let Some(method) = method else {
+            return u32::MAX;
+        };
+        let class_type = method.get_field("type");
+        self.methods.push(Method {
+            class: class_type.as_ref().and_then(|t| string(t.get_field("name"))).unwrap_or_default(),
+            package: string(class_type.and_then(|t| t.get_field("package"))),
+            name: string(method.get_field("name")).unwrap_or_else(|| "[unknown]".to_owned()),
+            descriptor: string(method.get_field("descriptor")).unwrap_or_default(),
+            modifiers: long(method.get_field("modifiers")).unwrap_or(0) as i32,
+        });
+        self.methods.len() as u32 - 1
+    }
+
+    fn frame(&mut self, frame: Accessor<'_>) -> u32 {
+        let packed = frame.raw().filter(|raw| raw.len() < 16).map(|raw| {
+            raw.iter().fold(raw.len() as u128, |packed, &b| packed << 8 | u128::from(b))
+        });
+        if let Some(&id) = packed.and_then(|key| self.frame_bytes.get(&key)) {
+            return id;
+        }
+        let id = self.convert_frame(frame);
+        if let Some(key) = packed {
+            self.frame_bytes.insert(key, id);
+        }
+        id
+    }
+
+    fn convert_frame(&mut self, frame: Accessor<'_>) -> u32 {
+        let method = self.memoized(&frame, "method", memo::METHOD, Self::method);
+        let kind = self.memoized(&frame, "type", memo::FRAME_TYPE, |_, t| {
+            let kind = string(t).and_then(|d| FrameType::from_description(&d));
+            kind.and_then(|k| FrameType::ALL.iter().position(|&t| t == k)).map_or(0, |i| i as u32 + 1)
+        });
+        let line = long(frame.get_field("lineNumber")).unwrap_or(-1) as i32;
+        let bci = long(frame.get_field("bytecodeIndex")).unwrap_or(-1) as i32;
+        if let Some(&id) = self.frame_keys.get(&(method, line, bci, kind)) {
+            return id;
+        }
+        let kind_type = kind.checked_sub(1).and_then(|k| FrameType::ALL.get(k as usize).copied());
+        let unknown = Method {
+            class: String::new(),
+            name: "[unknown]".to_owned(),
+            descriptor: String::new(),
+            modifiers: 0,
+            package: None,
+        };
+        let m = self.methods.get(method as usize).unwrap_or(&unknown);
+        // Only a native frame's package can be a build-id (Java packages hold '/' or are words).
+        let native = matches!(kind_type, Some(FrameType::Native | FrameType::Cpp));
+        let build_id = m
+            .package
+            .clone()
+            .filter(|p| native && !p.is_empty() && p.len() % 2 == 0 && p.bytes().all(|b| b.is_ascii_hexdigit()));
+        let converted = Frame {
+            class: m.class.clone(),
+            method: m.name.clone(),
+            descriptor: m.descriptor.clone(),
+            modifiers: m.modifiers,
+            line,
+            bci,
+            kind: kind_type,
+            build_id,
+        };
+        let id = self.builder.frame(converted);
+        self.frame_keys.insert((method, line, bci, kind), id);
+        id
+    }
+
+    fn stack(&mut self, stack: Option<Accessor<'_>>) -> u32 {
+        let truncated = boolean(stack.as_ref().and_then(|s| s.get_field("truncated")));
+        let frames = stack.and_then(|s| s.get_field("frames")).and_then(Accessor::as_iter);
+        let frames = frames.map(|frames| frames.map(|f| self.frame(f)).collect()).unwrap_or_default();
+        self.builder.stack(Stack { frames, truncated })
+    }
+
+    fn thread(&mut self, thread: Option<Accessor<'_>>) -> u32 {
+        let thread = match thread {
+            Some(t) => Thread {
+                os_name: string(t.get_field("osName")).unwrap_or_default(),
+                os_id: long(t.get_field("osThreadId")).unwrap_or(0),
+                java_name: string(t.get_field("javaName")),
+                java_id: long(t.get_field("javaThreadId")).unwrap_or(0),
+            },
+            None => Thread { os_name: "[unknown thread]".to_owned(), ..Thread::default() },
+        };
+        self.builder.thread(thread)
+    }
+
+    fn event_thread(&mut self, event: &Accessor<'_>) -> u32 {
+        let field = if event.pooled("eventThread").is_some() { "eventThread" } else { "sampledThread" };
+        self.memoized(event, field, memo::THREAD, Self::thread)
+    }
+
+    fn string(&mut self, text: Option<Accessor<'_>>) -> u32 {
+        self.builder.string(&string(text).unwrap_or_default())
+    }
+
+    /// The class ending an allocation's or lock wait's stack.
+    fn leaf(&mut self, event_type: &EventType, event: &Accessor<'_>) -> Option<ClassLeaf> {
+        let (field, kind) = event_type.class_field?;
+        let class = self.memoized(event, field, memo::CLASS_NAME, |this, class| {
+            match string(class.and_then(|c| c.get_field("name"))) {
+                Some(name) => this.builder.string(&java_class_name(&name)),
+                None => u32::MAX,
+            }
+        });
+        (class != u32::MAX).then_some(ClassLeaf { class, kind })
+    }
+
+    fn sample(&mut self, event_type: &'static EventType, event: Accessor<'_>, chunk: &Chunk) -> Sample {
+        Sample {
+            event: event_type.name,
+            kind: event_type.kind,
+            start_ticks: long(event.get_field("startTime")).unwrap_or(0),
+            thread: self.event_thread(&event),
+            state: self.memoized(&event, "state", memo::STRING, Self::string),
+            weight: weight(event_type, &event, &chunk.clock),
+            leaf: self.leaf(event_type, &event),
+            span_id: long(event.get_field("spanId")).unwrap_or(0) as u64,
+            root_span_id: long(event.get_field("localRootSpanId")).unwrap_or(0) as u64,
+            context: self.context(&event, &chunk.attributes),
+            stack: self.memoized(&event, "stackTrace", memo::STACK, Self::stack),
+        }
+    }
+
+    /// A sample's context attribute values, from the sample (Datadog
+    /// dialect) or the `jvmprofiler.SampleContext` that follows it (JDK
+    /// dialect).
+    fn context(&mut self, event: &Accessor<'_>, attributes: &[String]) -> u32 {
+        let values: Vec<Option<String>> = attributes.iter().map(|a| string(event.get_field(a))).collect();
+        if values.iter().all(Option::is_none) {
+            return 0;
+        }
+        self.builder.context(values)
+    }
+}
+
+/// [`Converter::memoized`] for a constant at hand.
+fn memo<C>(this: &mut C, pooled: &Pooled<'_>, tag: u8, convert: impl FnOnce(&mut C, Option<Accessor<'_>>) -> u32) -> u32 {
+    let memo = pooled.memo();
+    if let Some(id) = memo.get(tag) {
+        return id;
+    }
+    let id = convert(this, pooled.value());
+    memo.set(tag, id);
+    id
 }
 
 /// Reads the recording at `path`.
@@ -350,11 +724,18 @@ pub fn read_bytes(file: &[u8], display: &str) -> Result<ReadOutcome, ReadError> 
     if file.is_empty() {
         return Err(not_a_recording("the file is empty".to_owned()));
     }
-    let mut recording = Recording::default();
+    let mut converter = Converter {
+        builder: Builder::default(),
+        methods: Vec::new(),
+        frame_keys: HashMap::new(),
+        frame_bytes: HashMap::new(),
+    };
+    let mut reader = jfr_in::File::new(file);
     let mut damage = Vec::new();
+    let mut chunks = 0;
     let mut offset = 0;
     while offset < file.len() {
-        let index = recording.chunks.len() + damage.len();
+        let index = chunks + damage.len();
         let damaged = |message: String, last: bool| Damage { chunk: index, offset: offset as u64, message, last };
         let header = match jfr_in::header(file, offset) {
             Ok(header) => header,
@@ -368,18 +749,20 @@ pub fn read_bytes(file: &[u8], display: &str) -> Result<ReadOutcome, ReadError> 
                 break;
             }
         };
-        let size = header.chunk_size as usize;
-        match read_chunk(&file[offset..offset + size], offset as u64, header) {
-            Ok(chunk) => recording.chunks.push(chunk),
+        match read_chunk(&mut reader, &mut converter, offset, header) {
+            Ok(chunk) => {
+                converter.builder.push_chunk(chunk);
+                chunks += 1;
+            }
             Err(e) => damage.push(damaged(e.to_string(), false)),
         }
-        offset += size;
+        offset += header.chunk_size as usize;
     }
-    if recording.chunks.is_empty() {
+    if chunks == 0 {
         let reasons: Vec<String> = damage.iter().map(Damage::to_string).collect();
         return Err(not_a_recording(format!("no chunk can be read: {}", reasons.join("; "))));
     }
-    Ok(ReadOutcome { recording, damage })
+    Ok(ReadOutcome { recording: converter.builder.finish(), damage, undefined: reader.undefined() })
 }
 
 /// The events `read_chunk` reads; every other event is skipped.
@@ -396,8 +779,14 @@ fn is_read(name: &str) -> bool {
     ) || event_type(name).is_some()
 }
 
-fn read_chunk(bytes: &[u8], offset: u64, header: jfr_in::Header) -> Result<Chunk, jfr_in::Malformed> {
-    let chunk = jfr_in::Chunk::read(bytes, offset, header)?;
+fn read_chunk(
+    reader: &mut jfr_in::File<'_>,
+    converter: &mut Converter,
+    offset: usize,
+    header: jfr_in::Header,
+) -> Result<Chunk, jfr_in::Malformed> {
+    let chunk = reader.chunk(offset, header)?;
+    converter.frame_bytes.clear();
     let mut data = Chunk {
         clock: Clock {
             start_nanos: header.start_nanos,
@@ -436,26 +825,33 @@ fn read_chunk(bytes: &[u8], offset: u64, header: jfr_in::Header) -> Result<Chunk
                 build_id: string(value.get_field("buildId")),
                 load_bias: long(value.get_field("loadBias")).unwrap_or(0) as u64,
             }),
-            "jvmprofiler.Endpoint" | "datadog.Endpoint" => data.endpoints.push(Endpoint {
-                start_ticks: long(value.get_field("startTime")).unwrap_or(0),
-                thread: thread(&value),
-                endpoint: string(value.get_field("endpoint")).unwrap_or_default(),
-                operation: string(value.get_field("operation")).unwrap_or_default(),
-                root_span_id: long(value.get_field("localRootSpanId")).unwrap_or(0) as u64,
-            }),
+            "jvmprofiler.Endpoint" | "datadog.Endpoint" => {
+                let thread = converter.event_thread(&value);
+                data.endpoints.push(Endpoint {
+                    start_ticks: long(value.get_field("startTime")).unwrap_or(0),
+                    thread: converter.builder.recording.threads[thread as usize].clone(),
+                    endpoint: string(value.get_field("endpoint")).unwrap_or_default(),
+                    operation: string(value.get_field("operation")).unwrap_or_default(),
+                    root_span_id: long(value.get_field("localRootSpanId")).unwrap_or(0) as u64,
+                })
+            }
             "jvmprofiler.SampleContext" => {
+                let context = converter.context(&value, &data.attributes);
                 if let Some(last) = data.samples.last_mut() {
-                    set_context(last, &value, &data.attributes);
+                    last.span_id = long(value.get_field("spanId")).unwrap_or(0) as u64;
+                    last.root_span_id = long(value.get_field("localRootSpanId")).unwrap_or(0) as u64;
+                    last.context = context;
                 }
             }
             other => {
                 if let Some(event_type) = event_type(other) {
-                    let sample = sample(event_type, value, &data);
+                    let sample = converter.sample(event_type, value, &data);
                     data.samples.push(sample);
                 }
             }
         }
     })?;
+    chunk.commit();
     Ok(data)
 }
 

@@ -227,7 +227,7 @@ impl Resolver {
                     self.sources.locator.add_recorded_library(build_id, Path::new(&library.name));
                 }
             }
-            for (build_id, offset) in recording.samples().flat_map(|s| s.frames.iter().filter_map(|f| f.remote())) {
+            for (build_id, offset) in recording.frames.iter().filter_map(|f| f.remote()) {
                 offsets.entry(build_id).or_default().push(offset);
             }
         }

@@ -3,7 +3,7 @@
 //! The only test code that names frame kinds.
 
 use crate::events::EventKind;
-use crate::recording::{Chunk, Clock, Frame, NativeLibrary, Recording, Sample, Thread};
+use crate::recording::{Builder, Chunk, Clock, Frame, NativeLibrary, Recording, SampleData, Thread};
 use frames::{FrameType, NON_JAVA_DESCRIPTOR, REMOTE_METHOD_NAME};
 use std::path::{Path, PathBuf};
 
@@ -75,9 +75,9 @@ pub fn thread(name: &str) -> Thread {
 }
 
 /// A CPU sample; `frames` innermost first.
-pub fn sample(thread_name: &str, weight: u64, frames: Vec<Frame>) -> Sample {
-    Sample {
-        event: "datadog.ExecutionSample".to_owned(),
+pub fn sample(thread_name: &str, weight: u64, frames: Vec<Frame>) -> SampleData {
+    SampleData {
+        event: "datadog.ExecutionSample",
         kind: EventKind::Cpu,
         start_ticks: 10,
         thread: thread(thread_name),
@@ -102,8 +102,27 @@ pub fn library(path: &str, build_id: &str) -> NativeLibrary {
     }
 }
 
-pub fn chunk(samples: Vec<Sample>, libraries: Vec<NativeLibrary>) -> Chunk {
-    Chunk {
+/// A chunk of a recording being built, its samples spelled out.
+pub struct TestChunk {
+    pub chunk: Chunk,
+    pub samples: Vec<SampleData>,
+}
+
+impl std::ops::Deref for TestChunk {
+    type Target = Chunk;
+    fn deref(&self) -> &Chunk {
+        &self.chunk
+    }
+}
+
+impl std::ops::DerefMut for TestChunk {
+    fn deref_mut(&mut self) -> &mut Chunk {
+        &mut self.chunk
+    }
+}
+
+pub fn chunk(samples: Vec<SampleData>, libraries: Vec<NativeLibrary>) -> TestChunk {
+    let chunk = Chunk {
         clock: Clock {
             start_nanos: 1_000_000_000,
             start_ticks: 0,
@@ -111,17 +130,28 @@ pub fn chunk(samples: Vec<Sample>, libraries: Vec<NativeLibrary>) -> Chunk {
             duration_nanos: 50,
         },
         attributes: Vec::new(),
-        samples,
+        samples: Vec::new(),
         endpoints: Vec::new(),
         settings: Vec::new(),
         counters: Vec::new(),
         libraries,
+    };
+    TestChunk { chunk, samples }
+}
+
+/// A recording of these chunks.
+pub fn recording_of(chunks: Vec<TestChunk>) -> Recording {
+    let mut builder = Builder::default();
+    for TestChunk { mut chunk, samples } in chunks {
+        chunk.samples = samples.into_iter().map(|s| builder.sample(s)).collect();
+        builder.push_chunk(chunk);
     }
+    builder.finish()
 }
 
 /// A recording of one chunk.
-pub fn recording(samples: Vec<Sample>, libraries: Vec<NativeLibrary>) -> Recording {
-    Recording { chunks: vec![chunk(samples, libraries)] }
+pub fn recording(samples: Vec<SampleData>, libraries: Vec<NativeLibrary>) -> Recording {
+    recording_of(vec![chunk(samples, libraries)])
 }
 
 /// An empty directory of its own for one test.

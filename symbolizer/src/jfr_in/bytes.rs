@@ -53,6 +53,16 @@ impl<'a> Bytes<'a> {
         self.pos
     }
 
+    /// The next `len` bytes.
+    pub fn prefix(&self, len: usize) -> Option<&'a [u8]> {
+        self.data.get(self.pos..self.pos.checked_add(len)?)
+    }
+
+    /// Where the cursor is in the file.
+    pub fn file_offset(&self) -> u64 {
+        self.base + self.pos as u64
+    }
+
     pub fn remaining(&self) -> usize {
         self.data.len() - self.pos
     }
@@ -98,7 +108,13 @@ impl<'a> Bytes<'a> {
         self.take().map(i64::from_be_bytes)
     }
 
+    #[inline]
     fn varint(&mut self) -> Result<u64> {
+        // Most integers are small: one byte.
+        if let Some(&b) = self.data.get(self.pos).filter(|&&b| b < 0x80) {
+            self.pos += 1;
+            return Ok(u64::from(b));
+        }
         match jfr_writer::buffer::decode_varint(&self.data[self.pos..]) {
             Some((value, used)) => {
                 self.pos += used;
@@ -173,6 +189,26 @@ impl<'a> Bytes<'a> {
             5 => {
                 let bytes = self.bytes("Latin-1 string")?;
                 Ok(JfrString::Inline(bytes.iter().map(|&b| char::from(b)).collect::<String>().into()))
+            }
+            other => {
+                self.pos -= 1;
+                self.error(format!("unknown string encoding {other}"))
+            }
+        }
+    }
+
+    /// Moves past a string; a pooled one's key.
+    pub fn skip_string(&mut self) -> Result<Option<i64>> {
+        match self.u8()? {
+            0 | 1 => Ok(None),
+            2 => Ok(Some(self.long()?)),
+            3 | 5 => self.bytes("string").map(|_| None),
+            4 => {
+                let len = self.count(1, "UTF-16 string")?;
+                for _ in 0..len {
+                    self.short()?;
+                }
+                Ok(None)
             }
             other => {
                 self.pos -= 1;

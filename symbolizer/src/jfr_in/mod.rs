@@ -14,14 +14,18 @@
 
 pub mod bytes;
 pub mod metadata;
+pub mod pools;
 pub mod values;
 
 pub use bytes::Malformed;
 use bytes::{Bytes, Result};
-use metadata::{Class, Metadata};
+use metadata::{Class, Layout, Metadata};
+use pools::{Entry, Loc, Pools, Staged};
+pub use pools::Memo;
+use std::cell::Cell;
 use std::collections::HashSet;
-pub use values::{Accessor, Value};
-use values::{Pools, ValueReader};
+use std::rc::Rc;
+use values::{read_primitive, Scalar, Walker};
 
 pub const MAGIC: &[u8; 4] = b"FLR\0";
 pub const HEADER_SIZE: usize = 68;
@@ -95,14 +99,40 @@ pub fn header(file: &[u8], offset: usize) -> std::result::Result<Header, Split> 
     })
 }
 
-/// One chunk's metadata and constant pools, read and checked whole.
-pub struct Chunk<'f> {
-    pub header: Header,
-    bytes: Bytes<'f>,
-    metadata: Metadata,
+/// A chunk read so far: where it lies and how its values are laid out.
+struct ChunkInfo {
+    start: usize,
+    end: usize,
+    compressed: bool,
+    metadata: Rc<Metadata>,
+    /// Each class's pool in the file's [`Pools`].
+    pool_of: Rc<[usize]>,
+    /// The metadata event's bytes: a chunk with the same shares the parse.
+    metadata_bytes: std::ops::Range<usize>,
+}
+
+/// A recording's bytes and what holds across its chunks: the constant
+/// pools (a later chunk may refer to an earlier chunk's constants, as
+/// async-profiler's do and the JDK's parser allows) and the metadata that
+/// lays out each chunk's constants.
+pub struct File<'f> {
+    data: &'f [u8],
+    chunks: Vec<ChunkInfo>,
     pools: Pools,
-    /// Values left for the events (shared with the pools).
-    values: usize,
+    /// Keys read that no chunk defines (read as null).
+    undefined: Cell<u64>,
+}
+
+/// One chunk whose metadata and constant pools are read and checked; its
+/// constants join the file's by [`Chunk::commit`], once its events have
+/// been read whole (a chunk dropped uncommitted leaves nothing behind).
+pub struct Chunk<'a, 'f> {
+    file: &'a mut File<'f>,
+    pub header: Header,
+    staged: Staged,
+    /// Values left for the events.
+    budget: usize,
+    committed: bool,
 }
 
 /// An event: its type's name and its value.
@@ -111,32 +141,81 @@ pub struct Event<'c> {
     pub value: Accessor<'c>,
 }
 
-impl<'f> Chunk<'f> {
-    /// `data` is exactly the chunk (its header's size), which starts at
-    /// byte `offset` of its file.
-    pub fn read(data: &'f [u8], offset: u64, header: Header) -> Result<Self> {
-        let bytes = Bytes::new(data, offset, header.compressed);
+impl<'f> File<'f> {
+    pub fn new(data: &'f [u8]) -> Self {
+        Self { data, chunks: Vec::new(), pools: Pools::default(), undefined: Cell::new(0) }
+    }
+
+    /// How many keys read so far no chunk defines: read as null.
+    pub fn undefined(&self) -> u64 {
+        self.undefined.get()
+    }
+
+    /// Reads the metadata and constant pools of the chunk at `offset`,
+    /// whose header is `header` (the whole chunk is in the file).
+    pub fn chunk(&mut self, offset: usize, header: Header) -> Result<Chunk<'_, 'f>> {
+        let data = &self.data[offset..offset + header.chunk_size as usize];
+        let bytes = Bytes::new(data, offset as u64, header.compressed);
         if header.ticks_per_second <= 0 {
             return Err(Malformed {
-                offset: offset + 56,
+                offset: offset as u64 + 56,
                 what: format!("{} ticks per second", header.ticks_per_second),
             });
         }
-        let (metadata_at, _) = event_at(&bytes, header.metadata_offset, "metadata")?;
-        let mut event = metadata_at;
-        if event.long()? != METADATA_EVENT {
-            return event.error("the header's metadata offset is not a metadata event");
+        if data.len() > u32::MAX as usize {
+            return bytes.error(format!("a chunk of {} bytes", data.len()));
         }
-        for _ in 0..3 {
-            event.long()?; // start, duration, metadata id
-        }
-        let metadata = metadata::read(&mut event)?;
-        let mut reader = ValueReader::new(&metadata, data.len());
-        let mut pools = Pools::new(metadata.classes.len());
-        let mut at = header.checkpoint_offset;
+        let (metadata_at, size) = event_at(&bytes, header.metadata_offset, "metadata")?;
+        let metadata_bytes = offset + header.metadata_offset as usize..offset + (header.metadata_offset + size) as usize;
+        let previous = self.chunks.last().filter(|c| self.data[c.metadata_bytes.clone()] == self.data[metadata_bytes.clone()]);
+        let (metadata, pool_of) = match previous {
+            Some(previous) => (previous.metadata.clone(), previous.pool_of.clone()),
+            None => {
+                let mut event = metadata_at;
+                if event.long()? != METADATA_EVENT {
+                    return event.error("the header's metadata offset is not a metadata event");
+                }
+                for _ in 0..3 {
+                    event.long()?; // start, duration, metadata id
+                }
+                let metadata = metadata::read(&mut event)?;
+                let pool_of: Rc<[usize]> = metadata.classes.iter().map(|c| self.pools.index(&c.name)).collect();
+                (Rc::new(metadata), pool_of)
+            }
+        };
+        let index = self.chunks.len() as u32;
+        self.chunks.push(ChunkInfo {
+            start: offset,
+            end: offset + data.len(),
+            compressed: header.compressed,
+            metadata: metadata.clone(),
+            pool_of: pool_of.clone(),
+            metadata_bytes,
+        });
+        let mut chunk = Chunk { file: self, header, staged: Staged::default(), budget: 0, committed: false };
+        chunk.budget = chunk.read_pools(&bytes, index, &metadata, &pool_of)?;
+        Ok(chunk)
+    }
+
+    fn scope<'a>(&'a self, staged: &'a Staged) -> Scope<'a> {
+        Scope { data: self.data, chunks: &self.chunks, pools: &self.pools, staged, undefined: &self.undefined }
+    }
+}
+
+impl<'a, 'f> Chunk<'a, 'f> {
+    /// Walks the checkpoint chain, staging every constant where it lies
+    /// (each value walked once, to find its end and check its size).
+    /// Returns the values left for the events. A key a constant holds that
+    /// no chunk defines reads as null, as the JDK's parser reads it
+    /// (async-profiler's later chunks refer to packages none defines); a
+    /// key an event holds must be defined ([`Chunk::events`]).
+    fn read_pools(&mut self, bytes: &Bytes<'_>, index: u32, metadata: &Metadata, pool_of: &[usize]) -> Result<usize> {
+        let mut walker = Walker::new(metadata, bytes.remaining());
+        // Keys not yet defined when read (a pool may refer to a later one).
+        let mut at = self.header.checkpoint_offset;
         let mut seen = HashSet::new();
         while seen.insert(at) {
-            let (mut event, _) = event_at(&bytes, at, "checkpoint")?;
+            let (mut event, _) = event_at(bytes, at, "checkpoint")?;
             if event.long()? != CHECKPOINT_EVENT {
                 return event.error("a checkpoint offset that is not a checkpoint event");
             }
@@ -146,21 +225,18 @@ impl<'f> Chunk<'f> {
             event.u8()?; // checkpoint type (flush)
             let pool_count = event.count(2, "constant pool")?;
             for _ in 0..pool_count {
-                let class = class_index(&event.clone(), &metadata, event.long()?)?;
+                let class = class_index(&event.clone(), metadata, event.long()?)?;
                 let count = event.count(1, "constant")?;
                 for _ in 0..count {
                     let key = event.long()?;
-                    let value = reader.value(&mut event, class)?;
-                    pools.insert(class, key, value);
+                    let offset = (event.file_offset() - self.header_offset()) as u32;
+                    walker.skip(&mut event, class, &mut |_, _| {})?;
+                    self.staged.insert(pool_of[class], key, Loc { chunk: index, class: class as u32, offset });
                 }
             }
             if delta == 0 {
-                pools.seal();
-                if let Some(dangling) = pools.values().find_map(|v| pools.dangling(v)) {
-                    return bytes.error(dangling_message(&metadata, dangling, "a constant"));
-                }
-                let values = reader.budget();
-                return Ok(Self { header, bytes, metadata, pools, values });
+                self.staged.seal();
+                return Ok(walker.budget());
             }
             at = match at.checked_add(delta) {
                 Some(next) => next,
@@ -170,37 +246,291 @@ impl<'f> Chunk<'f> {
         bytes.error(format!("the checkpoint chain loops at offset {at}"))
     }
 
+    fn header_offset(&self) -> u64 {
+        self.file.chunks.last().map_or(0, |c| c.start as u64)
+    }
+
+    fn info(&self) -> &ChunkInfo {
+        self.file.chunks.last().expect("the chunk being read is the file's last")
+    }
+
     pub fn classes(&self) -> &[Class] {
-        &self.metadata.classes
+        &self.info().metadata.classes
     }
 
     /// Reads every event whose type `wanted` accepts (others are skipped
     /// by their size) and hands it to `each`.
     pub fn events(&self, wanted: impl Fn(&str) -> bool, mut each: impl FnMut(Event<'_>)) -> Result<()> {
-        let wanted: Vec<bool> = self.metadata.classes.iter().map(|c| wanted(&c.name)).collect();
-        let mut reader = ValueReader::with_budget(&self.metadata, self.values);
+        let info = self.info();
+        let index = self.file.chunks.len() as u32 - 1;
+        let metadata = &*info.metadata;
+        let bytes = Bytes::new(&self.file.data[info.start..info.end], info.start as u64, info.compressed);
+        let wanted: Vec<bool> = metadata.classes.iter().map(|c| wanted(&c.name)).collect();
+        let scope = self.file.scope(&self.staged);
+        let mut walker = Walker::with_budget(metadata, self.budget);
         let mut at = HEADER_SIZE as i64;
-        while (at as usize) < self.bytes.remaining() {
-            let (mut event, size) = event_at(&self.bytes, at, "event")?;
+        while (at as usize) < bytes.remaining() {
+            let (mut event, size) = event_at(&bytes, at, "event")?;
             at += size;
             let type_id = event.long()?;
             if type_id == METADATA_EVENT || type_id == CHECKPOINT_EVENT {
                 continue;
             }
-            let class = class_index(&event, &self.metadata, type_id)?;
+            let class = class_index(&event, metadata, type_id)?;
             if !wanted[class] {
                 continue;
             }
-            let value = reader.value(&mut event, class)?;
-            if let Some(dangling) = self.pools.dangling(&value) {
-                return event.error(dangling_message(&self.metadata, dangling, &self.metadata.classes[class].name));
+            let start = event.clone();
+            let mut dangling = None;
+            walker.skip(&mut event, class, &mut |class, key| {
+                if dangling.is_none() && scope.entry(index, class, key).is_none() {
+                    dangling = Some((class, key));
+                }
+            })?;
+            if let Some(dangling) = dangling {
+                return start.error(dangling_message(metadata, dangling, &metadata.classes[class].name));
             }
-            each(Event {
-                name: &self.metadata.classes[class].name,
-                value: Accessor::new(&self.metadata, &self.pools, &value),
-            });
+            let value = Accessor { scope: &scope, chunk: index, class, at: At::Value { bytes: start, exact: false } };
+            each(Event { name: &metadata.classes[class].name, value });
         }
         Ok(())
+    }
+
+    /// The chunk is whole: its constants join the file's.
+    pub fn commit(mut self) {
+        self.committed = true;
+        let staged = std::mem::take(&mut self.staged);
+        self.file.pools.commit(staged);
+    }
+}
+
+impl Drop for Chunk<'_, '_> {
+    fn drop(&mut self) {
+        if !self.committed {
+            self.file.chunks.pop();
+        }
+    }
+}
+
+/// What values are read against: the file's chunks and pools, and the
+/// constants of the chunk being read.
+pub struct Scope<'a> {
+    data: &'a [u8],
+    chunks: &'a [ChunkInfo],
+    pools: &'a Pools,
+    staged: &'a Staged,
+    undefined: &'a Cell<u64>,
+}
+
+impl<'a> Scope<'a> {
+    /// The constant `key` of class `class` of chunk `chunk`'s metadata.
+    fn entry(&self, chunk: u32, class: usize, key: i64) -> Option<&'a Entry> {
+        let pool = *self.chunks.get(chunk as usize)?.pool_of.get(class)?;
+        self.pools.get(self.staged, pool, key)
+    }
+
+    /// [`Scope::entry`] for reading: a key no chunk defines (not null) is counted.
+    fn defined(&self, chunk: u32, class: usize, key: i64) -> Option<&'a Entry> {
+        let entry = self.entry(chunk, class, key);
+        if entry.is_none() && key != 0 {
+            self.undefined.set(self.undefined.get() + 1);
+        }
+        entry
+    }
+
+    /// A constant's value, where it lies.
+    fn decode(&'a self, entry: &Entry) -> Option<Accessor<'a>> {
+        let info = self.chunks.get(entry.loc.chunk as usize)?;
+        let chunk = Bytes::new(&self.data[info.start..info.end], info.start as u64, info.compressed);
+        let offset = entry.loc.offset as usize;
+        let bytes = chunk.slice(offset, chunk.remaining().checked_sub(offset)?).ok()?;
+        Some(Accessor { scope: self, chunk: entry.loc.chunk, class: entry.loc.class as usize, at: At::Value { bytes, exact: false } })
+    }
+}
+
+/// A value where it lies, with what is needed to read it. Every accessor
+/// handed out is resolved: where the file has a key, its constant was
+/// looked up. Its value was walked whole before ([`Walker::skip`]), so
+/// reads of it cannot fail but for a damaged file changing under us.
+#[derive(Clone)]
+pub struct Accessor<'a> {
+    scope: &'a Scope<'a>,
+    /// The chunk whose metadata lays the value out.
+    chunk: u32,
+    /// Its class (an array's element class).
+    class: usize,
+    at: At<'a>,
+}
+
+#[derive(Clone)]
+enum At<'a> {
+    /// A cursor at the value; `exact`: it holds the value alone.
+    Value { bytes: Bytes<'a>, exact: bool },
+    /// A cursor at the first of `count` elements.
+    Array { count: usize, pooled: bool, elements: Bytes<'a> },
+}
+
+/// A pooled field: its constant, which a reader may convert once and keep
+/// the result of in the constant's [`Memo`].
+pub struct Pooled<'a> {
+    scope: &'a Scope<'a>,
+    entry: &'a Entry,
+}
+
+impl<'a> Pooled<'a> {
+    pub fn memo(&self) -> Memo<'a> {
+        self.entry.memo()
+    }
+
+    pub fn value(&self) -> Option<Accessor<'a>> {
+        self.scope.decode(self.entry)
+    }
+}
+
+/// Walks without a budget: for values already walked whole.
+fn walker(metadata: &Metadata) -> Walker<'_> {
+    Walker::with_budget(metadata, usize::MAX)
+}
+
+impl<'a> Accessor<'a> {
+    fn metadata(&self) -> &'a Metadata {
+        &self.scope.chunks[self.chunk as usize].metadata
+    }
+
+    fn value_bytes(&self) -> Option<Bytes<'a>> {
+        match &self.at {
+            At::Value { bytes, .. } => Some(bytes.clone()),
+            At::Array { .. } => None,
+        }
+    }
+
+    /// The value of class `class` at `bytes`, a key's constant if a key.
+    fn at(&self, class: usize, mut bytes: Bytes<'a>, pooled: bool) -> Option<Accessor<'a>> {
+        let key = if pooled {
+            bytes.long().ok()?
+        } else if self.metadata().classes.get(class)?.layout == Layout::String {
+            match bytes.clone().skip_string().ok()? {
+                Some(key) => key,
+                None => return Some(Accessor { at: At::Value { bytes, exact: false }, class, ..self.clone() }),
+            }
+        } else {
+            return Some(Accessor { at: At::Value { bytes, exact: false }, class, ..self.clone() });
+        };
+        self.scope.decode(self.scope.defined(self.chunk, class, key)?)
+    }
+
+    /// A field of an object: its description and a cursor at it.
+    fn field_at(&self, name: &str) -> Option<(&'a metadata::Field, Bytes<'a>)> {
+        let metadata = self.metadata();
+        let class = metadata.classes.get(self.class)?;
+        let index = class.field(name)?;
+        let mut bytes = self.value_bytes()?;
+        let mut walker = walker(metadata);
+        for field in &class.fields[..index] {
+            walker.skip_field(&mut bytes, field, &mut |_, _| {}).ok()?;
+        }
+        Some((&class.fields[index], bytes))
+    }
+
+    /// A field of an object.
+    pub fn get_field(&self, name: &str) -> Option<Self> {
+        let (field, mut bytes) = self.field_at(name)?;
+        if field.array {
+            let count = bytes.count(1, "array element").ok()?;
+            let at = At::Array { count, pooled: field.pooled, elements: bytes };
+            return Some(Accessor { at, class: field.class, ..self.clone() });
+        }
+        self.at(field.class, bytes, field.pooled)
+    }
+
+    /// A field written as a key: its constant (not yet read).
+    pub fn pooled(&self, name: &str) -> Option<Pooled<'a>> {
+        let (field, mut bytes) = self.field_at(name)?;
+        if !field.pooled || field.array {
+            return None;
+        }
+        let key = bytes.long().ok()?;
+        Some(Pooled { scope: self.scope, entry: self.scope.defined(self.chunk, field.class, key)? })
+    }
+
+    /// An array's elements (null keys left out).
+    pub fn as_iter(self) -> Option<impl Iterator<Item = Accessor<'a>>> {
+        let At::Array { count, pooled, elements } = self.at.clone() else {
+            return None;
+        };
+        let metadata = self.metadata();
+        let field = metadata::Field { name: "".into(), class: self.class, pooled, array: false };
+        // Elements that are neither keys nor strings (which may be keys)
+        // are where they lie.
+        let inline = !pooled && metadata.classes.get(self.class)?.layout != Layout::String;
+        let mut bytes = elements;
+        Some(
+            (0..count)
+                .map_while(move |_| {
+                    let start = bytes.clone();
+                    walker(metadata).skip_field(&mut bytes, &field, &mut |_, _| {}).ok()?;
+                    if !inline {
+                        return Some(self.at(field.class, start, field.pooled));
+                    }
+                    // The element's bytes exactly (see `raw`).
+                    let len = bytes.position() - start.position();
+                    let element = start.slice(start.position(), len).ok()?;
+                    Some(Some(Accessor { at: At::Value { bytes: element, exact: true }, ..self.clone() }))
+                })
+                .flatten(),
+        )
+    }
+
+    /// The bytes of a value (not of an array): equal bytes of one chunk
+    /// are equal values.
+    pub fn raw(&self) -> Option<&'a [u8]> {
+        if let At::Value { bytes, exact: true } = &self.at {
+            return bytes.prefix(bytes.remaining());
+        }
+        let start = self.value_bytes()?;
+        let mut end = start.clone();
+        walker(self.metadata()).skip(&mut end, self.class, &mut |_, _| {}).ok()?;
+        start.prefix(end.position() - start.position())
+    }
+
+    fn scalar(&self) -> Option<Scalar> {
+        match self.metadata().classes.get(self.class)?.layout {
+            Layout::Primitive(p) => read_primitive(&mut self.value_bytes()?, p).ok(),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(&self) -> Option<String> {
+        if self.metadata().classes.get(self.class)?.layout != Layout::String {
+            return None;
+        }
+        match self.value_bytes()?.string().ok()? {
+            bytes::JfrString::Inline(s) => Some(s.into()),
+            _ => None,
+        }
+    }
+
+    pub fn as_long(&self) -> Option<i64> {
+        match self.scalar()? {
+            Scalar::Int(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// A float, or an integer as one.
+    pub fn as_float(&self) -> Option<f64> {
+        match self.scalar()? {
+            Scalar::Float(v) => Some(v),
+            Scalar::Int(v) => Some(v as f64),
+            Scalar::Bool(_) => None,
+        }
+    }
+
+    pub fn as_bool(&self) -> Option<bool> {
+        match self.scalar()? {
+            Scalar::Bool(v) => Some(v),
+            _ => None,
+        }
     }
 }
 
@@ -274,7 +604,8 @@ mod tests {
 
     fn read(bytes: &[u8]) -> Result<usize> {
         let header = header(bytes, 0).expect("a complete chunk");
-        let chunk = Chunk::read(bytes, 0, header)?;
+        let mut file = File::new(bytes);
+        let chunk = file.chunk(0, header)?;
         let mut events = 0;
         chunk.events(|name| name == "jdk.ExecutionSample", |_| events += 1)?;
         Ok(events)
