@@ -81,3 +81,80 @@ pub fn run(binary: &Path) {
     println!("| symbolize, cached | {:.3} s | {:.0} |", cached.as_secs_f64(), rate(cached));
     println!("| addr2line -f -i (binutils) | {:.2} s | {:.0} |", binutils.as_secs_f64(), rate(binutils));
 }
+
+/// One conversion's wall time (s) and peak resident memory (MB), measured
+/// by GNU time around the whole process (a JVM's start-up included).
+fn timed(command: &mut Command) -> (f64, f64) {
+    let output = Command::new("/usr/bin/time")
+        .args(["-f", "%e %M"])
+        .arg(command.get_program())
+        .args(command.get_args())
+        .stdout(Stdio::null())
+        .output()
+        .expect("run /usr/bin/time (GNU time)");
+    assert!(output.status.success(), "{:?}: {}", command, String::from_utf8_lossy(&output.stderr));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let last = stderr.lines().last().unwrap_or_default();
+    let mut fields = last.split_whitespace().map(|v| v.parse::<f64>().unwrap_or(f64::NAN));
+    (fields.next().unwrap_or(f64::NAN), fields.next().unwrap_or(f64::NAN) / 1024.0)
+}
+
+/// Real recordings, converted to collapsed stacks by `symbolize` and by
+/// async-profiler's `jfr-converter.jar`, alternating round by round: a
+/// recording of ours and one of async-profiler's of the `DeepTree`
+/// workload (four threads 400 frames deep over 4,096 paths, 30 s at 1 ms:
+/// about 10 MB each).
+pub fn run_recordings(options: &crate::Options, agent: &Path, scratch: &Path) {
+    use crate::support::{async_profiler, javac, median, root, tool};
+    let classes = scratch.join("deeptree");
+    javac(&classes, &[root().join("bench/java/DeepTree.java")]);
+    let converter = root().join("../shared/tools/async-profiler/jar/jfr-converter.jar");
+    let symbolize = root().join("target/release/symbolize");
+    let record = |name: &str, agent_arg: String| {
+        let file = scratch.join(name);
+        let status = Command::new(tool("java"))
+            .arg(agent_arg.replace("FILE", &file.display().to_string()))
+            .arg("-cp")
+            .arg(&classes)
+            .args(["DeepTree", "4", "30"])
+            .stdout(Stdio::null())
+            .status()
+            .expect("run java");
+        assert!(status.success(), "recording {name}");
+        file
+    };
+    let files = [
+        record("deeptree-ours.jfr", format!("-agentpath:{}=start,cpu=1ms,overhead=0,file=FILE", agent.display())),
+        record(
+            "deeptree-async-profiler.jfr",
+            format!("-agentpath:{}=start,event=cpu,interval=1ms,file=FILE", async_profiler().display()),
+        ),
+    ];
+    println!("\nReal recordings to collapsed stacks ({} rounds, alternating; medians, min–max):\n", options.rounds);
+    println!("| recording | size | symbolize time | symbolize peak RSS | converter time | converter peak RSS |");
+    println!("|---|---|---|---|---|---|");
+    let out = scratch.join("deeptree.collapsed");
+    for file in &files {
+        let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+        for _ in 0..options.rounds {
+            ours.push(timed(Command::new(&symbolize).arg("collapsed").arg(file).arg("-o").arg(&out)));
+            theirs.push(timed(
+                Command::new(tool("java")).arg("-jar").arg(&converter).args(["-o", "collapsed"]).arg(file).arg(&out),
+            ));
+        }
+        let cell = |runs: &[(f64, f64)], pick: fn(&(f64, f64)) -> f64, unit: &str| {
+            let values: Vec<f64> = runs.iter().map(pick).collect();
+            let (min, max) = values.iter().fold((f64::MAX, f64::MIN), |(a, b), &v| (a.min(v), b.max(v)));
+            format!("{:.2} {unit} ({min:.2}–{max:.2})", median(values.clone()))
+        };
+        let size = std::fs::metadata(file).map_or(0.0, |m| m.len() as f64 / 1e6);
+        println!(
+            "| {} | {size:.1} MB | {} | {} | {} | {} |",
+            file.file_name().unwrap().to_string_lossy(),
+            cell(&ours, |r| r.0, "s"),
+            cell(&ours, |r| r.1, "MB"),
+            cell(&theirs, |r| r.0, "s"),
+            cell(&theirs, |r| r.1, "MB"),
+        );
+    }
+}

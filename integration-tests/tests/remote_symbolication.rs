@@ -12,7 +12,7 @@ use symbolizer::debuginfo::{file_build_id, Locator};
 use symbolizer::events::EventKind;
 use symbolizer::profile::{self, Profile};
 use symbolizer::recording::{self, Recording};
-use symbolizer::resolve::{Resolution, Resolver};
+use symbolizer::resolve::{Resolution, Resolver, Tier};
 
 struct Fixture {
     library: PathBuf,
@@ -71,7 +71,7 @@ fn addr2line(debug_file: &Path, offset: u64) -> Vec<(String, String)> {
 fn offsets(recording: &Recording, build_id: &str) -> HashSet<u64> {
     recording
         .samples()
-        .flat_map(|s| s.frames.iter())
+        .flat_map(|s| recording.frames_of(s))
         .filter_map(|f| f.remote().filter(|(id, _)| *id == build_id).map(|(_, offset)| offset))
         .collect()
 }
@@ -81,7 +81,11 @@ fn native_caller_stacks(profile: &Profile) -> Vec<Vec<&str>> {
         .samples
         .iter()
         .filter(|s| s.thread == "native-caller")
-        .map(|s| s.stack.iter().map(|&f| profile.frames[f as usize].name.as_str()).collect())
+        .flat_map(|s| {
+            // One stack per event the (folded) sample stands for.
+            let stack: Vec<&str> = s.stack.iter().map(|&f| profile.frames[f as usize].name.as_str()).collect();
+            std::iter::repeat_n(stack, s.events as usize)
+        })
         .collect()
 }
 
@@ -142,18 +146,32 @@ fn a_library_linked_at_a_nonzero_address_resolves_too() {
     check_resolution("remote_offset", "libremote_offset.so", "fp");
 }
 
+/// Without remote symbolication the host cannot name the hidden helpers
+/// (`[libremote.so+0x…]`); `symbolize` looks those frames up by the
+/// library's build-id, from the recording's library list, and names them
+/// from the debug file, or reports them unresolved.
 #[test]
-fn without_remote_symbolication_hidden_helpers_have_no_names() {
+fn without_remote_symbolication_hidden_helpers_have_no_names_until_symbolized() {
     let fixture = fixture("libremote.so");
     let recording = record("remote_off", &fixture, "chain", false);
-    assert!(offsets(&recording, &fixture.build_id).is_empty());
-    let (profile, _) = profile::build(&recording, EventKind::Cpu, None);
+    let (profile, report) = profile::build(&recording, EventKind::Cpu, None);
     let stacks = native_caller_stacks(&profile);
     let in_native: Vec<&Vec<&str>> = stacks.iter().filter(|s| s.contains(&"Java_RemoteChain_run")).collect();
     assert!(in_native.len() >= 500);
     assert!(profile.frames.iter().all(|f| !f.name.contains("hot_")), "hidden helpers must not be nameable on the host");
     let unnamed = in_native.iter().filter(|s| s[0].starts_with("[libremote.so+0x")).count();
     assert!(unnamed as f64 >= 0.9 * in_native.len() as f64);
+    // Not "everything resolved": the unnamed frames are counted, by library.
+    assert!(report.tier(Tier::Unresolved) >= unnamed as u64, "{report}");
+    assert!(report.libraries.get(&fixture.build_id).is_some_and(|l| l.name == "libremote.so"), "{report}");
+    assert!(!report.to_string().contains("everything resolved"), "{report}");
+    // With the debug file, the same recording names them.
+    assert!(offsets(&recording, &fixture.build_id).len() >= 4);
+    let mut resolver = resolver(&fixture.debug_tree);
+    let (profile, _) = profile::build(&recording, EventKind::Cpu, Some(&mut resolver));
+    let stacks = native_caller_stacks(&profile);
+    let in_leaf = stacks.iter().filter(|s| s.first() == Some(&"hot_leaf")).count();
+    assert!(in_leaf as f64 >= 0.9 * unnamed as f64, "{in_leaf} of {unnamed} named hot_leaf");
 }
 
 #[test]

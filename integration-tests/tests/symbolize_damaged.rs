@@ -76,6 +76,7 @@ fn assert_read_like_jfrs(name: &str, file: &Path) {
     let theirs = read_jfrs(file);
     let ours = symbolizer::recording::read(file).unwrap();
     assert!(ours.damage.is_empty(), "{name}: {:?}", ours.damage);
+    let recording = &ours.recording;
     let key = |kind: &str, thread: &str, frames: Vec<String>| format!("{kind} {thread} {frames:?}");
     let mut expected: Vec<String> =
         theirs.samples.iter().map(|s| key(&format!("{:?}", s.kind), &s.thread, s.frames.clone())).collect();
@@ -88,12 +89,11 @@ fn assert_read_like_jfrs(name: &str, file: &Path) {
                 symbolizer::events::EventKind::Wall => "Wall",
                 _ => return None,
             };
-            let frames = s
-                .frames
-                .iter()
+            let frames = recording
+                .frames_of(s)
                 .map(|f| frame_name(f.kind.map_or("?", |k| k.description()), &f.class, &f.method, &f.descriptor))
                 .collect();
-            Some(key(kind, s.thread.name(), frames))
+            Some(key(kind, recording.thread(s).name(), frames))
         })
         .collect();
     expected.sort();

@@ -301,7 +301,7 @@ mod tests {
     use super::*;
     use crate::debuginfo::Locator;
     use crate::events::EventKind;
-    use crate::recording::{Endpoint as EndpointEvent, NativeLibrary as Library};
+    use crate::recording::{Endpoint as EndpointEvent, NativeLibrary as Library, SampleData};
     use crate::testing::*;
 
     const ID: &str = "abcdef0123456789abcdef0123456789abcdef01";
@@ -318,7 +318,7 @@ mod tests {
     /// context attributes, a wall-clock sample and a remote frame.
     fn original() -> Recording {
         let mut wall = sample("sleeper", 3, vec![native("epoll_wait"), java("app/Main", "idle", 40)]);
-        (wall.event, wall.kind) = ("datadog.MethodSample".to_owned(), EventKind::Wall);
+        (wall.event, wall.kind) = ("datadog.MethodSample", EventKind::Wall);
         wall.state = "STATE_SLEEPING".to_owned();
         wall.attributes = vec![Some("GET /".to_owned()), None];
         let mut cpu = sample("worker", 1, vec![remote(ID, 0x1a2b), java("app/Main", "work", 12)]);
@@ -341,7 +341,7 @@ mod tests {
         let mut second = chunk(vec![sample("worker", 2, vec![java("app/Main", "work", 13)])], vec![]);
         second.clock.start_nanos += 50;
         second.clock.start_ticks = 50;
-        Recording { chunks: vec![first, second] }
+        recording_of(vec![first, second])
     }
 
     /// An unresolved remote frame as the copy writes it: an ordinary
@@ -359,9 +359,9 @@ mod tests {
         }
     }
 
-    fn assert_same_samples(copy: &Sample, original: &Sample) {
-        let fields = |s: &Sample| {
-            (s.event.clone(), s.start_ticks, s.thread.clone(), s.state.clone(), s.weight, s.span_id, s.root_span_id)
+    fn assert_same_samples(copy: &SampleData, original: &SampleData) {
+        let fields = |s: &SampleData| {
+            (s.event, s.start_ticks, s.thread.clone(), s.state.clone(), s.weight, s.span_id, s.root_span_id)
         };
         assert_eq!(fields(copy), fields(original));
         assert_eq!((&copy.attributes, copy.truncated), (&original.attributes, original.truncated));
@@ -390,9 +390,10 @@ mod tests {
             assert_eq!(copy.endpoints, original.endpoints);
             assert_eq!(copy.libraries, original.libraries);
             assert_eq!(copy.samples.len(), original.samples.len());
-            for (copy, original) in copy.samples.iter().zip(&original.samples) {
-                assert_same_samples(copy, original);
-            }
+        }
+        let data = |r: &Recording| r.samples().map(|s| r.data(s)).collect::<Vec<_>>();
+        for (copy, original) in data(&copy).iter().zip(&data(&original)) {
+            assert_same_samples(copy, original);
         }
     }
 
@@ -408,7 +409,7 @@ mod tests {
         assert_eq!(rewritten.tiers, HashMap::from([(Tier::Dwarf, 1)]));
         assert!(rewritten.skipped.is_empty());
         let copy = read_back("jfr_out_resolved", &rewritten.bytes);
-        let frames = &copy.chunks[0].samples[0].frames;
+        let frames = &copy.data(&copy.chunks[0].samples[0]).frames;
         let named = &frames[frames.len() - 2];
         assert!(named.method.ends_with("known_function"), "{named:?}");
         // Named as async-profiler names native frames: the library as class.
@@ -420,31 +421,31 @@ mod tests {
         assert!(named.remote().is_none() && named.is_native_code());
         // Inlined functions, if any, are native frames too.
         assert!(frames[..frames.len() - 1].iter().all(|f| f.kind == NATIVE && f.class == "libfoo.so"), "{frames:?}");
-        assert_eq!(frames.last(), original.chunks[0].samples[0].frames.last());
+        assert_eq!(frames.last(), original.data(&original.chunks[0].samples[0]).frames.last());
     }
 
     /// A JDK-dialect recording: remote frames `[libjvm.so+0x..]` of class
     /// libjvm.so in the build-id's package, typed C++.
     fn jdk_dialect(chunks: usize) -> Recording {
-        let mut recording = Recording::default();
+        let mut parts = Vec::new();
         for i in 0..chunks {
             let frames = vec![remote_jdk("libjvm.so", ID, 0x5d7203 + i as u64), java("app/Main", "main", 3)];
             let mut cpu = sample("t", 1, frames.clone());
-            cpu.event = "jdk.ExecutionSample".to_owned();
+            cpu.event = "jdk.ExecutionSample";
             cpu.frames[0].kind = Some(FrameType::Cpp);
             let mut wall = sample("t", 4, frames);
             (wall.event, wall.kind, wall.state) =
-                ("profiler.WallClockSample".to_owned(), EventKind::Wall, "STATE_SLEEPING".to_owned());
+                ("profiler.WallClockSample", EventKind::Wall, "STATE_SLEEPING".to_owned());
             // Events the copy does not carry (another writer's).
             let mut alloc = sample("t", 4096, vec![java("app/Main", "main", 3)]);
-            (alloc.event, alloc.kind) = ("jdk.ObjectAllocationSample".to_owned(), EventKind::Alloc);
+            (alloc.event, alloc.kind) = ("jdk.ObjectAllocationSample", EventKind::Alloc);
             let mut chunk = chunk(vec![cpu, wall, alloc], vec![]);
             chunk.settings = vec![("jfrdialect".to_owned(), "jdk".to_owned())];
             chunk.clock.start_ticks = 100 * i as i64;
             chunk.clock.start_nanos += 100 * i as i64;
-            recording.chunks.push(chunk);
+            parts.push(chunk);
         }
-        recording
+        recording_of(parts)
     }
 
     #[test]
@@ -454,9 +455,9 @@ mod tests {
         assert_eq!(rewritten.skipped, BTreeMap::from([(EventKind::Alloc, 1)]));
         assert_eq!(rewritten.tiers, HashMap::from([(Tier::Unresolved, 2)]));
         let copy = read_back("jfr_out_unresolved_jdk", &rewritten.bytes);
-        let samples = &copy.chunks[0].samples;
+        let samples: Vec<SampleData> = copy.chunks[0].samples.iter().map(|s| copy.data(s)).collect();
         assert_eq!(
-            samples.iter().map(|s| (s.event.as_str(), s.kind)).collect::<Vec<_>>(),
+            samples.iter().map(|s| (s.event, s.kind)).collect::<Vec<_>>(),
             [("jdk.ExecutionSample", EventKind::Cpu), ("profiler.WallClockSample", EventKind::Wall)]
         );
         // No build-id package: nothing left to resolve, nothing `<remote>`.
@@ -485,12 +486,14 @@ mod tests {
         let whole = read_back("jfr_out_whole", &bytes);
         let parts = chunks_of(&bytes);
         assert_eq!(parts.len(), 3);
-        let summary = |s: &Sample| (s.event.clone(), s.start_ticks, s.thread.clone(), s.weight, s.frames.clone());
+        let summary = |r: &Recording| -> Vec<_> {
+            r.samples().map(|s| r.data(s)).map(|s| (s.event, s.start_ticks, s.thread, s.weight, s.frames)).collect()
+        };
         let mut split = Vec::new();
         for (i, part) in parts.iter().enumerate() {
-            split.extend(read_back(&format!("jfr_out_part{i}"), part).samples().map(summary));
+            split.extend(summary(&read_back(&format!("jfr_out_part{i}"), part)));
         }
-        assert_eq!(split, whole.samples().map(summary).collect::<Vec<_>>());
+        assert_eq!(split, summary(&whole));
         assert_eq!(split.len(), 6);
         assert_eq!(split[4].4[0].method, "[libjvm.so+0x5d7205]");
     }

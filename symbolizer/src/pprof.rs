@@ -262,7 +262,7 @@ mod tests {
         for (thread, weight, stack) in
             [("t1", 2, vec![inner, outer, main]), ("t2", 5, vec![other, main]), ("t1", 1, vec![inner, outer, main])]
         {
-            profile.samples.push(ProfileSample { thread: thread.to_owned(), weight, stack });
+            profile.samples.push(ProfileSample { thread: thread.to_owned(), weight, events: 1, stack });
         }
         profile
     }

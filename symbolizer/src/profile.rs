@@ -75,6 +75,8 @@ struct Expanded {
     problems: Vec<Unresolved>,
     /// Each remote frame's library and tier.
     remote: Vec<(String, Tier)>,
+    /// Each unnamed frame's library, of those without a build-id.
+    without_build_id: Vec<String>,
 }
 
 /// Library file names by build-id, from the recording's `jdk.NativeLibrary` events.
@@ -119,6 +121,8 @@ fn expand(
     let Some((build_id, offset)) = frame.remote() else {
         if frame.kind == Some(FrameType::Native) && frame.method.starts_with(UnknownNative::PREFIX) {
             problems.push(Unresolved::NoFileMapping);
+        } else if frame.unnamed_library().is_some() {
+            problems.push(Unresolved::NoBuildId);
         }
         let line = u32::try_from(frame.line).ok().filter(|&l| l > 0);
         return (vec![plain(frame.display_name(), frame.kind, None, line)], None);
@@ -286,17 +290,24 @@ pub fn build(recording: &Recording, kind: EventKind, mut resolver: Option<&mut R
                         one.remote.push((build_id.to_owned(), tier));
                         names.entry(build_id.to_owned()).or_insert_with(|| library_name(frame, build_id, &libraries));
                     }
+                    if let (None, Some((library, _))) = (frame.remote(), frame.unnamed_library()) {
+                        one.without_build_id.push(library.to_owned());
+                    }
                     one.frames = expanded.into_iter().map(|f| profile.intern(f)).collect();
                     one
                 });
                 stack.frames.extend_from_slice(&done.frames);
                 stack.problems.extend_from_slice(&done.problems);
                 stack.remote.extend_from_slice(&done.remote);
+                stack.without_build_id.extend_from_slice(&done.without_build_id);
             }
             stack
         });
         for (build_id, tier) in &stack.remote {
             report.add_remote(build_id, *tier, count);
+        }
+        for library in &stack.without_build_id {
+            *report.without_build_id.entry(library.clone()).or_default() += count;
         }
         report.add_sample(weight, &stack.problems);
         let next = profile.samples.len();
@@ -365,7 +376,7 @@ mod tests {
                 vec![("interval".to_owned(), "1000000 ns".to_owned()), ("interval".to_owned(), nanos.to_owned())];
             chunk
         };
-        let stretched = Recording { chunks: vec![at("1000000 ns", "early", 400), at("4000000", "late", 100)] };
+        let stretched = recording_of(vec![at("1000000 ns", "early", 400), at("4000000", "late", 100)]);
         let (profile, report) = build_cpu(&stretched, None);
         assert_eq!(profile.period, 1_000_000, "the shortest interval");
         let weight_in = |profile: &Profile, method: &str| -> u64 {
@@ -380,7 +391,7 @@ mod tests {
         assert_eq!(report.total_weight, 800);
         // Intervals that are not multiples of each other: their common
         // divisor is the unit (1.5 ms weighs three of 0.5 ms, 1 ms two).
-        let mixed = Recording { chunks: vec![at("1000000 ns", "early", 3), at("1500000", "late", 2)] };
+        let mixed = recording_of(vec![at("1000000 ns", "early", 3), at("1500000", "late", 2)]);
         let (profile, _) = build_cpu(&mixed, None);
         assert_eq!((profile.period, weight_in(&profile, "early"), weight_in(&profile, "late")), (500_000, 6, 6));
         // A chunk naming no interval keeps its weights; none at all: period 0.
@@ -398,24 +409,25 @@ mod tests {
     /// its chunk's `lock` setting; without one, its duration.
     #[test]
     fn lock_waits_weigh_at_least_their_sampling_interval() {
-        let wait = |nanos: u64| crate::recording::Sample {
+        let wait = |nanos: u64| crate::recording::SampleData {
             kind: EventKind::Lock,
             ..sample("t", nanos, vec![java("app/Main", "take", 1)])
         };
         let mut sampled = chunk(vec![wait(2_000), wait(50_000)], vec![]);
         sampled.settings = vec![("lock".to_owned(), "10000 ns".to_owned())];
         let unsampled = chunk(vec![wait(2_000)], vec![]);
-        let (profile, report) = build(&Recording { chunks: vec![sampled, unsampled] }, EventKind::Lock, None);
-        let weights: Vec<u64> = profile.samples.iter().map(|s| s.weight).collect();
-        assert_eq!(weights, [10_000, 50_000, 2_000]);
-        assert_eq!((report.total_weight, profile.period), (62_000, 0));
+        let (profile, report) = build(&recording_of(vec![sampled, unsampled]), EventKind::Lock, None);
+        // 10,000 + 50,000 + 2,000: the three waits of one stack, one sample.
+        let weights: Vec<(u64, u64)> = profile.samples.iter().map(|s| (s.weight, s.events)).collect();
+        assert_eq!(weights, [(62_000, 3)]);
+        assert_eq!((report.total_weight, report.events, profile.period), (62_000, 3, 0));
     }
 
     #[test]
     fn a_profile_shows_one_kind_and_its_class_ends_the_stack() {
         let mut alloc = sample("a", 4096, vec![java("app/Main", "allocate", 5), java("app/Main", "main", 1)]);
         alloc.kind = EventKind::Alloc;
-        alloc.leaf = Some(crate::recording::ClassLeaf { class: "byte[]".to_owned(), kind: FrameType::Kernel });
+        alloc.leaf = Some(("byte[]".to_owned(), FrameType::Kernel));
         let mut wall = sample("a", 7, vec![java("app/Main", "main", 1)]);
         wall.kind = EventKind::Wall;
         let samples = vec![sample("a", 2, vec![java("app/Main", "main", 1)]), alloc, wall];

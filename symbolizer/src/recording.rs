@@ -72,8 +72,18 @@ impl Frame {
             return Some((&self.class, hex(&self.descriptor)?));
         }
         let build_id = self.build_id.as_deref()?;
+        let (_, offset) = self.unnamed_library()?;
+        Some((build_id, offset))
+    }
+
+    /// A native frame the agent could not name: `[library+0xoffset]` of
+    /// class `library`; its library and offset.
+    pub fn unnamed_library(&self) -> Option<(&str, u64)> {
+        if self.class.is_empty() || !matches!(self.kind, Some(FrameType::Native | FrameType::Cpp)) {
+            return None;
+        }
         let offset = self.method.strip_prefix('[')?.strip_suffix(']')?.strip_prefix(self.class.as_str())?;
-        Some((build_id, hex(offset.strip_prefix('+')?)?))
+        Some((&self.class, u64::from_str_radix(offset.strip_prefix("+0x")?, 16).ok()?))
     }
 
     /// Whether the frame is native code (C, C++, the kernel) rather than a
@@ -301,6 +311,22 @@ impl Recording {
 
     pub fn libraries(&self) -> impl Iterator<Item = &NativeLibrary> {
         self.chunks.iter().flat_map(|c| c.libraries.iter())
+    }
+
+    /// Gives local frames the agent could not name (`[libc.so.6+0x1a2b]`
+    /// of class `libc.so.6`: no symbol covered the address on the host)
+    /// their library's build-id from the recording's library list, so that
+    /// they resolve offline like remote frames and are reported with them.
+    fn attach_build_ids(&mut self) {
+        let mut by_name: HashMap<&str, &str> = HashMap::new();
+        for library in self.chunks.iter().flat_map(|c| &c.libraries) {
+            if let Some(build_id) = &library.build_id {
+                by_name.insert(library.name.rsplit('/').next().unwrap_or(&library.name), build_id);
+            }
+        }
+        for frame in self.frames.iter_mut().filter(|f| f.build_id.is_none() && f.unnamed_library().is_some()) {
+            frame.build_id = by_name.get(frame.class.as_str()).map(|id| (*id).to_owned());
+        }
     }
 
     /// Several recordings as one: their chunks in order, their tables
@@ -577,9 +603,10 @@ impl Converter {
     }
 
     fn frame(&mut self, frame: Accessor<'_>) -> u32 {
-        let packed = frame.raw().filter(|raw| raw.len() < 16).map(|raw| {
-            raw.iter().fold(raw.len() as u128, |packed, &b| packed << 8 | u128::from(b))
-        });
+        let packed = frame
+            .raw()
+            .filter(|raw| raw.len() < 16)
+            .map(|raw| raw.iter().fold(raw.len() as u128, |packed, &b| packed << 8 | u128::from(b)));
         if let Some(&id) = packed.and_then(|key| self.frame_bytes.get(&key)) {
             return id;
         }
@@ -693,15 +720,17 @@ impl Converter {
     /// dialect).
     fn context(&mut self, event: &Accessor<'_>, attributes: &[String]) -> u32 {
         let values: Vec<Option<String>> = attributes.iter().map(|a| string(event.get_field(a))).collect();
-        if values.iter().all(Option::is_none) {
-            return 0;
-        }
         self.builder.context(values)
     }
 }
 
 /// [`Converter::memoized`] for a constant at hand.
-fn memo<C>(this: &mut C, pooled: &Pooled<'_>, tag: u8, convert: impl FnOnce(&mut C, Option<Accessor<'_>>) -> u32) -> u32 {
+fn memo<C>(
+    this: &mut C,
+    pooled: &Pooled<'_>,
+    tag: u8,
+    convert: impl FnOnce(&mut C, Option<Accessor<'_>>) -> u32,
+) -> u32 {
     let memo = pooled.memo();
     if let Some(id) = memo.get(tag) {
         return id;
@@ -762,7 +791,9 @@ pub fn read_bytes(file: &[u8], display: &str) -> Result<ReadOutcome, ReadError> 
         let reasons: Vec<String> = damage.iter().map(Damage::to_string).collect();
         return Err(not_a_recording(format!("no chunk can be read: {}", reasons.join("; "))));
     }
-    Ok(ReadOutcome { recording: converter.builder.finish(), damage, undefined: reader.undefined() })
+    let mut recording = converter.builder.finish();
+    recording.attach_build_ids();
+    Ok(ReadOutcome { recording, damage, undefined: reader.undefined() })
 }
 
 /// The events `read_chunk` reads; every other event is skipped.

@@ -47,6 +47,9 @@ pub struct Report {
     /// By build-id.
     pub libraries: BTreeMap<String, LibraryReport>,
     pub categories: BTreeMap<Unresolved, CategoryStats>,
+    /// Unnamed native frames of libraries without a build-id, by library
+    /// file name (counted as [`Report::frame_count`] counts).
+    pub without_build_id: BTreeMap<String, u64>,
     /// One line per build-id that could not be (fully) used.
     pub problems: Vec<String>,
 }
@@ -116,7 +119,7 @@ impl fmt::Display for Report {
             write!(f, "; also in the recording (--event): {}", others.join(", "))?;
         }
         writeln!(f)?;
-        writeln!(f, "{} remote frames", self.remote_frames)?;
+        writeln!(f, "{} remote frames (and unnamed native frames, looked up by build-id)", self.remote_frames)?;
         if self.remote_frames > 0 {
             for tier in Tier::ALL {
                 writeln!(f, "  {:<46} {:>10}", tier.describe(), self.tier(tier))?;
@@ -137,6 +140,9 @@ impl fmt::Display for Report {
         for (category, stats) in &self.categories {
             let share = 100.0 * stats.samples as f64 / self.total_weight.max(1) as f64;
             writeln!(f, "  {:<42} {:>8} frames in {:>5.1}% of the weight", category.describe(), stats.frames, share)?;
+        }
+        for (library, frames) in &self.without_build_id {
+            writeln!(f, "  {library}: {frames} unnamed frames, no build-id in the recording to look them up by")?;
         }
         for problem in &self.problems {
             writeln!(f, "  {problem}")?;

@@ -31,6 +31,9 @@ pub struct ResolvedFrame {
 pub enum Unresolved {
     /// Code outside every file mapping (JIT output, anonymous memory).
     NoFileMapping,
+    /// An unnamed frame of a library the recording gives no build-id:
+    /// nothing to look it up by.
+    NoBuildId,
     /// No source knows the build-id.
     UnknownBuildId,
     /// The build-id is known but neither a debug file nor a binary with
@@ -43,8 +46,9 @@ pub enum Unresolved {
 }
 
 impl Unresolved {
-    pub const ALL: [Unresolved; 5] = [
+    pub const ALL: [Unresolved; 6] = [
         Unresolved::NoFileMapping,
+        Unresolved::NoBuildId,
         Unresolved::UnknownBuildId,
         Unresolved::DebugFileMissing,
         Unresolved::NoSymbol,
@@ -54,6 +58,7 @@ impl Unresolved {
     pub fn describe(self) -> &'static str {
         match self {
             Unresolved::NoFileMapping => "no file mapping (JIT or anonymous code)",
+            Unresolved::NoBuildId => "library without a build-id",
             Unresolved::UnknownBuildId => "unknown build-id",
             Unresolved::DebugFileMissing => "debug file and binary missing",
             Unresolved::NoSymbol => "no function at the address",

@@ -133,7 +133,7 @@ fn the_jfr_copy_keeps_wall_clock_samples_and_endpoints() {
     let outcome = recording::read(&copy_path).unwrap();
     assert!(outcome.damage.is_empty(), "{:?}", outcome.damage);
     let summary = |r: &recording::Recording| {
-        r.samples().map(|s| (s.event.clone(), s.weight, s.state.clone(), s.frames.len())).collect::<Vec<_>>()
+        r.samples().map(|s| (s.event, s.weight, r.state(s).to_owned(), r.stack(s).frames.len())).collect::<Vec<_>>()
     };
     assert_eq!(summary(&outcome.recording), summary(&original));
     assert_eq!(summary(&original).iter().filter(|s| s.0 == "datadog.MethodSample").count(), 2);

@@ -103,12 +103,15 @@ fn chunk_offsets(file: &[u8]) -> Vec<usize> {
     offsets
 }
 
-/// Everything a chunk's reading produced, comparable.
+/// Everything the first `chunks` chunks' reading produced, comparable.
 fn summary(recording: &Recording, chunks: usize) -> String {
-    format!(
-        "{:?}",
-        recording.chunks.iter().take(chunks).map(|c| (&c.samples, &c.libraries, &c.settings)).collect::<Vec<_>>()
-    )
+    summary_of(recording, 0..chunks)
+}
+
+fn summary_of(recording: &Recording, chunks: std::ops::Range<usize>) -> String {
+    let chunks = recording.chunks.get(chunks).unwrap_or_default();
+    let samples = |c: &recording::Chunk| c.samples.iter().map(|s| recording.data(s)).collect::<Vec<_>>();
+    format!("{:?}", chunks.iter().map(|c| (samples(c), &c.libraries, &c.settings)).collect::<Vec<_>>())
 }
 
 fn check(case: &Case<'_>) {
@@ -226,16 +229,12 @@ fn seeds_read_like_jfrs_reads_them() {
                 theirs.push((event.class.name().to_owned(), thread, frames));
             }
         }
-        let ours: Vec<_> = recording::read_bytes(&bytes, &name)
-            .unwrap()
-            .recording
+        let ours = recording::read_bytes(&bytes, &name).unwrap().recording;
+        let ours: Vec<_> = ours
             .samples()
             .map(|s| {
-                (
-                    s.event.clone(),
-                    s.thread.name().to_owned(),
-                    s.frames.iter().map(|f| f.method.clone()).collect::<Vec<_>>(),
-                )
+                let frames = ours.frames_of(s).map(|f| f.method.clone()).collect::<Vec<_>>();
+                (s.event.to_owned(), ours.thread(s).name().to_owned(), frames)
             })
             .collect();
         assert!(ours.len() >= 24, "{name}: {} samples", ours.len());
@@ -270,8 +269,8 @@ fn every_event_size_damaged() {
                 let outcome = recording::read_bytes(&damaged, &name).expect("the later chunks read");
                 let later = outcome.recording.chunks.len() - 2;
                 assert_eq!(
-                    summary(&recording::Recording { chunks: outcome.recording.chunks[later..].to_vec() }, 2),
-                    summary(&recording::Recording { chunks: original.chunks[1..].to_vec() }, 2),
+                    summary_of(&outcome.recording, later..later + 2),
+                    summary_of(&original, 1..3),
                     "{name}: event at {at} sized {value}"
                 );
             }

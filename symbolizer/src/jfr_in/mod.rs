@@ -20,8 +20,8 @@ pub mod values;
 pub use bytes::Malformed;
 use bytes::{Bytes, Result};
 use metadata::{Class, Layout, Metadata};
-use pools::{Entry, Loc, Pools, Staged};
 pub use pools::Memo;
+use pools::{Entry, Loc, Pools, Staged};
 use std::cell::Cell;
 use std::collections::HashSet;
 use std::rc::Rc;
@@ -166,8 +166,10 @@ impl<'f> File<'f> {
             return bytes.error(format!("a chunk of {} bytes", data.len()));
         }
         let (metadata_at, size) = event_at(&bytes, header.metadata_offset, "metadata")?;
-        let metadata_bytes = offset + header.metadata_offset as usize..offset + (header.metadata_offset + size) as usize;
-        let previous = self.chunks.last().filter(|c| self.data[c.metadata_bytes.clone()] == self.data[metadata_bytes.clone()]);
+        let metadata_bytes =
+            offset + header.metadata_offset as usize..offset + (header.metadata_offset + size) as usize;
+        let previous =
+            self.chunks.last().filter(|c| self.data[c.metadata_bytes.clone()] == self.data[metadata_bytes.clone()]);
         let (metadata, pool_of) = match previous {
             Some(previous) => (previous.metadata.clone(), previous.pool_of.clone()),
             None => {
@@ -344,7 +346,12 @@ impl<'a> Scope<'a> {
         let chunk = Bytes::new(&self.data[info.start..info.end], info.start as u64, info.compressed);
         let offset = entry.loc.offset as usize;
         let bytes = chunk.slice(offset, chunk.remaining().checked_sub(offset)?).ok()?;
-        Some(Accessor { scope: self, chunk: entry.loc.chunk, class: entry.loc.class as usize, at: At::Value { bytes, exact: false } })
+        Some(Accessor {
+            scope: self,
+            chunk: entry.loc.chunk,
+            class: entry.loc.class as usize,
+            at: At::Value { bytes, exact: false },
+        })
     }
 }
 

@@ -167,7 +167,8 @@ mod tests {
         assert_eq!(pools.get(&second, pool, 3).map(|e| e.loc), Some(loc(30)), "the staged chunk's first");
         assert_eq!(pools.get(&none, pool, 3).map(|e| e.loc), Some(loc(3)), "not yet committed");
         pools.commit(second);
-        let keys: Vec<(i64, u32)> = [1, 3, 4, 5].iter().map(|&k| (k, pools.get(&none, pool, k).unwrap().loc.chunk)).collect();
+        let keys: Vec<(i64, u32)> =
+            [1, 3, 4, 5].iter().map(|&k| (k, pools.get(&none, pool, k).unwrap().loc.chunk)).collect();
         assert_eq!(keys, [(1, 1), (3, 30), (4, 40), (5, 5)]);
         assert!(pools.get(&none, pool, 2).is_none() && pools.get(&none, pool + 1, 1).is_none());
     }

@@ -54,7 +54,12 @@ impl<'m> Walker<'m> {
     }
 
     /// Moves `bytes` past a field's value (an array's elements, a key).
-    pub fn skip_field(&mut self, bytes: &mut Bytes<'_>, field: &Field, refs: &mut impl FnMut(usize, i64)) -> Result<()> {
+    pub fn skip_field(
+        &mut self,
+        bytes: &mut Bytes<'_>,
+        field: &Field,
+        refs: &mut impl FnMut(usize, i64),
+    ) -> Result<()> {
         self.field_at(bytes, field, 0, refs)
     }
 
