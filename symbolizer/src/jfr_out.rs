@@ -365,12 +365,15 @@ mod tests {
         };
         assert_eq!(fields(copy), fields(original));
         assert_eq!((&copy.attributes, copy.truncated), (&original.attributes, original.truncated));
-        // Remote frames come back as the native frames `[library+0xoffset]`.
+        // Remote frames come back as the native frames `[library+0xoffset]`,
+        // which the reader looks up by the build-id of the listed library.
         let expected: Vec<Frame> = original
             .frames
             .iter()
             .map(|f| match f.remote() {
-                Some((_, offset)) => unresolved("libfoo.so", offset, NATIVE),
+                Some((id, offset)) => {
+                    Frame { build_id: Some(id.to_owned()), ..unresolved("libfoo.so", offset, NATIVE) }
+                }
                 None => f.clone(),
             })
             .collect();
