@@ -33,6 +33,24 @@ pub enum CallTraceError {
 }
 
 impl CallTraceError {
+    pub const ALL: [Self; 15] = [
+        Self::NoJavaFrame,
+        Self::NoClassLoad,
+        Self::GcActive,
+        Self::UnknownNotJava,
+        Self::NotWalkableNotJava,
+        Self::UnknownJava,
+        Self::NotWalkableJava,
+        Self::UnknownState,
+        Self::ThreadExit,
+        Self::Deopt,
+        Self::Safepoint,
+        Self::NotJavaThread,
+        Self::NoWalker,
+        Self::Truncated,
+        Self::Other,
+    ];
+
     pub const fn from_code(code: i64) -> Self {
         match code {
             0 => Self::NoJavaFrame,
@@ -93,6 +111,12 @@ impl CallTraceError {
             Self::Other => "[unknown]",
         }
     }
+
+    /// The error a frame of this name marks (a reader's view of a stack's
+    /// root: walked to its end, or cut and saying why).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|error| error.name() == name)
+    }
 }
 
 /// Frames the recording writes where a stored trace or frame names
@@ -144,10 +168,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn codes_round_trip() {
-        for code in [0, -1, -2, -3, -4, -5, -6, -7, -8, -9, -10, -100, -101, -102, -103] {
-            assert_eq!(CallTraceError::from_code(code).code(), code);
+    fn codes_and_names_round_trip() {
+        for error in CallTraceError::ALL {
+            assert_eq!(CallTraceError::from_code(error.code()), error);
+            assert_eq!(CallTraceError::from_name(error.name()), Some(error));
         }
+        assert_eq!(CallTraceError::from_name("[unknown+0x10]"), None);
         assert_eq!(CallTraceError::from_code(-55), CallTraceError::Other);
     }
 
@@ -161,8 +187,7 @@ mod tests {
             Marker::UnloadedJavaMethod,
         ]
         .map(Marker::name);
-        let errors = [0, -1, -2, -3, -4, -5, -6, -7, -8, -9, -10, -100, -101, -102, -103]
-            .map(|code| CallTraceError::from_code(code).name());
+        let errors = CallTraceError::ALL.map(CallTraceError::name);
         let all: Vec<&str> = names.iter().chain(&errors).copied().collect();
         for (i, name) in all.iter().enumerate() {
             assert!(name.starts_with('[') && name.ends_with(']'), "{name}");

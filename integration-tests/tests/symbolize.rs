@@ -596,3 +596,75 @@ fn several_recordings_merge_or_go_one_output_each() {
         assert_jfr_tool_accepts(&out.join(format!("{name}.symbolized.jfr")));
     }
 }
+
+/// The weight of the stacks whose outermost frame is `root`.
+fn rooted_at(collapsed: &Collapsed, root: &str) -> i64 {
+    collapsed.iter().filter(|((_, frames), _)| frames.last().is_some_and(|f| f == root)).map(|(_, w)| w).sum()
+}
+
+/// `jfr summary`'s chunk count and count of one event type.
+fn jfr_summary(file: &Path, event: &str) -> (u64, u64) {
+    let output = Command::new(jdk_tool("jfr")).arg("summary").arg(file).output().expect("run jfr summary");
+    assert_success(&output);
+    let text = stdout(&output);
+    let value = |key: &str, at: usize| -> u64 {
+        let line = text.lines().map(str::trim).find(|l| l.split_whitespace().next() == Some(key));
+        let line = line.unwrap_or_else(|| panic!("no {key} in jfr summary:\n{text}"));
+        line.split_whitespace().nth(at).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("{line}"))
+    };
+    (value("Chunks:", 1), value(event, 1))
+}
+
+/// Stacks cut short (300 frames deep, kept to 64) sit under `[truncated]`
+/// in every writer's recording: ours, which writes the marker (the
+/// converter counts as many under it); the JDK's, which flags the stack
+/// `truncated` (as many samples as `jdk.jfr.consumer` finds flagged);
+/// async-profiler's, which cuts at `jstackdepth` and flags nothing (the
+/// converter roots them at the recursion itself). That recording
+/// is cut into chunks by `chunktime=2s` over 8 s: every sample of every
+/// chunk is read, as many as `jfr summary` counts.
+#[test]
+fn cut_stacks_sit_under_a_marker_root_and_chunked_recordings_read_whole() {
+    let Some(jar) = converter_jar() else { return };
+    let dir = scratch_dir("symbolize_cut");
+    let ours = dir.join("ours.jfr");
+    let options = format!("start,interval=1ms,overhead=0,jstackdepth=64,file={}", ours.display());
+    assert_success(&run_java(Some(&options), "DeepStack", &["300", "2"], Duration::from_secs(60)));
+    let (mine, theirs) = (collapsed(&ours, "cpu", &[]), converter(&jar, &ours, "cpu"));
+    let cut = rooted_at(&mine, "[truncated]");
+    assert!(cut * 2 > total(&mine), "ours: {cut} of {} cut", total(&mine));
+    assert_eq!(cut, rooted_at(&theirs, "[truncated]"), "ours: the converter's count under the marker");
+
+    let jdk = dir.join("jdk.jfr");
+    let flight = format!("-XX:StartFlightRecording=filename={},settings=profile", jdk.display());
+    let run = ChildGuard::spawn(&mut java_command(None, &[&flight], "DeepStack", &["300", "2"]));
+    assert_success(&run.wait(Duration::from_secs(60)));
+    let flagged = read_recording(&jdk).events.iter().filter(|e| e.kind == "jdk.ExecutionSample" && e.truncated).count();
+    let mine = collapsed(&jdk, "cpu", &[]);
+    assert!(flagged > 20, "the JDK flagged {flagged} samples truncated");
+    assert_eq!(rooted_at(&mine, "[truncated]"), flagged as i64, "the JDK's: {:?}", top_frames(&mine));
+
+    let chunked = dir.join("async-profiler.jfr");
+    let agent = format!(
+        "-agentpath:{}=start,event=cpu,interval=1ms,jstackdepth=64,chunktime=2s,file={}",
+        async_profiler_agent(&jar).display(),
+        chunked.display()
+    );
+    let run = ChildGuard::spawn(&mut java_command(None, &[&agent], "DeepStack", &["300", "8"]));
+    assert_success(&run.wait(Duration::from_secs(60)));
+    let (chunks, samples) = jfr_summary(&chunked, "jdk.ExecutionSample");
+    assert!(chunks >= 2, "async-profiler wrote {chunks} chunk(s) in 8 s at chunktime=2s");
+    let (mine, theirs) = (collapsed(&chunked, "cpu", &[]), converter(&jar, &chunked, "cpu"));
+    assert_eq!(total(&mine) as u64, samples, "every chunk's samples");
+    assert_eq!(total(&theirs), total(&mine), "the converter's");
+    let cut = rooted_at(&mine, "[truncated]");
+    assert!(cut * 2 > total(&mine), "async-profiler's: {cut} of {} cut", total(&mine));
+    // A walk of async-profiler's that broke short of the limit flags
+    // nothing either: a rare tower that stays (under 1%).
+    let towers = rooted_at(&theirs, "DeepStack.descend");
+    assert!(
+        cut <= towers && (towers - cut) * 100 <= towers,
+        "async-profiler's: {cut} cut, the converter's towers {towers}"
+    );
+    println!("{chunks} chunks, {samples} samples, {cut} cut, {towers} towers in the converter's");
+}

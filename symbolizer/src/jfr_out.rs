@@ -142,16 +142,17 @@ impl Rewriter<'_> {
         let mut values: HashMap<u64, &str> = HashMap::new();
         let mut traces = HashMap::new();
         for sample in samples {
-            let context: Vec<u64> = recording
-                .attributes(sample)
-                .iter()
-                .map(|value| match value {
-                    Some(text) => {
+            // One value per attribute the chunk declares (null for those
+            // the sample has none of).
+            let attributes = recording.attributes(sample);
+            let context: Vec<u64> = (0..chunk.attributes.len())
+                .map(|i| match attributes.get(i) {
+                    Some(Some(text)) => {
                         let key = intern(&mut self.values, text);
                         values.insert(key, text);
                         key
                     }
-                    None => 0,
+                    _ => 0,
                 })
                 .collect();
             let thread = self.thread(recording.thread(sample));
@@ -338,10 +339,40 @@ mod tests {
             operation: "servlet.request".to_owned(),
             root_span_id: 41,
         }];
-        let mut second = chunk(vec![sample("worker", 2, vec![java("app/Main", "work", 13)])], vec![]);
+        let later =
+            SampleData { attributes: vec![None, None], ..sample("worker", 2, vec![java("app/Main", "work", 13)]) };
+        let mut second = chunk(vec![later], vec![]);
         second.clock.start_nanos += 50;
         second.clock.start_ticks = 50;
+        // As read: the first chunk's settings (and attributes) still in force.
+        (second.settings, second.attributes) = (first.settings.clone(), first.attributes.clone());
         recording_of(vec![first, second])
+    }
+
+    /// A setting stays in force in the file's later chunks until one sets
+    /// it again (async-profiler writes its settings in the first chunk
+    /// only): read back, the second chunk has the first's `cstack` and
+    /// attributes, and its own `interval`.
+    #[test]
+    fn settings_stay_in_force_across_a_files_chunks() {
+        let mut first = chunk(vec![sample("worker", 1, vec![java("app/Main", "work", 12)])], vec![]);
+        first.settings = [("interval", "1000000"), ("cstack", "fp"), ("attributes", "route")]
+            .map(|(name, value)| (name.to_owned(), value.to_owned()))
+            .to_vec();
+        first.attributes = vec!["route".to_owned()];
+        let mut second = chunk(vec![sample("worker", 1, vec![java("app/Main", "work", 13)])], vec![]);
+        second.settings = vec![("interval".to_owned(), "4000000".to_owned())];
+        second.clock.start_ticks = 50;
+        let copy = read_back("jfr_out_settings", &rewrite(&recording_of(vec![first, second]), None));
+        let in_force = |chunk: &Chunk, name: &str| {
+            chunk.settings.iter().rev().find(|(n, _)| n == name).map(|(_, v)| v.clone()).unwrap_or_default()
+        };
+        let second = &copy.chunks[1];
+        assert_eq!(
+            (in_force(second, "interval"), in_force(second, "cstack"), second.attributes.clone()),
+            ("4000000".to_owned(), "fp".to_owned(), vec!["route".to_owned()])
+        );
+        assert_eq!(in_force(&copy.chunks[0], "interval"), "1000000");
     }
 
     /// An unresolved remote frame as the copy writes it: an ordinary

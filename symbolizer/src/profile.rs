@@ -4,10 +4,10 @@
 //! about as the innermost frame.
 
 use crate::events::EventKind;
-use crate::recording::{Chunk, ClassLeaf, Frame, Recording};
+use crate::recording::{Chunk, ClassLeaf, Frame, Recording, Stack};
 use crate::report::Report;
 use crate::resolve::{Resolution, Resolver, Tier, Unresolved};
-use frames::{FrameType, UnknownNative};
+use frames::{CallTraceError, FrameType, UnknownNative};
 use std::collections::HashMap;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -246,6 +246,38 @@ fn weighings(recording: &Recording, kind: EventKind) -> (i64, Vec<Weighing>) {
     (period, weighings)
 }
 
+/// Each chunk's stack depth limit, where it names one (`jstackdepth`, as
+/// async-profiler and we record it).
+fn depth_limits(recording: &Recording) -> Vec<Option<usize>> {
+    let limit = |chunk: &Chunk| {
+        let (_, value) = chunk.settings.iter().rev().find(|(setting, _)| setting == "jstackdepth")?;
+        value.parse().ok().filter(|&depth: &usize| depth > 0)
+    };
+    recording.chunks.iter().map(limit).collect()
+}
+
+/// Whether a recorded stack was cut short: flagged `truncated` (the JDK's
+/// writer), or as deep as its chunk's limit (async-profiler's, which cuts
+/// there and flags nothing).
+fn is_cut(stack: &Stack, limit: Option<usize>) -> bool {
+    stack.truncated || limit.is_some_and(|limit| stack.frames.len() >= limit)
+}
+
+/// The marker frame at the root of a cut stack whose outermost frame does
+/// not already say why it ends (ours carry `[truncated]` or
+/// `[unknown_Java]`), so that no reader takes the last frame walked for
+/// the thread's first.
+fn cut_marker() -> StackFrame {
+    StackFrame {
+        name: CallTraceError::Truncated.name().to_owned(),
+        kind: Some(FrameType::Native),
+        file: None,
+        line: None,
+        remote: None,
+        inlined: false,
+    }
+}
+
 /// Builds the profile of the samples of `kind`, resolving remote frames
 /// with `resolver` (when given), and reports how they resolved.
 pub fn build(recording: &Recording, kind: EventKind, mut resolver: Option<&mut Resolver>) -> (Profile, Report) {
@@ -254,21 +286,24 @@ pub fn build(recording: &Recording, kind: EventKind, mut resolver: Option<&mut R
         r.prepare([recording]);
     }
     let (period, weighings) = weighings(recording, kind);
+    let limits = depth_limits(recording);
     let mut profile = Profile { period, ..Profile::new(kind) };
     let mut report = Report::new(kind, recording.kinds());
     let mut names: HashMap<String, String> = HashMap::new();
     // Each recorded frame expanded once, each distinct stack (with its
     // leaf class) assembled once.
     let mut frames: Vec<Option<Expanded>> = vec![None; recording.frames.len()];
-    let mut expanded: HashMap<(u32, Option<ClassLeaf>), Expanded> = HashMap::new();
+    let mut expanded: HashMap<(u32, Option<ClassLeaf>, bool), Expanded> = HashMap::new();
     // Samples of one stack and thread are one profile sample.
     let mut folded: HashMap<(u32, Option<ClassLeaf>, u32), usize> = HashMap::new();
-    let chunks = recording.chunks.iter().zip(weighings);
-    let samples = chunks.flat_map(|(chunk, weighing)| chunk.samples.iter().map(move |sample| (sample, weighing)));
-    for (sample, weighing) in samples.filter(|(s, _)| s.kind == kind) {
+    let chunks = recording.chunks.iter().zip(weighings.into_iter().zip(limits));
+    let samples = chunks.flat_map(|(chunk, how)| chunk.samples.iter().map(move |sample| (sample, how)));
+    for (sample, (weighing, limit)) in samples.filter(|(s, _)| s.kind == kind) {
         let weight = weighing.weigh(sample.weight);
         let count = report.frame_count(weight);
-        let stack = expanded.entry((sample.stack, sample.leaf)).or_insert_with(|| {
+        let recorded = recording.stack(sample);
+        let cut = is_cut(recorded, limit);
+        let stack = expanded.entry((sample.stack, sample.leaf, cut)).or_insert_with(|| {
             let mut stack = Expanded::default();
             if let Some(leaf) = &sample.leaf {
                 let frame = StackFrame {
@@ -281,7 +316,7 @@ pub fn build(recording: &Recording, kind: EventKind, mut resolver: Option<&mut R
                 };
                 stack.frames.push(profile.intern(frame));
             }
-            for &id in recording.stack(sample).frames.iter() {
+            for &id in recorded.frames.iter() {
                 let done = frames[id as usize].get_or_insert_with(|| {
                     let frame = &recording.frames[id as usize];
                     let mut one = Expanded::default();
@@ -300,6 +335,10 @@ pub fn build(recording: &Recording, kind: EventKind, mut resolver: Option<&mut R
                 stack.problems.extend_from_slice(&done.problems);
                 stack.remote.extend_from_slice(&done.remote);
                 stack.without_build_id.extend_from_slice(&done.without_build_id);
+            }
+            let root = recorded.frames.last().map(|&id| recording.frames[id as usize].method.as_str());
+            if cut && root.and_then(CallTraceError::from_name).is_none() {
+                stack.frames.push(profile.intern(cut_marker()));
             }
             stack
         });
@@ -446,6 +485,34 @@ mod tests {
         assert_eq!(names(&profile, 0), ["byte[]", "app.Main.allocate", "app.Main.main"]);
         assert_eq!(frame(&profile, 0, 0).kind, Some(FrameType::Kernel));
         assert_eq!(report.kinds[&EventKind::Cpu], (1, 2));
+    }
+
+    /// A stack cut short sits under `[truncated]`: flagged (the JDK's
+    /// writer) or as deep as its chunk's `jstackdepth` (async-profiler's);
+    /// a stack whose root already names why it ends (ours) gets no second
+    /// marker, and a whole stack none.
+    #[test]
+    fn cut_stacks_sit_under_a_marker_root() {
+        let deep = |n: usize| (0..n).map(|i| java("app/Main", &format!("f{i}"), 1)).collect::<Vec<_>>();
+        let flagged = crate::recording::SampleData { truncated: true, ..sample("jdk", 1, deep(2)) };
+        let mut marked = deep(2);
+        marked.push(native(CallTraceError::UnknownJava.name()));
+        let mut cut = chunk(
+            vec![flagged, sample("ap", 1, deep(3)), sample("ours", 1, marked), sample("whole", 1, deep(2))],
+            vec![],
+        );
+        cut.settings = vec![("jstackdepth".to_owned(), "3".to_owned())];
+        let (profile, _) = build_cpu(&recording_of(vec![cut]), None);
+        let roots: Vec<(&str, &str)> = profile
+            .samples
+            .iter()
+            .map(|s| (s.thread.as_str(), profile.frames[*s.stack.last().unwrap() as usize].name.as_str()))
+            .collect();
+        assert_eq!(
+            roots,
+            [("jdk", "[truncated]"), ("ap", "[truncated]"), ("ours", "[unknown_Java]"), ("whole", "app.Main.f1")]
+        );
+        assert_eq!(profile.samples[0].stack.len(), 3, "the frames walked, then the marker");
     }
 
     #[test]

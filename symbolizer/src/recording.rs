@@ -763,6 +763,9 @@ pub fn read_bytes(file: &[u8], display: &str) -> Result<ReadOutcome, ReadError> 
     let mut damage = Vec::new();
     let mut chunks = 0;
     let mut offset = 0;
+    // A setting stays in force until a later chunk of the file sets it
+    // again (async-profiler writes its settings in the first chunk only).
+    let mut in_force: Vec<(String, String)> = Vec::new();
     while offset < file.len() {
         let index = chunks + damage.len();
         let damaged = |message: String, last: bool| Damage { chunk: index, offset: offset as u64, message, last };
@@ -778,8 +781,9 @@ pub fn read_bytes(file: &[u8], display: &str) -> Result<ReadOutcome, ReadError> 
                 break;
             }
         };
-        match read_chunk(&mut reader, &mut converter, offset, header) {
+        match read_chunk(&mut reader, &mut converter, offset, header, &in_force) {
             Ok(chunk) => {
+                in_force = chunk.settings.clone();
                 converter.builder.push_chunk(chunk);
                 chunks += 1;
             }
@@ -810,11 +814,24 @@ fn is_read(name: &str) -> bool {
     ) || event_type(name).is_some()
 }
 
+/// Each setting's last value, in the order of those last values.
+fn last_values(settings: &[(String, String)]) -> Vec<(String, String)> {
+    let mut kept: Vec<(String, String)> = Vec::new();
+    for (name, value) in settings {
+        kept.retain(|(kept, _)| kept != name);
+        kept.push((name.clone(), value.clone()));
+    }
+    kept
+}
+
+/// Reads one chunk: its settings are those `in_force` before it, each
+/// set again by the chunk taking its new value.
 fn read_chunk(
     reader: &mut jfr_in::File<'_>,
     converter: &mut Converter,
     offset: usize,
     header: jfr_in::Header,
+    in_force: &[(String, String)],
 ) -> Result<Chunk, jfr_in::Malformed> {
     let chunk = reader.chunk(offset, header)?;
     converter.frame_bytes.clear();
@@ -828,10 +845,13 @@ fn read_chunk(
         attributes: Vec::new(),
         samples: Vec::new(),
         endpoints: Vec::new(),
-        settings: Vec::new(),
+        settings: in_force.to_vec(),
         counters: Vec::new(),
         libraries: Vec::new(),
     };
+    if let Some((_, names)) = in_force.iter().find(|(name, _)| name == "attributes") {
+        data.attributes = names.split(';').filter(|n| !n.is_empty()).map(str::to_owned).collect();
+    }
     chunk.events(is_read, |event| {
         let value = event.value;
         match event.name {
@@ -883,6 +903,7 @@ fn read_chunk(
         }
     })?;
     chunk.commit();
+    data.settings = last_values(&data.settings);
     Ok(data)
 }
 
