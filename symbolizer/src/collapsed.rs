@@ -2,7 +2,7 @@
 //! input format of flamegraph.pl, speedscope and many other tools.
 
 use crate::profile::Profile;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::fmt::Write;
 
 /// One line per distinct stack, sorted. With `by_thread`, the thread name
@@ -11,7 +11,7 @@ pub fn collapse(profile: &Profile, by_thread: bool) -> String {
     let names: Vec<String> = profile.frames.iter().map(|f| f.name.replace(';', ":")).collect();
     // Samples of one stack (and thread) added up first, each distinct
     // stack spelled once.
-    let mut folded: HashMap<(&[u32], &str), u64> = HashMap::new();
+    let mut folded: FxHashMap<(&[u32], &str), u64> = FxHashMap::default();
     // A sample without frames (another writer's; ours carry a marker
     // frame) has no stack to show: left out, as async-profiler's converter
     // leaves it out.
@@ -19,31 +19,42 @@ pub fn collapse(profile: &Profile, by_thread: bool) -> String {
         let thread = if by_thread { sample.thread.as_str() } else { "" };
         *folded.entry((&sample.stack, thread)).or_default() += sample.weight;
     }
-    let mut lines: Vec<(String, u64)> = folded
-        .into_iter()
-        .map(|((stack, thread), weight)| {
-            let mut key = thread.replace(';', ":");
-            for &frame in stack.iter().rev() {
-                if !key.is_empty() {
-                    key.push(';');
-                }
-                key.push_str(&names[frame as usize]);
-            }
-            (key, weight)
-        })
-        .collect();
-    lines.sort_unstable();
-    // Stacks that read the same (equal names) are one line.
-    lines.dedup_by(|next, kept| {
-        let same = next.0 == kept.0;
-        if same {
-            kept.1 += next.1;
+    // Sorted by thread, then by the names outermost first, so stacks that
+    // read the same (equal names) are adjacent, and become one line.
+    let mut stacks: Vec<(String, &[u32], u64)> =
+        folded.into_iter().map(|((stack, thread), weight)| (thread.replace(';', ":"), stack, weight)).collect();
+    // Frames ranked by name (equal names, equal ranks): stacks compare as
+    // their ranks do, outermost first.
+    let mut by_name: Vec<u32> = (0..names.len() as u32).collect();
+    by_name.sort_unstable_by(|&a, &b| names[a as usize].cmp(&names[b as usize]));
+    let mut rank = vec![0u32; names.len()];
+    for (i, pair) in by_name.windows(2).enumerate() {
+        let tie = names[pair[0] as usize] == names[pair[1] as usize];
+        rank[pair[1] as usize] = if tie { rank[pair[0] as usize] } else { i as u32 + 1 };
+    }
+    let ranks = |stack: &[u32]| stack.iter().rev().map(|&f| rank[f as usize]).collect::<Vec<u32>>();
+    stacks.sort_by_cached_key(|(thread, stack, _)| (thread.clone(), ranks(stack)));
+    let reads_the_same = |a: &(String, &[u32], u64), b: &(String, &[u32], u64)| {
+        a.0 == b.0 && a.1.len() == b.1.len() && a.1.iter().zip(b.1).all(|(&x, &y)| rank[x as usize] == rank[y as usize])
+    };
+    let mut out = String::new();
+    let mut i = 0;
+    while i < stacks.len() {
+        let (thread, stack, mut weight) = &stacks[i];
+        let mut next = i + 1;
+        while next < stacks.len() && reads_the_same(&stacks[i], &stacks[next]) {
+            weight += stacks[next].2;
+            next += 1;
         }
-        same
-    });
-    let mut out = String::with_capacity(lines.iter().map(|(key, _)| key.len() + 12).sum());
-    for (stack, weight) in lines {
-        let _ = writeln!(out, "{stack} {weight}");
+        out.push_str(thread);
+        for (n, &frame) in stack.iter().rev().enumerate() {
+            if n > 0 || !thread.is_empty() {
+                out.push(';');
+            }
+            out.push_str(&names[frame as usize]);
+        }
+        let _ = writeln!(out, " {weight}");
+        i = next;
     }
     out
 }

@@ -3,7 +3,7 @@
 
 use crate::profile::Profile;
 use frames::FrameType;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::fmt::Write;
 
 const TEMPLATE: &str = include_str!("../assets/flamegraph.html");
@@ -31,35 +31,62 @@ fn kind_color_index(kind: Option<FrameType>) -> u8 {
     }
 }
 
-/// Builds the call tree (root first) with the thread name as the first
-/// level when `by_thread` is set.
-fn tree(profile: &Profile, by_thread: bool) -> (Vec<String>, Vec<Node>) {
-    let mut names: Vec<String> = vec!["all".to_owned()];
-    let mut name_index: HashMap<String, u32> = HashMap::new();
-    let mut intern = |names: &mut Vec<String>, name: &str| -> u32 {
-        *name_index.entry(name.to_owned()).or_insert_with(|| {
-            names.push(name.to_owned());
+/// Builds the call tree (root first, parents before children, children
+/// in the order of their names) with the thread name as the first level
+/// when `by_thread` is set.
+fn tree<'a>(profile: &'a Profile, by_thread: bool) -> (Vec<&'a str>, Vec<Node>) {
+    let mut names: Vec<&str> = vec!["all"];
+    let mut name_index: FxHashMap<&str, u32> = FxHashMap::default();
+    let mut intern = |names: &mut Vec<&'a str>, name: &'a str| -> u32 {
+        *name_index.entry(name).or_insert_with(|| {
+            names.push(name);
             names.len() as u32 - 1
         })
     };
-    let mut nodes = vec![Node { name: 0, kind: kind_color_index(None), parent: 0, total: 0 }];
-    let mut child_of: HashMap<(u32, u32, u8), u32> = HashMap::new();
-    for sample in &profile.samples {
-        nodes[0].total += sample.weight;
-        let mut current = 0u32;
-        let thread_level = by_thread.then(|| (intern(&mut names, &sample.thread), kind_color_index(None)));
-        let frames = sample.stack.iter().rev().map(|&f| {
-            let frame = &profile.frames[f as usize];
-            (intern(&mut names, &frame.name), kind_color_index(frame.kind))
-        });
-        for (name, kind) in thread_level.into_iter().chain(frames.collect::<Vec<_>>()) {
-            let next = *child_of.entry((current, name, kind)).or_insert_with(|| {
-                nodes.push(Node { name, kind, parent: current, total: 0 });
-                nodes.len() as u32 - 1
-            });
-            nodes[next as usize].total += sample.weight;
-            current = next;
+    let frames: Vec<u32> = profile.frames.iter().map(|f| intern(&mut names, f.name.as_str())).collect();
+    let threads: Vec<u32> = profile.samples.iter().map(|s| intern(&mut names, s.thread.as_str())).collect();
+    // Names ranked alphabetically: a level is (rank, colour), and the
+    // samples sorted by their levels put every stack that shares a prefix
+    // next to the others, so each node is made once, by the first of them.
+    let mut rank = vec![0u32; names.len()];
+    let mut alphabetical: Vec<u32> = (0..names.len() as u32).collect();
+    alphabetical.sort_unstable_by_key(|&n| names[n as usize]);
+    for (r, &n) in alphabetical.iter().enumerate() {
+        rank[n as usize] = r as u32;
+    }
+    let none = kind_color_index(None);
+    let mut samples: Vec<(Vec<(u32, u8)>, u64)> = profile
+        .samples
+        .iter()
+        .zip(&threads)
+        .map(|(sample, &thread)| {
+            let thread_level = by_thread.then_some((rank[thread as usize], none));
+            let frames = sample
+                .stack
+                .iter()
+                .rev()
+                .map(|&f| (rank[frames[f as usize] as usize], kind_color_index(profile.frames[f as usize].kind)));
+            (thread_level.into_iter().chain(frames).collect(), sample.weight)
+        })
+        .collect();
+    samples.sort_unstable();
+    let mut nodes = vec![Node { name: 0, kind: none, parent: 0, total: 0 }];
+    let mut path: Vec<((u32, u8), u32)> = Vec::new();
+    for (levels, weight) in samples {
+        let shared = path.iter().zip(&levels).take_while(|((level, _), next)| level == *next).count();
+        path.truncate(shared);
+        for &(name_rank, kind) in &levels[shared..] {
+            let parent = path.last().map_or(0, |&(_, node)| node);
+            nodes.push(Node { name: alphabetical[name_rank as usize], kind, parent, total: 0 });
+            path.push(((name_rank, kind), nodes.len() as u32 - 1));
         }
+        let leaf = path.last().map_or(0, |&(_, node)| node);
+        nodes[leaf as usize].total += weight;
+    }
+    // Children after their parents: totals add up from the last node.
+    for i in (1..nodes.len()).rev() {
+        let (parent, total) = (nodes[i].parent as usize, nodes[i].total);
+        nodes[parent].total += total;
     }
     (names, nodes)
 }

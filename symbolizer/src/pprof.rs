@@ -6,7 +6,7 @@
 use crate::events::EventKind;
 use crate::profile::Profile;
 use flate2::write::GzEncoder;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::io::Write;
 
 #[derive(Clone, PartialEq, prost::Message)]
@@ -109,7 +109,7 @@ pub struct Function {
 #[derive(Default)]
 struct Strings {
     table: Vec<String>,
-    index: HashMap<String, i64>,
+    index: FxHashMap<String, i64>,
 }
 
 impl Strings {
@@ -156,25 +156,23 @@ pub fn to_pprof(profile: &Profile, period_nanos: i64) -> PprofProfile {
         period: if period.is_some() { period_nanos } else { 0 },
         ..Default::default()
     };
-    let mut functions: HashMap<(String, Option<String>), u64> = HashMap::new();
-    let mut mappings: HashMap<String, u64> = HashMap::new();
-    let mut locations: HashMap<Vec<u32>, u64> = HashMap::new();
+    let mut functions: FxHashMap<(String, Option<String>), u64> = FxHashMap::default();
+    let mut mappings: FxHashMap<String, u64> = FxHashMap::default();
+    let mut locations: FxHashMap<&[u32], u64> = FxHashMap::default();
     let thread_key = strings.id("thread");
     for sample in &profile.samples {
-        // An inline chain (frames inlined into the next) forms one location.
-        let mut groups: Vec<Vec<u32>> = Vec::new();
-        let mut open = false;
-        for &f in &sample.stack {
-            match groups.last_mut() {
-                Some(group) if open => group.push(f),
-                _ => groups.push(vec![f]),
+        // An inline chain (frames inlined into the next) forms one
+        // location: a group ends at a frame not inlined, or the root.
+        let mut location_ids = Vec::new();
+        let mut start = 0;
+        for (i, &f) in sample.stack.iter().enumerate() {
+            if profile.frames[f as usize].inlined && i + 1 < sample.stack.len() {
+                continue;
             }
-            open = profile.frames[f as usize].inlined;
-        }
-        let mut location_ids = Vec::with_capacity(groups.len());
-        for group in groups {
+            let group = &sample.stack[start..=i];
+            start = i + 1;
             let next_id = locations.len() as u64 + 1;
-            let id = *locations.entry(group.clone()).or_insert(next_id);
+            let id = *locations.entry(group).or_insert(next_id);
             if id == next_id {
                 let first = &profile.frames[group[0] as usize];
                 let (mapping_id, address) = match &first.remote {

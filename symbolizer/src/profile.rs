@@ -8,6 +8,7 @@ use crate::recording::{Chunk, ClassLeaf, Frame, Recording, Stack};
 use crate::report::Report;
 use crate::resolve::{Resolution, Resolver, Tier, Unresolved};
 use frames::{CallTraceError, FrameType, UnknownNative};
+use rustc_hash::FxHashMap;
 use std::collections::HashMap;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -43,7 +44,7 @@ pub struct Profile {
     /// (0: no chunk names one).
     pub period: i64,
     pub frames: Vec<StackFrame>,
-    index: HashMap<StackFrame, u32>,
+    index: FxHashMap<StackFrame, u32>,
     pub samples: Vec<ProfileSample>,
 }
 
@@ -293,9 +294,9 @@ pub fn build(recording: &Recording, kind: EventKind, mut resolver: Option<&mut R
     // Each recorded frame expanded once, each distinct stack (with its
     // leaf class) assembled once.
     let mut frames: Vec<Option<Expanded>> = vec![None; recording.frames.len()];
-    let mut expanded: HashMap<(u32, Option<ClassLeaf>, bool), Expanded> = HashMap::new();
+    let mut expanded: FxHashMap<(u32, Option<ClassLeaf>, bool), Expanded> = FxHashMap::default();
     // Samples of one stack and thread are one profile sample.
-    let mut folded: HashMap<(u32, Option<ClassLeaf>, u32), usize> = HashMap::new();
+    let mut folded: FxHashMap<(u32, Option<ClassLeaf>, u32), usize> = FxHashMap::default();
     let chunks = recording.chunks.iter().zip(weighings.into_iter().zip(limits));
     let samples = chunks.flat_map(|(chunk, how)| chunk.samples.iter().map(move |sample| (sample, how)));
     for (sample, (weighing, limit)) in samples.filter(|(s, _)| s.kind == kind) {

@@ -14,6 +14,7 @@
 use crate::events::{event_type, java_class_name, EventKind, EventType, Weight};
 use crate::jfr_in::{self, Accessor, Pooled, Split};
 use frames::{FrameType, NON_JAVA_DESCRIPTOR, REMOTE_METHOD_NAME};
+use rustc_hash::FxHashMap;
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::path::Path;
@@ -370,12 +371,12 @@ impl Recording {
 
 /// A table of distinct values, each with its index.
 struct Interned<T> {
-    index: HashMap<T, u32>,
+    index: FxHashMap<T, u32>,
 }
 
 impl<T: Hash + Eq + Clone> Interned<T> {
     fn new() -> Self {
-        Self { index: HashMap::new() }
+        Self { index: FxHashMap::default() }
     }
 
     /// `value`'s index in `table`, appended if new.
@@ -564,11 +565,11 @@ struct Converter {
     /// Methods as converted, by the index their constants' memos hold.
     methods: Vec<Method>,
     /// (method, line, bci, frame type) → frame.
-    frame_keys: HashMap<(u32, i32, i32, u32), u32>,
+    frame_keys: FxHashMap<(u32, i32, i32, u32), u32>,
     /// A frame's bytes in the chunk being read → frame (its keys are the
     /// chunk's, so it is cleared with each chunk): a frame's few bytes
     /// packed with their length into one integer.
-    frame_bytes: HashMap<u128, u32>,
+    frame_bytes: FxHashMap<u128, u32>,
 }
 
 impl Converter {
@@ -602,15 +603,16 @@ impl Converter {
         self.methods.len() as u32 - 1
     }
 
-    fn frame(&mut self, frame: Accessor<'_>) -> u32 {
-        let packed = frame
-            .raw()
+    /// The frame of these bytes of the chunk (`raw`), converted from
+    /// `frame` the first time they are met.
+    fn frame<'a>(&mut self, raw: Option<&[u8]>, frame: impl FnOnce() -> Accessor<'a>) -> u32 {
+        let packed = raw
             .filter(|raw| raw.len() < 16)
             .map(|raw| raw.iter().fold(raw.len() as u128, |packed, &b| packed << 8 | u128::from(b)));
         if let Some(&id) = packed.and_then(|key| self.frame_bytes.get(&key)) {
             return id;
         }
-        let id = self.convert_frame(frame);
+        let id = self.convert_frame(frame());
         if let Some(key) = packed {
             self.frame_bytes.insert(key, id);
         }
@@ -660,8 +662,18 @@ impl Converter {
 
     fn stack(&mut self, stack: Option<Accessor<'_>>) -> u32 {
         let truncated = boolean(stack.as_ref().and_then(|s| s.get_field("truncated")));
-        let frames = stack.and_then(|s| s.get_field("frames")).and_then(Accessor::as_iter);
-        let frames = frames.map(|frames| frames.map(|f| self.frame(f)).collect()).unwrap_or_default();
+        let frames = stack.and_then(|s| s.get_field("frames"));
+        // Frames lie inline (their bytes found without reading them), but
+        // in a writer that pooled them.
+        let frames: Box<[u32]> = match (frames.as_ref().and_then(Accessor::inline_elements), &frames) {
+            (Some(elements), Some(frames)) => {
+                elements.map(|e| self.frame(Some(e.raw()), || frames.element(e))).collect()
+            }
+            _ => frames
+                .and_then(Accessor::as_iter)
+                .map(|f| f.map(|f| self.frame(f.raw(), || f)).collect())
+                .unwrap_or_default(),
+        };
         self.builder.stack(Stack { frames, truncated })
     }
 
@@ -756,8 +768,8 @@ pub fn read_bytes(file: &[u8], display: &str) -> Result<ReadOutcome, ReadError> 
     let mut converter = Converter {
         builder: Builder::default(),
         methods: Vec::new(),
-        frame_keys: HashMap::new(),
-        frame_bytes: HashMap::new(),
+        frame_keys: FxHashMap::default(),
+        frame_bytes: FxHashMap::default(),
     };
     let mut reader = jfr_in::File::new(file);
     let mut damage = Vec::new();

@@ -36,7 +36,7 @@ fn frame(name: String) -> StackFrame {
 /// frames deep holds 0.25% of it (a sliver three pixels wide).
 fn deep_profile() -> Profile {
     let mut profile = Profile::new(EventKind::Cpu);
-    let mut stack = |profile: &mut Profile, names: Vec<String>, weight| {
+    let stack = |profile: &mut Profile, names: Vec<String>, weight| {
         let stack: Vec<u32> = names.into_iter().rev().map(|n| profile.intern(frame(n))).collect();
         profile.samples.push(ProfileSample { thread: "main".to_owned(), weight, events: weight, stack });
     };

@@ -42,12 +42,24 @@ pub struct Field {
     pub array: bool,
 }
 
+/// A field of a flat class: a key, or a primitive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flat {
+    /// A key into this class's pool.
+    Key(usize),
+    Scalar(Primitive),
+}
+
 #[derive(Debug)]
 pub struct Class {
     pub id: i64,
     pub name: Rc<str>,
     pub layout: Layout,
     pub fields: Vec<Field>,
+    /// For a composite class whose fields are all single keys and
+    /// primitives (a stack frame): those fields, walked without descending
+    /// into their classes.
+    pub flat: Option<Box<[Flat]>>,
 }
 
 impl Class {
@@ -132,6 +144,20 @@ fn primitive(name: &str) -> Option<Layout> {
     }))
 }
 
+/// A composite class's fields as [`Flat`] ones, if all are.
+fn flat(classes: &[Class], class: &Class) -> Option<Box<[Flat]>> {
+    if class.layout != Layout::Composite || class.fields.is_empty() {
+        return None;
+    }
+    let flat = |field: &Field| match (field.array, field.pooled, classes[field.class].layout) {
+        (true, _, _) => None,
+        (false, true, _) => Some(Flat::Key(field.class)),
+        (false, false, Layout::Primitive(p)) => Some(Flat::Scalar(p)),
+        (false, false, _) => None,
+    };
+    class.fields.iter().map(flat).collect()
+}
+
 fn classes(bytes: &Bytes<'_>, root: &Element) -> Result<Metadata> {
     let elements: Vec<&Element> = root
         .children
@@ -173,7 +199,10 @@ fn classes(bytes: &Bytes<'_>, root: &Element) -> Result<Metadata> {
             });
         }
         let layout = primitive(&name).unwrap_or(Layout::Composite);
-        classes.push(Class { id: id(class, "id")?, name, layout, fields });
+        classes.push(Class { id: id(class, "id")?, name, layout, fields, flat: None });
+    }
+    for index in 0..classes.len() {
+        classes[index].flat = flat(&classes, &classes[index]);
     }
     Ok(Metadata { classes, by_id })
 }

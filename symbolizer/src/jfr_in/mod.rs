@@ -377,6 +377,33 @@ enum At<'a> {
     Array { count: usize, pooled: bool, elements: Bytes<'a> },
 }
 
+/// An element of an array of inline values: its bytes exactly.
+pub struct Element<'a>(Bytes<'a>);
+
+impl<'a> Element<'a> {
+    /// Its bytes: equal bytes of one chunk are equal values.
+    pub fn raw(&self) -> &'a [u8] {
+        self.0.prefix(self.0.remaining()).unwrap_or_default()
+    }
+}
+
+/// One of two iterators of the same items.
+enum Either<A, B> {
+    Inline(A),
+    Keyed(B),
+}
+
+impl<T, A: Iterator<Item = T>, B: Iterator<Item = T>> Iterator for Either<A, B> {
+    type Item = T;
+
+    fn next(&mut self) -> Option<T> {
+        match self {
+            Either::Inline(a) => a.next(),
+            Either::Keyed(b) => b.next(),
+        }
+    }
+}
+
 /// A pooled field: its constant, which a reader may convert once and keep
 /// the result of in the constant's [`Memo`].
 pub struct Pooled<'a> {
@@ -462,30 +489,53 @@ impl<'a> Accessor<'a> {
 
     /// An array's elements (null keys left out).
     pub fn as_iter(self) -> Option<impl Iterator<Item = Accessor<'a>>> {
+        if let Some(elements) = self.inline_elements() {
+            return Some(Either::Inline(elements.map(move |e| self.element(e))));
+        }
         let At::Array { count, pooled, elements } = self.at.clone() else {
             return None;
         };
         let metadata = self.metadata();
         let field = metadata::Field { name: "".into(), class: self.class, pooled, array: false };
-        // Elements that are neither keys nor strings (which may be keys)
-        // are where they lie.
-        let inline = !pooled && metadata.classes.get(self.class)?.layout != Layout::String;
         let mut bytes = elements;
-        Some(
+        Some(Either::Keyed(
             (0..count)
                 .map_while(move |_| {
                     let start = bytes.clone();
                     walker(metadata).skip_field(&mut bytes, &field, &mut |_, _| {}).ok()?;
-                    if !inline {
-                        return Some(self.at(field.class, start, field.pooled));
-                    }
-                    // The element's bytes exactly (see `raw`).
-                    let len = bytes.position() - start.position();
-                    let element = start.slice(start.position(), len).ok()?;
-                    Some(Some(Accessor { at: At::Value { bytes: element, exact: true }, ..self.clone() }))
+                    Some(self.at(field.class, start, field.pooled))
                 })
                 .flatten(),
-        )
+        ))
+    }
+
+    /// An array of values that lie where they are written (neither keys
+    /// nor strings, which may be keys): each element's bytes, found but
+    /// not read ([`Self::element`] reads one).
+    pub fn inline_elements(&self) -> Option<impl Iterator<Item = Element<'a>> + use<'a>> {
+        let At::Array { count, pooled: false, elements } = self.at.clone() else {
+            return None;
+        };
+        let metadata = self.metadata();
+        let class = metadata.classes.get(self.class)?;
+        if class.layout == Layout::String {
+            return None;
+        }
+        let (index, flat) = (self.class, class.flat.as_deref());
+        let mut bytes = elements;
+        Some((0..count).map_while(move |_| {
+            let start = bytes.clone();
+            match flat {
+                Some(flat) => values::skip_flat(&mut bytes, flat, &mut |_, _| {}).ok()?,
+                None => walker(metadata).skip(&mut bytes, index, &mut |_, _| {}).ok()?,
+            }
+            Some(Element(start.slice(start.position(), bytes.position() - start.position()).ok()?))
+        }))
+    }
+
+    /// One of this array's [`Self::inline_elements`].
+    pub fn element(&self, element: Element<'a>) -> Accessor<'a> {
+        Accessor { at: At::Value { bytes: element.0, exact: true }, ..self.clone() }
     }
 
     /// The bytes of a value (not of an array): equal bytes of one chunk

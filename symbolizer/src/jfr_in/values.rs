@@ -8,7 +8,7 @@
 //! takes is bounded by the chunk's size.
 
 use super::bytes::{Bytes, Result};
-use super::metadata::{Field, Layout, Metadata, Primitive};
+use super::metadata::{Field, Flat, Layout, Metadata, Primitive};
 
 /// Inline (not pooled) classes nest this deep at most: the JDK's deepest
 /// is a handful.
@@ -72,6 +72,16 @@ impl<'m> Walker<'m> {
     ) -> Result<()> {
         let count = if field.array { bytes.count(1, "array element")? } else { 1 };
         self.spend(bytes, count)?;
+        let flat = self.metadata.classes.get(field.class).and_then(|c| c.flat.as_deref());
+        if let (Some(flat), false) = (flat, field.pooled) {
+            // Elements of a flat class (stack frames): walked as skip_at
+            // walks each, without looking their class up again.
+            self.spend(bytes, count.saturating_mul(1 + 2 * flat.len()))?;
+            for _ in 0..count {
+                skip_flat(bytes, flat, refs)?;
+            }
+            return Ok(());
+        }
         for _ in 0..count {
             if field.pooled {
                 self.spend(bytes, 1)?;
@@ -98,16 +108,21 @@ impl<'m> Walker<'m> {
         let Some(desc) = metadata.classes.get(class) else {
             return bytes.error(format!("class index {class}"));
         };
-        match desc.layout {
-            Layout::Primitive(p) => {
+        match (desc.layout, desc.flat.as_deref()) {
+            (Layout::Primitive(p), _) => {
                 read_primitive(bytes, p)?;
             }
-            Layout::String => {
+            (Layout::String, _) => {
                 if let Some(key) = bytes.skip_string()? {
                     refs(class, key);
                 }
             }
-            Layout::Composite => {
+            (Layout::Composite, Some(flat)) => {
+                // As many values as the fields walked one by one spend.
+                self.spend(bytes, 2 * flat.len())?;
+                skip_flat(bytes, flat, refs)?;
+            }
+            (Layout::Composite, None) => {
                 if depth >= MAX_DEPTH {
                     return bytes.error(format!("{} nests inline values too deep", desc.name));
                 }
@@ -118,6 +133,25 @@ impl<'m> Walker<'m> {
         }
         Ok(())
     }
+}
+
+/// Moves `bytes` past one value of a flat class (its [`Flat`] fields),
+/// calling `refs` with the class and key of every non-null key.
+pub fn skip_flat(bytes: &mut Bytes<'_>, flat: &[Flat], refs: &mut impl FnMut(usize, i64)) -> Result<()> {
+    for field in flat {
+        match *field {
+            Flat::Key(class) => {
+                let key = bytes.long()?;
+                if key != 0 {
+                    refs(class, key);
+                }
+            }
+            Flat::Scalar(p) => {
+                read_primitive(bytes, p)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A primitive's value: integers as `Int`, floats as `Float`.
