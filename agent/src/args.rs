@@ -130,6 +130,56 @@ pub const LOCK_LIMITS: Limits = Limits {
 pub const LOCK_THRESHOLD_LIMITS: Limits =
     Limits { what: "lock waits recorded", floor: Duration::ZERO, costly_below: Duration::ZERO, ceiling: MAX_INTERVAL };
 
+/// Event bytes after which a chunk is finished by default (`chunksize`).
+pub const DEFAULT_CHUNK_SIZE: u64 = 8 << 20;
+/// `chunksize` from 64 KiB (a chunk repeats its metadata and constant
+/// pools: smaller ones are mostly overhead) to 1 GiB (held in memory
+/// until finished).
+const CHUNK_SIZE_RANGE: (u64, u64) = (64 << 10, 1 << 30);
+/// `chunktime` from a second to a day.
+const CHUNK_TIME_RANGE: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(86_400));
+/// `loop` from a second (`%t` names files by the second) to 30 days.
+const LOOP_RANGE: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(30 * 86_400));
+/// What a looping session keeps on disk when no `maxfiles`, `maxsize` or
+/// `maxage` is given: the JDK's default repository bound is 250 MB.
+pub const DEFAULT_LOOP_MAX_SIZE: u64 = 256 << 20;
+
+/// Which of a looping session's files are kept: each bound removes the
+/// oldest files past it (never the one being written).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Retention {
+    pub max_files: Option<u32>,
+    pub max_size: Option<u64>,
+    pub max_age: Option<Duration>,
+}
+
+/// How a session records for a long time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Continuous {
+    /// Each period's recording goes to a file of its own, named by
+    /// expanding `file=` again (`loop=`).
+    pub period: Option<Duration>,
+    /// Event bytes after which a chunk is finished (`chunksize=`).
+    pub chunk_size: u64,
+    /// Time after which a chunk is finished (`chunktime=`).
+    pub chunk_time: Option<Duration>,
+    pub retention: Retention,
+    /// The session stops by itself after this long (`timeout=`).
+    pub timeout: Option<Duration>,
+}
+
+impl Default for Continuous {
+    fn default() -> Self {
+        Self {
+            period: None,
+            chunk_size: DEFAULT_CHUNK_SIZE,
+            chunk_time: None,
+            retention: Retention::default(),
+            timeout: None,
+        }
+    }
+}
+
 /// A parsed option string.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Options {
@@ -152,8 +202,10 @@ pub struct Options {
     /// Idle threads' wall-clock samples are folded instead of signalled
     /// (`wallbatch`, on by default; see `storage::idle`).
     pub wall_batch: bool,
-    /// Output path template (`%p` = pid, `%t` = timestamp).
+    /// Output path template (see [`expand_path`]).
     pub file: Option<String>,
+    /// Recording for a long time: periods, chunks, retention, timeout.
+    pub continuous: Continuous,
     /// How stacks are walked (`cstack=`, `javawalk=`; the HotSpot walker
     /// by default).
     pub cstack: StackPlan,
@@ -190,6 +242,7 @@ impl Default for Options {
             wall_threads_per_tick: DEFAULT_WALL_THREADS_PER_TICK,
             wall_batch: true,
             file: None,
+            continuous: Continuous::default(),
             cstack: StackPlan::default(),
             jstackdepth: DEFAULT_JSTACKDEPTH,
             remote_symbolication: false,
@@ -274,7 +327,7 @@ fn limit(key: &str, value: Duration, limits: &Limits, warnings: &mut Vec<String>
 
 const OPTION_NAMES: &str =
     "start, stop, dump, status, version, event, cpu, wall, alloc, live, lock, lockthreshold, walltpt, wallbatch, \
-     interval, file, \
+     interval, file, loop, chunksize, chunktime, maxfiles, maxsize, maxage, timeout, \
      jfr, cstack, javawalk, jstackdepth, remotesym, verifywalk, attributes, jfrdialect, filter, overhead, log, loglevel";
 
 /// Parses a comma-separated option string. An empty string is valid (the
@@ -467,7 +520,11 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
             }
             "log" => options.log_file = Some(required(key, value)?.to_owned()),
             "loglevel" => options.log_level = parse_log_level(key, required(key, value)?)?,
-            other => return Err(error(other, format!("unknown option (accepted: {OPTION_NAMES})"))),
+            other => {
+                if !parse_continuous(other, value, &mut options.continuous)? {
+                    return Err(error(other, format!("unknown option (accepted: {OPTION_NAMES})")));
+                }
+            }
         }
     }
 
@@ -552,7 +609,122 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
             ));
         }
     }
+    check_continuous(&mut options, item("loop"), item("file"))?;
     Ok(options)
+}
+
+/// Parses the options of [`Continuous`]; false for any other option.
+fn parse_continuous(key: &str, value: Option<&str>, continuous: &mut Continuous) -> Result<bool, OptionError> {
+    let within = |value: Duration, (floor, ceiling): (Duration, Duration)| {
+        if value < floor || value > ceiling {
+            Err(error(
+                key,
+                format!("{} is out of range (accepted: {} to {})", spell(value), spell(floor), spell(ceiling)),
+            ))
+        } else {
+            Ok(value)
+        }
+    };
+    match key {
+        "loop" => continuous.period = Some(within(parse_time(key, required(key, value)?)?, LOOP_RANGE)?),
+        "chunktime" => continuous.chunk_time = Some(within(parse_time(key, required(key, value)?)?, CHUNK_TIME_RANGE)?),
+        "timeout" => continuous.timeout = Some(parse_time(key, required(key, value)?)?),
+        "maxage" => continuous.retention.max_age = Some(parse_time(key, required(key, value)?)?),
+        "chunksize" => {
+            let bytes = parse_size(key, required(key, value)?)?;
+            let (floor, ceiling) = CHUNK_SIZE_RANGE;
+            if bytes < floor || bytes > ceiling {
+                return Err(error(key, format!("{bytes} bytes is out of range (accepted: 64k to 1g)")));
+            }
+            continuous.chunk_size = bytes;
+        }
+        "maxsize" => continuous.retention.max_size = Some(parse_size(key, required(key, value)?)?),
+        "maxfiles" => {
+            let v = required(key, value)?;
+            let accepted = "accepted: a positive number of files";
+            let files: u32 =
+                v.parse().map_err(|_| error(key, format!("'{}' is not a number ({accepted})", echo(v))))?;
+            if files == 0 {
+                return Err(error(key, format!("0 keeps no file ({accepted})")));
+            }
+            continuous.retention.max_files = Some(files);
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// `loop` needs a `file=` whose expansion changes from period to period;
+/// retention applies to a looping session's files; without any bound a
+/// looping session keeps [`DEFAULT_LOOP_MAX_SIZE`].
+fn check_continuous(options: &mut Options, loop_item: &str, file_item: &str) -> Result<(), OptionError> {
+    let continuous = &mut options.continuous;
+    let retention = [
+        ("maxfiles", continuous.retention.max_files.is_some()),
+        ("maxsize", continuous.retention.max_size.is_some()),
+        ("maxage", continuous.retention.max_age.is_some()),
+    ];
+    if continuous.period.is_none() {
+        if let Some((key, _)) = retention.iter().find(|(_, given)| *given) {
+            return Err(error(key, "applies to the files of a looping session: add loop=DURATION"));
+        }
+        return Ok(());
+    }
+    let Some(template) = options.file.as_deref() else {
+        return Err(error("loop", "needs file=PATTERN, expanded for each period (e.g. file=profile-%t.jfr)"));
+    };
+    if !varies_by_period(template) {
+        return Err(error(
+            "loop",
+            format!(
+                "'{}' with '{}' names every period's file the same: add %t (start time) or %n (sequence number)",
+                echo(loop_item),
+                echo(file_item)
+            ),
+        ));
+    }
+    if retention.iter().all(|(_, given)| !given) {
+        continuous.retention.max_size = Some(DEFAULT_LOOP_MAX_SIZE);
+    }
+    Ok(())
+}
+
+/// Whether [`expand_path`] gives `template` a new name each period: it
+/// holds `%t` or `%n` (not escaped as `%%`).
+fn varies_by_period(template: &str) -> bool {
+    let mut chars = template.chars();
+    while let Some(c) = chars.next() {
+        if c == '%' {
+            match chars.next() {
+                Some('t' | 'n') => return true,
+                _ => continue,
+            }
+        }
+    }
+    false
+}
+
+/// A time as `loop`, `chunktime`, `timeout` and `maxage` take it: seconds,
+/// or with a unit `ms`, `s`, `m`, `h` or `d` (`30s`, `10m`, `1h`, `7d`).
+fn parse_time(key: &str, value: &str) -> Result<Duration, OptionError> {
+    let accepted = "accepted: a positive number with optional unit ms, s, m, h or d, e.g. 10m";
+    let shown = echo(value);
+    let digits_end = value.find(|c: char| !c.is_ascii_digit()).unwrap_or(value.len());
+    let (digits, unit) = value.split_at(digits_end);
+    let number: u64 = digits.parse().map_err(|_| error(key, format!("'{shown}' is not a number ({accepted})")))?;
+    let millis_per_unit: u64 = match unit {
+        "ms" => 1,
+        "" | "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        other => return Err(error(key, format!("unknown unit '{}' in '{shown}' ({accepted})", echo(other)))),
+    };
+    match number.checked_mul(millis_per_unit) {
+        Some(0) => Err(error(key, format!("'{shown}' must be greater than zero ({accepted})"))),
+        Some(millis) => Ok(Duration::from_millis(millis)),
+        None => Err(error(key, format!("'{shown}' is too large ({accepted})"))),
+    }
 }
 
 fn action_name(action: Action) -> &'static str {
@@ -624,6 +796,20 @@ pub fn parse_interval(key: &str, value: &str) -> Result<Duration, OptionError> {
 /// positive and below 2 GiB (JVMTI takes a `jint`).
 pub fn parse_bytes(key: &str, value: &str) -> Result<u32, OptionError> {
     let accepted = "accepted: a positive byte count below 2g with optional unit k, m or g, e.g. 512k";
+    let bytes = scaled_bytes(key, value, accepted)?;
+    u32::try_from(bytes)
+        .ok()
+        .filter(|&b| b <= i32::MAX as u32)
+        .ok_or_else(|| error(key, format!("'{}' is too large ({accepted})", echo(value))))
+}
+
+/// A size in bytes with optional unit `k`, `m` or `g`: positive.
+fn parse_size(key: &str, value: &str) -> Result<u64, OptionError> {
+    scaled_bytes(key, value, "accepted: a positive byte count with optional unit k, m or g, e.g. 100m")
+}
+
+/// A positive number of bytes with optional unit `k`, `m` or `g` (binary).
+fn scaled_bytes(key: &str, value: &str, accepted: &str) -> Result<u64, OptionError> {
     let shown = echo(value);
     let digits_end = value.find(|c: char| !c.is_ascii_digit()).unwrap_or(value.len());
     let (digits, unit) = value.split_at(digits_end);
@@ -631,17 +817,16 @@ pub fn parse_bytes(key: &str, value: &str) -> Result<u32, OptionError> {
         return Err(error(key, format!("'{shown}' is not a number ({accepted})")));
     }
     let number: u64 = digits.parse().map_err(|_| error(key, format!("'{shown}' is too large ({accepted})")))?;
-    let unit_bytes: u64 = match unit.to_ascii_lowercase().as_str() {
-        "" => 1,
-        "k" => 1 << 10,
-        "m" => 1 << 20,
-        "g" => 1 << 30,
+    let shift = match unit.to_ascii_lowercase().as_str() {
+        "" => 0,
+        "k" => 10,
+        "m" => 20,
+        "g" => 30,
         _ => return Err(error(key, format!("unknown unit '{}' in '{shown}' ({accepted})", echo(unit)))),
     };
-    let bytes = number.checked_mul(unit_bytes).filter(|&b| b <= i32::MAX as u64);
-    match bytes {
+    match number.checked_mul(1 << shift) {
         Some(0) => Err(error(key, format!("'{shown}' must be greater than zero ({accepted})"))),
-        Some(b) => Ok(b as u32),
+        Some(bytes) => Ok(bytes),
         None => Err(error(key, format!("'{shown}' is too large ({accepted})"))),
     }
 }
@@ -686,32 +871,49 @@ fn parse_log_level(key: &str, value: &str) -> Result<LogLevel, OptionError> {
     })
 }
 
-/// Expands `%p` (process id), `%t` (UTC timestamp `YYYYMMDD-hhmmss`) and
-/// `%%` in an output path template. Other `%` sequences stay as written.
-pub fn expand_path(template: &str, pid: u32, unix_seconds: u64) -> String {
+/// The text of a `{...}` at the start of `after`.
+fn braced(after: &str) -> Option<&str> {
+    after.strip_prefix('{').and_then(|b| b.split_once('}')).map(|(inside, _)| inside)
+}
+
+/// What the `%` sequences of a file name pattern stand for.
+#[derive(Clone, Copy, Debug)]
+pub struct Naming {
+    pub pid: u32,
+    /// The time the file's recording starts (`%t`).
+    pub unix_seconds: u64,
+    /// The file's number in its session, from 0 (`%n`).
+    pub sequence: u64,
+}
+
+/// Expands a file name pattern: `%p` (process id), `%t` (UTC start time
+/// `YYYYMMDD-hhmmss`), `%n` (sequence number) and `%n{MAX}` (it modulo
+/// MAX), `%{NAME}` (environment variable NAME, empty if unset) and `%%`.
+/// Other `%` sequences stay as written.
+pub fn expand_path(template: &str, naming: &Naming) -> String {
     let mut out = String::with_capacity(template.len() + 16);
-    let mut chars = template.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c != '%' {
-            out.push(c);
-            continue;
-        }
-        match chars.peek() {
-            Some('p') => {
-                chars.next();
-                out.push_str(&pid.to_string());
-            }
-            Some('t') => {
-                chars.next();
-                out.push_str(&format_timestamp(unix_seconds));
-            }
-            Some('%') => {
-                chars.next();
-                out.push('%');
-            }
-            _ => out.push('%'),
-        }
+    let mut rest = template;
+    while let Some(at) = rest.find('%') {
+        out.push_str(&rest[..at]);
+        rest = &rest[at + 1..];
+        let (text, used) = match rest.chars().next() {
+            Some('p') => (naming.pid.to_string(), 1),
+            Some('t') => (format_timestamp(naming.unix_seconds), 1),
+            Some('%') => ("%".to_owned(), 1),
+            Some('n') => match braced(&rest[1..]).and_then(|max| Some((max, max.parse::<u64>().ok()?))) {
+                Some((digits, max)) if max > 0 => ((naming.sequence % max).to_string(), 1 + digits.len() + 2),
+                _ => (naming.sequence.to_string(), 1),
+            },
+            Some('{') => match braced(rest) {
+                Some(name) => (std::env::var(name).unwrap_or_default(), name.len() + 2),
+                None => ("%".to_owned(), 0),
+            },
+            _ => ("%".to_owned(), 0),
+        };
+        out.push_str(&text);
+        rest = &rest[used..];
     }
+    out.push_str(rest);
     out
 }
 
@@ -753,6 +955,33 @@ mod tests {
         assert_eq!(o.jstackdepth, 2048);
         assert!(!o.remote_symbolication);
         assert_eq!(o.cstack, StackPlan::default());
+    }
+
+    #[test]
+    fn looping_needs_a_file_pattern_that_changes_and_keeps_a_default_bound() {
+        let o = parse("start,loop=10m,file=p-%t.jfr").unwrap();
+        assert_eq!(o.continuous.period, Some(Duration::from_secs(600)));
+        assert_eq!(o.continuous.retention.max_size, Some(DEFAULT_LOOP_MAX_SIZE), "no session fills a disk");
+        let o = parse("start,loop=1h,file=p-%n{24}.jfr,maxfiles=24,chunksize=1m,chunktime=30s,timeout=7d").unwrap();
+        let c = &o.continuous;
+        assert_eq!(
+            (c.period, c.retention.max_files, c.retention.max_size),
+            (Some(Duration::from_secs(3600)), Some(24), None)
+        );
+        assert_eq!((c.chunk_size, c.chunk_time), (1 << 20, Some(Duration::from_secs(30))));
+        assert_eq!(c.timeout, Some(Duration::from_secs(7 * 86_400)));
+        let e = err("start,loop=1m,file=same.jfr");
+        assert_eq!(e.option, "loop");
+        assert!(e.message.contains("same.jfr") && e.message.contains("%t"), "{e}");
+        assert_eq!(err("start,loop=1m,file=p-%%t.jfr").option, "loop", "an escaped %t names nothing");
+        assert_eq!(err("start,loop=1m").option, "loop");
+        assert_eq!(err("start,maxfiles=3,file=a.jfr").option, "maxfiles");
+        assert_eq!(err("start,loop=500ms,file=%t").option, "loop");
+        assert_eq!(err("start,chunksize=1k").option, "chunksize");
+        assert_eq!(err("start,chunktime=2d").option, "chunktime");
+        assert_eq!(err("start,loop=1m,file=%t,maxfiles=0").option, "maxfiles");
+        assert_eq!(err("start,timeout=5x").option, "timeout");
+        assert!(parse("start,maxsize=10g,loop=1d,file=%t").is_ok());
     }
 
     #[test]
@@ -1092,12 +1321,19 @@ mod tests {
 
     #[test]
     fn path_expansion() {
-        assert_eq!(expand_path("/tmp/p-%p.jfr", 42, 0), "/tmp/p-42.jfr");
-        assert_eq!(expand_path("%t.jfr", 1, 1_700_000_000), "20231114-221320.jfr");
-        assert_eq!(expand_path("100%%-%x", 1, 0), "100%-%x");
-        assert_eq!(expand_path("%t", 1, 951_782_400), "20000229-000000");
-        for path in ["/tmp/a.jfr", "/tmp/100%-%p%%t.jfr"] {
-            assert_eq!(expand_path(&escape_path(path), 7, 0), path);
+        let at = |pid, unix_seconds, sequence| Naming { pid, unix_seconds, sequence };
+        assert_eq!(expand_path("/tmp/p-%p.jfr", &at(42, 0, 0)), "/tmp/p-42.jfr");
+        assert_eq!(expand_path("%t.jfr", &at(1, 1_700_000_000, 0)), "20231114-221320.jfr");
+        assert_eq!(expand_path("100%%-%x", &at(1, 0, 0)), "100%-%x");
+        assert_eq!(expand_path("%t", &at(1, 951_782_400, 0)), "20000229-000000");
+        assert_eq!(expand_path("p-%n.jfr", &at(1, 0, 12)), "p-12.jfr");
+        assert_eq!(expand_path("p-%n{5}.jfr", &at(1, 0, 12)), "p-2.jfr");
+        assert_eq!(expand_path("p-%n{x}-%n{0}", &at(1, 0, 3)), "p-3{x}-3{0}", "no modulus: the number alone");
+        assert_eq!(expand_path("%{PATH}", &at(1, 0, 0)), std::env::var("PATH").unwrap());
+        assert_eq!(expand_path("a%{PROFILER_NO_SUCH_VAR}b-%{open", &at(1, 0, 0)), "ab-%{open");
+        assert_eq!(expand_path("%", &at(1, 0, 0)), "%");
+        for path in ["/tmp/a.jfr", "/tmp/100%-%p%%t.jfr", "%n{3}%{HOME}"] {
+            assert_eq!(expand_path(&escape_path(path), &at(7, 0, 9)), path);
         }
     }
 }

@@ -14,10 +14,12 @@ use crate::libraries::sections::Wanted;
 use crate::libraries::{LibraryTable, RefreshTick};
 use crate::log;
 use crate::recording::endpoints;
+use crate::recording::periods::{self, Periods};
+use crate::recording::retention::Retention;
 use crate::recording::rotation::Stores;
 use crate::recording::sink::{self, Sink};
 use crate::recording::writer::Writer;
-use crate::recording::{DumpContext, Format, Recording};
+use crate::recording::{ChunkLimits, DumpContext, Format, Recording};
 use crate::sampling::java_thread::{self, JavaThreads};
 use crate::sampling::native::{NativeMode, NativeUnwinder};
 use crate::sampling::origin::{CpuSource, Origins};
@@ -32,7 +34,7 @@ use crate::threads;
 use crate::ticker::{Tick, Ticker};
 use crate::vm::{self, Vm};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// Trace table slots: room for 3/4 of this many distinct stacks.
@@ -51,6 +53,8 @@ struct Session {
     /// The sampling intervals in force, for `status`.
     intervals: Arc<InForce>,
     started: Instant,
+    /// Set (and signalled) when the session stops: ends its `timeout=` timer.
+    stopped: Arc<(Mutex<bool>, Condvar)>,
 }
 
 static SESSION: Mutex<Option<Session>> = Mutex::new(None);
@@ -124,8 +128,14 @@ fn status() -> String {
         Some(s) => {
             let intervals = s.intervals.describe();
             let intervals = if intervals.is_empty() { String::new() } else { format!(", intervals: {intervals}") };
+            let recording = s.recording.lock().unwrap_or_else(|p| p.into_inner());
+            let file = recording.session_path().map(|p| format!(", file: {}", shown(p))).unwrap_or_default();
+            let kept = recording
+                .files_kept()
+                .map(|(files, bytes)| format!(", earlier files kept: {files} ({bytes} bytes)"))
+                .unwrap_or_default();
             format!(
-                "Profiling is running for {} seconds (engines: {}{intervals}, samples: {})",
+                "Profiling is running for {} seconds (engines: {}{intervals}, samples: {}{file}{kept})",
                 s.started.elapsed().as_secs(),
                 s.engines,
                 counters::get(counters::Counter::Samples)
@@ -135,9 +145,10 @@ fn status() -> String {
     }
 }
 
+/// The file a `file=` pattern names now (`%n` is 0: a looping session's
+/// first period).
 fn output_path(template: &str) -> PathBuf {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    PathBuf::from(args::expand_path(template, std::process::id(), now))
+    periods::path(template, 0)
 }
 
 /// A path as messages show it (cut when long).
@@ -149,12 +160,19 @@ fn shown(path: &Path) -> String {
 /// path that cannot take a recording stops the JVM from starting; `file=`
 /// becomes the path expanded now (`%t` is the load time), so the `start`
 /// at VM init writes the very file checked here.
+///
+/// A looping session keeps its pattern (each period expands it again):
+/// the first period's file is created to check the path, and removed.
 pub fn prepare_output(options: &mut Options) -> CommandResult<()> {
     let Some(template) = options.file.as_deref() else { return Ok(()) };
     let path = output_path(template);
     sink::create_output(&path)
         .map_err(|e| io(format!("start: cannot write the recording to {}: {e}", shown(&path))))?;
-    options.file = Some(args::escape_path(&path.to_string_lossy()));
+    if options.continuous.period.is_some() {
+        let _ = std::fs::remove_file(&path);
+    } else {
+        options.file = Some(args::escape_path(&path.to_string_lossy()));
+    }
     Ok(())
 }
 
@@ -405,10 +423,15 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
         return Err(argument("start: no event selected (cpu, wall, alloc or lock)"));
     }
     let file = options.file.as_deref().map(output_path);
-    let sink = Sink::new(file.clone()).map_err(|e| {
+    let mut sink = Sink::new(file.clone()).map_err(|e| {
         let path = file.as_deref().map(shown).unwrap_or_default();
         io(format!("start: cannot write the recording to {path}: {e}"))
     })?;
+    let continuous = &options.continuous;
+    let periods = continuous.period.zip(options.file.clone()).map(|(length, template)| {
+        sink.retain_within(Retention::new(continuous.retention));
+        Periods::new(template, length)
+    });
     // Before any engine is armed: the measurement has SIGPROF to itself.
     let governed = options.overhead > 0 && (options.cpu.is_some() || options.wall.is_some());
     let signal_costs = if governed { signal_cost::costs() } else { None };
@@ -449,7 +472,8 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
         settings.extend(cpu_interval.map(|_| ("signal_cost".to_owned(), nanos(cpu))));
         settings.extend(options.wall.map(|_| ("wall_signal_cost".to_owned(), nanos(wall))));
     }
-    let recording = Arc::new(Mutex::new(Recording::new(settings, format, stores, sink)));
+    let limits = ChunkLimits { size: continuous.chunk_size, time: continuous.chunk_time };
+    let recording = Arc::new(Mutex::new(Recording::new(settings, format, stores, sink, limits, periods)));
     let mut ticks: Vec<Box<dyn Tick>> = Vec::new();
     if let Some(native) = &sampler.native {
         ticks.push(Box::new(RefreshTick(Arc::clone(&native.libraries))));
@@ -467,8 +491,50 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
     })?;
     log::info!("profiling started: {engines}");
     let message = format!("Profiling started ({engines})");
-    *current = Some(Session { recording, ticker, engines, intervals, started: Instant::now() });
+    let stopped = Arc::new((Mutex::new(false), Condvar::new()));
+    if let Some(timeout) = options.continuous.timeout {
+        stop_after(vm, timeout, Arc::clone(&stopped));
+    }
+    *current = Some(Session { recording, ticker, engines, intervals, started: Instant::now(), stopped });
     Ok(message)
+}
+
+/// `timeout=`: a thread that stops the session after `timeout`, unless
+/// `stopped` is set first (the session stopped otherwise). It attaches to
+/// the JVM to write the recording, as `stop` does.
+fn stop_after(vm: &'static Vm, timeout: Duration, stopped: Arc<(Mutex<bool>, Condvar)>) {
+    let spawned = std::thread::Builder::new().name("profiler-timeout".into()).spawn(move || {
+        let (flag, wake) = &*stopped;
+        let deadline = Instant::now() + timeout;
+        let mut done = flag.lock().unwrap_or_else(|p| p.into_inner());
+        while !*done {
+            let Some(left) = deadline.checked_duration_since(Instant::now()).filter(|d| !d.is_zero()) else { break };
+            done = wake.wait_timeout(done, left).unwrap_or_else(|p| p.into_inner()).0;
+        }
+        if *done {
+            return;
+        }
+        drop(done);
+        let env = vm.attach_daemon(c"Profiler Timeout").ok().and_then(|e| {
+            // SAFETY: the env of this thread, just attached.
+            unsafe { JniEnv::from_raw(e) }
+        });
+        let current = session();
+        // The session this timer belongs to, and no later one.
+        if current.as_ref().is_some_and(|s| Arc::ptr_eq(&s.stopped, &stopped)) {
+            log::info!("timeout: stopping after {} s", timeout.as_secs());
+            match stop_locked(current, None, env, true) {
+                Ok(message) => log::info!("{message}"),
+                Err(e) => log::error!("timeout: {e}"),
+            }
+        }
+        if env.is_some() {
+            vm.detach_current();
+        }
+    });
+    if let Err(e) = spawned {
+        log::error!("timeout: cannot start its timer thread ({e}); stop the session yourself");
+    }
 }
 
 /// Makes HotSpot create jmethodIDs for every loaded class, so
@@ -512,8 +578,17 @@ fn unsaved() -> std::sync::MutexGuard<'static, Option<Arc<Mutex<Recording>>>> {
 /// written there, profiling continues and the error says why. If writing
 /// fails anyway, the recording is kept (see [`UNSAVED`]).
 fn stop(file: Option<&str>, env: Option<JniEnv>, checked: bool) -> CommandResult<String> {
+    stop_locked(session(), file, env, checked)
+}
+
+/// [`stop`], with the session lock held.
+fn stop_locked(
+    mut current: MutexGuard<'static, Option<Session>>,
+    file: Option<&str>,
+    env: Option<JniEnv>,
+    checked: bool,
+) -> CommandResult<String> {
     let path = file.map(output_path);
-    let mut current = session();
     let Some(running) = current.as_ref() else {
         drop(current);
         return write_unsaved(path);
@@ -527,6 +602,9 @@ fn stop(file: Option<&str>, env: Option<JniEnv>, checked: bool) -> CommandResult
     }
     let Some(session) = current.take() else { return Err(state("stop: profiling is not running")) };
     drop(current);
+    let (flag, wake) = &*session.stopped;
+    *flag.lock().unwrap_or_else(|p| p.into_inner()) = true;
+    wake.notify_all();
     disarm();
     session.ticker.stop();
     let mut recording = session.recording.lock().unwrap_or_else(|p| p.into_inner());

@@ -13,13 +13,17 @@
 //! any run of them in a file reads the same whole as chunk by chunk (see
 //! `jfr_writer::pools`).
 //!
-//! A chunk is finished ("rotated") when it grows past [`ROTATE_BYTES`], on
-//! `dump` and on `stop`.
+//! A chunk is finished ("rotated") when it grows past `chunksize` or
+//! lasts `chunktime` ([`ChunkLimits`]), on `dump`, on `stop`, and at the
+//! end of each period of a looping session ([`periods`]), whose next
+//! period starts a new file.
 
 pub mod chunk;
 pub mod endpoints;
 pub mod frame_names;
 pub mod methods;
+pub mod periods;
+pub mod retention;
 pub mod rotation;
 pub mod sink;
 pub mod writer;
@@ -35,14 +39,21 @@ use crate::threads;
 use chunk::{ChunkBuilder, ChunkSources, LiveRecord, Ticks};
 use jfr_writer::{ConstantPools, Dialect};
 use methods::MethodCache;
+use periods::Periods;
 use rotation::Stores;
 use sink::Sink;
 use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
-/// Event bytes after which the current chunk is finished.
-pub const ROTATE_BYTES: usize = 8 << 20;
+/// When the current chunk is finished: past `size` event bytes, or
+/// after `time`.
+#[derive(Clone, Copy, Debug)]
+pub struct ChunkLimits {
+    pub size: u64,
+    pub time: Option<std::time::Duration>,
+}
 
 /// What finishing a chunk needs from the caller: JVMTI on a thread
 /// attached to the JVM (the caller's).
@@ -81,11 +92,23 @@ pub struct Recording {
     /// dictionary, whose ids name one class for the session).
     class_names: HashMap<u32, String>,
     drained: Vec<SampleRecord>,
+    limits: ChunkLimits,
+    chunk_started: Instant,
+    /// A looping session's periods.
+    periods: Option<Periods>,
 }
 
 impl Recording {
-    /// A recording into `sink` (whose session file `start` created).
-    pub fn new(settings: Vec<(String, String)>, format: Format, stores: Stores, sink: Sink) -> Self {
+    /// A recording into `sink` (whose session file `start` created),
+    /// moving to a new file each of `periods`.
+    pub fn new(
+        settings: Vec<(String, String)>,
+        format: Format,
+        stores: Stores,
+        sink: Sink,
+        limits: ChunkLimits,
+        periods: Option<Periods>,
+    ) -> Self {
         let now = clock::monotonic_ns();
         let epoch_offset = clock::epoch_ns() - now as i64;
         let ticks = Ticks::starting_at(now);
@@ -101,7 +124,29 @@ impl Recording {
             pools: ConstantPools::new(),
             class_names: HashMap::new(),
             drained: Vec::new(),
+            limits,
+            chunk_started: Instant::now(),
+            periods,
         }
+    }
+
+    /// The period files kept besides the current one, and their bytes.
+    pub fn files_kept(&self) -> Option<(usize, u64)> {
+        self.sink.files_kept()
+    }
+
+    pub fn period_due(&self) -> bool {
+        self.periods.as_ref().is_some_and(Periods::due)
+    }
+
+    /// Ends the current period as a dump does (live objects, then the
+    /// chunk, the file's last) and moves to the next period's file.
+    pub fn next_period(&mut self, ctx: &DumpContext) {
+        let Some(periods) = self.periods.as_mut() else { return };
+        let path = periods.next();
+        self.add_live_objects(ctx.env, false);
+        self.rotate(ctx, true);
+        self.sink.next_file(path);
     }
 
     pub fn session_path(&self) -> Option<&Path> {
@@ -153,7 +198,8 @@ impl Recording {
     }
 
     pub fn should_rotate(&self) -> bool {
-        self.chunk.event_bytes() >= ROTATE_BYTES
+        self.chunk.event_bytes() as u64 >= self.limits.size
+            || self.limits.time.is_some_and(|time| self.chunk_started.elapsed() >= time)
     }
 
     /// Finishes the current chunk, starts the next, and hands the finished
@@ -171,6 +217,7 @@ impl Recording {
         let now = clock::monotonic_ns();
         let next = ChunkBuilder::new(self.ticks, now, now as i64 + self.epoch_offset, &self.settings, &self.format);
         let finished = std::mem::replace(&mut self.chunk, next);
+        self.chunk_started = Instant::now();
         counters::increment(Counter::ChunksWritten);
         let counter_values = counters::snapshot();
         let mut methods = self.methods.source(ctx.jvmti, ctx.env);

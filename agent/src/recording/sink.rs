@@ -14,7 +14,15 @@
 //! session file, and a dump or stop naming another file gets everything
 //! since the previous dump. Nothing leaves the interval before it was
 //! written somewhere.
+//!
+//! A looping session (`loop=`) moves to a new file each period
+//! ([`Sink::next_file`]): the finished file is complete (its chunks
+//! written) and handed to [`Retention`], which removes the session's
+//! oldest files past its bounds. A period file that cannot be created
+//! (disk full, directory removed) is retried with each chunk, the chunks
+//! kept in memory meanwhile (bounded, drops counted).
 
+use super::retention::Retention;
 use crate::args::echo;
 use crate::counters::{self, Counter};
 use crate::log;
@@ -22,6 +30,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 /// Chunks of the current interval kept in memory when there is no session
 /// file to hold them; beyond this the oldest are dropped (and counted).
@@ -127,7 +136,7 @@ impl SessionFile {
             counters::increment(Counter::SessionFileWriteFailures);
             log::error!(
                 "cannot write the session file {}: {error}; the recording since its last good write is kept in \
-                 memory (up to {} MiB) for the next dump or stop naming another file",
+                 memory (up to {} MiB) for the next dump or stop naming another file, or the next period's file",
                 echo(&self.path.display().to_string()),
                 memory_bound >> 20
             );
@@ -156,6 +165,10 @@ pub struct Sink {
     session_file: Option<SessionFile>,
     interval: Vec<StoredChunk>,
     memory_bound: usize,
+    /// A looping session's finished files.
+    retention: Option<Retention>,
+    /// A period's file that could not be created yet, and why.
+    pending: Option<(PathBuf, String)>,
 }
 
 impl Sink {
@@ -169,7 +182,74 @@ impl Sink {
             session_file: session_file.map(SessionFile::create).transpose()?,
             interval: Vec::new(),
             memory_bound,
+            retention: None,
+            pending: None,
         })
+    }
+
+    /// Keeps the session's files within `retention` as it loops.
+    pub fn retain_within(&mut self, retention: Retention) {
+        self.retention = Some(retention);
+    }
+
+    /// The period files kept besides the one being written, and their bytes.
+    pub fn files_kept(&self) -> Option<(usize, u64)> {
+        self.retention.as_ref().map(Retention::kept)
+    }
+
+    /// Ends the current period's file and writes from now on to `path`
+    /// (created now, or retried with each chunk while it cannot be). The
+    /// interval restarts with the new file, but for chunks still held in
+    /// memory, which go to it first.
+    pub fn next_file(&mut self, path: PathBuf) {
+        self.flush_to_session_file();
+        if let Some(finished) = self.session_file.take() {
+            if let Some(retention) = &mut self.retention {
+                retention.finished(&finished.path, finished.len, SystemTime::now());
+            }
+        }
+        self.interval.retain(|chunk| matches!(chunk, StoredChunk::Memory(_)));
+        self.pending = Some((path, String::new()));
+        self.open_pending();
+        self.flush_to_session_file();
+        self.enforce_retention();
+    }
+
+    /// Creates the pending period file; a failure is logged and counted
+    /// once per file.
+    fn open_pending(&mut self) {
+        let Some((path, failed)) = self.pending.take() else { return };
+        match SessionFile::create(path.clone()) {
+            Ok(file) => {
+                counters::increment(Counter::PeriodFiles);
+                if let Some(retention) = &mut self.retention {
+                    retention.reused(&path);
+                }
+                if !failed.is_empty() {
+                    log::warn!("the period file {} could be created now", echo(&path.display().to_string()));
+                }
+                self.session_file = Some(file);
+            }
+            Err(e) => {
+                if failed.is_empty() {
+                    counters::increment(Counter::PeriodFileCreateFailures);
+                    log::error!(
+                        "cannot create the period file {}: {e}; its chunks are kept in memory (up to {} MiB) \
+                         and the file is tried again with each chunk",
+                        echo(&path.display().to_string()),
+                        self.memory_bound >> 20
+                    );
+                }
+                self.pending = Some((path, e.to_string()));
+            }
+        }
+    }
+
+    fn enforce_retention(&mut self) {
+        let current = self.session_file.as_ref().map_or(0, |f| f.len);
+        if let Some(retention) = &mut self.retention {
+            retention.enforce(current, SystemTime::now());
+        }
     }
 
     pub fn session_path(&self) -> Option<&Path> {
@@ -180,8 +260,10 @@ impl Sink {
     /// takes it, and in the current interval (in memory otherwise).
     pub fn store(&mut self, bytes: Vec<u8>) {
         self.interval.push(StoredChunk::Memory(bytes));
+        self.open_pending();
         self.flush_to_session_file();
         self.bound_memory();
+        self.enforce_retention();
     }
 
     /// Moves the interval's chunks held in memory into the session file,

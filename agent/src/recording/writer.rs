@@ -1,6 +1,6 @@
 //! The recording's tick on the session's ticker: drains sample buffers
-//! into the recording every period and finishes chunks that grew past
-//! their size limit.
+//! into the recording every tick, finishes chunks past their limits, and
+//! moves a looping session to its next period's file.
 
 use super::{DumpContext, Recording};
 use crate::jni_env::JniEnv;
@@ -23,8 +23,11 @@ impl Tick for Writer {
     fn tick(&mut self, env: Option<JniEnv>) {
         let Ok(mut recording) = self.recording.lock() else { return };
         recording.drain();
-        if let (true, Some(env)) = (recording.should_rotate(), env) {
-            let ctx = DumpContext { jvmti: self.vm.jvmti(), env };
+        let Some(env) = env else { return };
+        let ctx = DumpContext { jvmti: self.vm.jvmti(), env };
+        if recording.period_due() {
+            recording.next_period(&ctx);
+        } else if recording.should_rotate() {
             recording.rotate(&ctx, false);
         }
     }

@@ -1,0 +1,40 @@
+//! The periods of a looping session (`loop=`): when the current one ends,
+//! and the file the next one is written to (`file=` expanded again with
+//! the next sequence number and the time it starts).
+
+use crate::args::{self, Naming};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+pub struct Periods {
+    template: String,
+    length: Duration,
+    /// The current period's number (the first, written at start, is 0).
+    sequence: u64,
+    started: Instant,
+}
+
+impl Periods {
+    /// Periods of `length`, the first starting now.
+    pub fn new(template: String, length: Duration) -> Self {
+        Self { template, length, sequence: 0, started: Instant::now() }
+    }
+
+    pub fn due(&self) -> bool {
+        self.started.elapsed() >= self.length
+    }
+
+    /// Starts the next period: its file's path.
+    pub fn next(&mut self) -> PathBuf {
+        self.sequence += 1;
+        self.started = Instant::now();
+        path(&self.template, self.sequence)
+    }
+}
+
+/// `template` expanded for the period numbered `sequence`, starting now.
+pub fn path(template: &str, sequence: u64) -> PathBuf {
+    let unix_seconds =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    PathBuf::from(args::expand_path(template, &Naming { pid: std::process::id(), unix_seconds, sequence }))
+}

@@ -1,0 +1,163 @@
+//! Which of a looping session's finished files stay on disk: each bound
+//! (`maxfiles`, `maxsize`, `maxage`) removes the oldest files past it,
+//! never the file being written and never a file this session did not
+//! write. Removals are counted and logged; reaching a bound never stops
+//! profiling.
+
+use crate::args::{self, echo};
+use crate::counters::{self, Counter};
+use crate::log;
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+/// A finished file of the session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Kept {
+    path: PathBuf,
+    bytes: u64,
+    /// When its last chunk was written.
+    ended: SystemTime,
+}
+
+pub struct Retention {
+    limits: args::Retention,
+    /// Oldest first.
+    files: VecDeque<Kept>,
+}
+
+impl Retention {
+    pub fn new(limits: args::Retention) -> Self {
+        Self { limits, files: VecDeque::new() }
+    }
+
+    /// A file of the session was finished. A name used again (`%n{MAX}`)
+    /// replaced the older file of that name.
+    pub fn finished(&mut self, path: &Path, bytes: u64, ended: SystemTime) {
+        self.files.retain(|kept| kept.path != path);
+        self.files.push_back(Kept { path: path.to_path_buf(), bytes, ended });
+    }
+
+    /// The file being written now has `path`: an older file of that name
+    /// (`%n{MAX}`) was overwritten and is no longer kept.
+    pub fn reused(&mut self, path: &Path) {
+        self.files.retain(|kept| kept.path != path);
+    }
+
+    /// The finished files kept, and their bytes.
+    pub fn kept(&self) -> (usize, u64) {
+        (self.files.len(), self.files.iter().map(|k| k.bytes).sum())
+    }
+
+    /// Removes the oldest finished files past any bound, counting the
+    /// file being written (`current` bytes) toward `maxfiles` and `maxsize`.
+    pub fn enforce(&mut self, current: u64, now: SystemTime) {
+        let max_age = self.limits.max_age.unwrap_or(Duration::MAX);
+        while let Some(oldest) = self.files.front() {
+            let (count, bytes) = self.kept();
+            let too_many = self.limits.max_files.is_some_and(|max| count + 1 > max as usize);
+            let too_large = self.limits.max_size.is_some_and(|max| bytes + current > max);
+            let too_old = now.duration_since(oldest.ended).is_ok_and(|age| age > max_age);
+            let Some(why) = [(too_many, "maxfiles"), (too_large, "maxsize"), (too_old, "maxage")]
+                .into_iter()
+                .find_map(|(past, bound)| past.then_some(bound))
+            else {
+                break;
+            };
+            let oldest = self.files.pop_front().expect("a front file");
+            remove(&oldest, why);
+        }
+    }
+}
+
+/// Removes one kept file: counted, logged at info level; a file already
+/// gone (removed by someone else) counts nothing.
+fn remove(file: &Kept, bound: &str) {
+    let shown = echo(&file.path.display().to_string());
+    match std::fs::remove_file(&file.path) {
+        Ok(()) => {
+            counters::increment(Counter::RetentionFilesRemoved);
+            counters::add(Counter::RetentionBytesRemoved, file.bytes);
+            log::info!("removed {shown} ({} bytes): past {bound}", file.bytes);
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => log::warn!("cannot remove {shown} (past {bound}): {e}; it is no longer tracked"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(test: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("profiler-retention-{}-{test}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// `n` files of `bytes` each, finished a second apart from `start`.
+    fn files(dir: &Path, retention: &mut Retention, n: usize, bytes: usize, start: SystemTime) -> Vec<PathBuf> {
+        (0..n)
+            .map(|i| {
+                let path = dir.join(format!("p{i}.jfr"));
+                std::fs::write(&path, vec![0u8; bytes]).unwrap();
+                retention.finished(&path, bytes as u64, start + Duration::from_secs(i as u64));
+                path
+            })
+            .collect()
+    }
+
+    fn left(paths: &[PathBuf]) -> Vec<usize> {
+        (0..paths.len()).filter(|&i| paths[i].exists()).collect()
+    }
+
+    #[test]
+    fn each_bound_removes_the_oldest_files_past_it() {
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let dir = scratch("bounds");
+        let removed = counters::get(Counter::RetentionFilesRemoved);
+        let mut by_count = Retention::new(args::Retention { max_files: Some(3), ..Default::default() });
+        let paths = files(&dir, &mut by_count, 5, 10, t0);
+        by_count.enforce(0, t0);
+        assert_eq!(left(&paths), [3, 4], "two finished files and the one being written");
+        assert!(counters::get(Counter::RetentionFilesRemoved) >= removed + 3);
+
+        let dir = scratch("size");
+        let mut by_size = Retention::new(args::Retention { max_size: Some(35), ..Default::default() });
+        let paths = files(&dir, &mut by_size, 5, 10, t0);
+        by_size.enforce(5, t0);
+        assert_eq!(left(&paths), [2, 3, 4], "30 bytes finished and 5 being written");
+        assert_eq!(by_size.kept(), (3, 30));
+
+        let dir = scratch("age");
+        let mut by_age =
+            Retention::new(args::Retention { max_age: Some(Duration::from_secs(2)), ..Default::default() });
+        let paths = files(&dir, &mut by_age, 5, 10, t0);
+        by_age.enforce(0, t0 + Duration::from_secs(5));
+        assert_eq!(left(&paths), [3, 4], "ended 2 s and 1 s before");
+        for dir in ["bounds", "size", "age"] {
+            let _ = std::fs::remove_dir_all(scratch(dir));
+        }
+    }
+
+    #[test]
+    fn only_the_sessions_files_are_removed_and_a_reused_name_is_tracked_once() {
+        let t0 = SystemTime::UNIX_EPOCH;
+        let dir = scratch("own");
+        let stranger = dir.join("not-ours.jfr");
+        std::fs::write(&stranger, b"someone else's").unwrap();
+        let mut retention = Retention::new(args::Retention { max_files: Some(1), ..Default::default() });
+        let paths = files(&dir, &mut retention, 2, 4, t0);
+        retention.reused(&paths[0]);
+        assert_eq!(retention.kept(), (1, 4), "p0 is being written again");
+        retention.enforce(0, t0);
+        assert!(stranger.exists() && paths[0].exists() && !paths[1].exists());
+        // A file removed by someone else is simply no longer tracked.
+        retention.finished(&paths[0], 4, t0);
+        std::fs::remove_file(&paths[0]).unwrap();
+        retention.enforce(0, t0);
+        assert_eq!(retention.kept(), (0, 0));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}

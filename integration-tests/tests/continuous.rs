@@ -1,0 +1,112 @@
+//! Always-on recording: `loop=` cuts a session into files, each readable
+//! alone by every reader, none losing or repeating a sample at a
+//! boundary; retention (`maxfiles`, `maxsize`, `maxage`) keeps the
+//! session's files within its bounds, counted; `timeout=` stops the
+//! session by itself.
+
+use integration_tests::readers::{converter_collapsed, converter_jar, read_on_every_jdk, Kind};
+use integration_tests::*;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The session's files in `dir` (named `p-<n>-...jfr`), in sequence order.
+fn period_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<(u64, PathBuf)> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter_map(|p| {
+            let name = p.file_name()?.to_str()?.to_owned();
+            let n = name.strip_prefix("p-")?.split('-').next()?.parse().ok()?;
+            name.ends_with(".jfr").then_some((n, p))
+        })
+        .collect();
+    files.sort();
+    files.into_iter().map(|(_, p)| p).collect()
+}
+
+/// Runs `main args` under `options` plus `loop=...,file=<dir>/p-%n-%t.jfr`.
+fn run_looping(test: &str, options: &str, main: &str, args: &[&str]) -> (PathBuf, std::process::Output) {
+    let dir = scratch_dir(test);
+    let options = format!("start,{options},file={}/p-%n-%t.jfr", dir.display());
+    let output = run_java(Some(&options), main, args, Duration::from_secs(120));
+    assert_success(&output);
+    (dir, output)
+}
+
+fn total_bytes(files: &[PathBuf]) -> u64 {
+    files.iter().map(|f| std::fs::metadata(f).unwrap().len()).sum()
+}
+
+/// `loop=3s` over 15 s of two busy threads at 1 ms: 4 to 7 files, each
+/// read alone by `jdk.jfr.consumer` of every JDK and by async-profiler's
+/// converter; together they hold every sample the session took (its
+/// `samples` counter), and no sample is in two files.
+#[test]
+fn a_looping_session_cuts_files_that_read_alone_and_lose_nothing() {
+    let Some(jar) = converter_jar() else { return };
+    let (dir, _) = run_looping("continuous_loop", "cpu=1ms,loop=3s", "CpuShares", &["15"]);
+    let files = period_files(&dir);
+    assert!((4..=7).contains(&files.len()), "{} files: {files:?}", files.len());
+    let paths: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    let readings = read_on_every_jdk(&paths);
+    let (_, recordings) = &readings[0];
+    for (jdk, read) in &readings {
+        let counts: Vec<usize> = read.iter().map(|r| r.samples().count()).collect();
+        let first: Vec<usize> = recordings.iter().map(|r| r.samples().count()).collect();
+        assert_eq!(counts, first, "{}: the same samples in each file", jdk.label());
+    }
+    let mut seen = HashSet::new();
+    let mut written = 0;
+    for (file, recording) in files.iter().zip(recordings) {
+        let samples: Vec<_> = recording.samples().collect();
+        assert!(!samples.is_empty(), "{}: no samples", file.display());
+        let theirs: i64 = converter_collapsed(&jar, file, Kind::Cpu).values().sum();
+        assert_eq!(theirs, samples.len() as i64, "{}: the converter's samples", file.display());
+        for sample in samples {
+            assert!(seen.insert((sample.tid, sample.start_epoch_ns)), "a sample in two files: {sample:?}");
+            written += 1;
+        }
+    }
+    let taken = recordings.last().unwrap().counter("samples");
+    println!("{} files, {written} samples written, {taken} taken", files.len());
+    assert_eq!(written, taken, "every sample taken is in a file");
+}
+
+/// `maxfiles=2` leaves the newest two files and counts what it removed;
+/// `maxsize=150k` leaves the session's files within 150 KiB plus one
+/// file; `maxage=2s` removes files that ended more than 2 s ago, and
+/// `timeout=5s` stops the session by itself (the fixture runs 8 s).
+#[test]
+fn retention_keeps_the_newest_files_within_each_bound() {
+    let (dir, _) = run_looping("continuous_maxfiles", "cpu=1ms,loop=1s,maxfiles=2", "CpuShares", &["5"]);
+    let files = period_files(&dir);
+    let names: Vec<_> = files.iter().map(|f| f.file_name().unwrap().to_string_lossy().into_owned()).collect();
+    assert_eq!(files.len(), 2, "{names:?}");
+    let last = read_recording(files.last().unwrap());
+    let removed = last.counter("retention_files_removed");
+    assert!(removed >= 2, "{removed} removed");
+    let numbers: Vec<i64> = names.iter().map(|n| n[2..].split('-').next().unwrap().parse().unwrap()).collect();
+    assert_eq!(numbers[1] - numbers[0], 1, "the newest two: {names:?}");
+    assert_eq!(numbers[0] as i64, removed, "the files before them were removed");
+
+    let (dir, _) = run_looping("continuous_maxsize", "cpu=1ms,loop=1s,maxsize=150k", "DeepStack", &["200", "8"]);
+    let files = period_files(&dir);
+    let largest = files.iter().map(|f| std::fs::metadata(f).unwrap().len()).max().unwrap();
+    let last = read_recording(files.last().unwrap());
+    println!("maxsize: {} files, {} bytes, largest {largest}", files.len(), total_bytes(&files));
+    assert!(total_bytes(&files) <= (150 << 10) + largest, "{} bytes in {files:?}", total_bytes(&files));
+    assert!(last.counter("retention_bytes_removed") > 0, "nothing removed");
+
+    let (dir, output) =
+        run_looping("continuous_maxage", "cpu=1ms,loop=1s,maxage=2s,timeout=5s,loglevel=info", "CpuShares", &["8"]);
+    let files = period_files(&dir);
+    let last = read_recording(files.last().unwrap());
+    assert!(last.counter("retention_files_removed") >= 1, "nothing aged out: {files:?}");
+    assert!(files.len() <= 4, "files that ended 2 s before the last one stay: {files:?}");
+    let stopped = stderr(&output);
+    assert!(stopped.contains("timeout: stopping after 5 s"), "{stopped}");
+    let span_ns = |r: &Recording| r.samples().map(|s| s.start_epoch_ns).max().unwrap();
+    let first_sample = read_recording(&files[0]).samples().map(|s| s.start_epoch_ns).min().unwrap();
+    assert!(span_ns(&last) - first_sample < 4_500_000_000, "samples after the timeout");
+}
