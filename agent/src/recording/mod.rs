@@ -143,7 +143,7 @@ impl Recording {
     /// chunk, the file's last) and moves to the next period's file.
     pub fn next_period(&mut self, ctx: &DumpContext) {
         let Some(periods) = self.periods.as_mut() else { return };
-        let path = periods.next();
+        let path = periods.start_next();
         self.add_live_objects(ctx.env, false);
         self.rotate(ctx, true);
         self.sink.next_file(path);

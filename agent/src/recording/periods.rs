@@ -25,7 +25,7 @@ impl Periods {
     }
 
     /// Starts the next period: its file's path.
-    pub fn next(&mut self) -> PathBuf {
+    pub fn start_next(&mut self) -> PathBuf {
         self.sequence += 1;
         self.started = Instant::now();
         path(&self.template, self.sequence)
