@@ -88,7 +88,7 @@ fn retention_keeps_the_newest_files_within_each_bound() {
     assert!(removed >= 2, "{removed} removed");
     let numbers: Vec<i64> = names.iter().map(|n| n[2..].split('-').next().unwrap().parse().unwrap()).collect();
     assert_eq!(numbers[1] - numbers[0], 1, "the newest two: {names:?}");
-    assert_eq!(numbers[0] as i64, removed, "the files before them were removed");
+    assert_eq!(numbers[0], removed, "the files before them were removed");
 
     let (dir, _) = run_looping("continuous_maxsize", "cpu=1ms,loop=1s,maxsize=150k", "DeepStack", &["200", "8"]);
     let files = period_files(&dir);
