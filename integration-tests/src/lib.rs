@@ -127,15 +127,22 @@ pub fn attach_agent(pid: u32, options: &str) -> Output {
 /// A child process that is killed if the test ends before it does.
 pub struct ChildGuard {
     child: Option<Child>,
-    /// The child's stdout once [`ChildGuard::wait_for_line`] took it: lines
-    /// read so far, and the rest as a reader thread sends them.
-    stdout: Option<(String, mpsc::Receiver<String>)>,
+    /// The child's stdout and stderr once a wait for a line took them:
+    /// lines read so far, and the rest as a reader thread sends them.
+    streams: [Option<(String, mpsc::Receiver<String>)>; 2],
+}
+
+/// One of a child's output streams.
+#[derive(Clone, Copy, Debug)]
+pub enum Stream {
+    Stdout = 0,
+    Stderr = 1,
 }
 
 impl ChildGuard {
     pub fn spawn(command: &mut Command) -> Self {
         let child = command.spawn().unwrap_or_else(|e| panic!("spawn {command:?}: {e}"));
-        Self { child: Some(child), stdout: None }
+        Self { child: Some(child), streams: [None, None] }
     }
 
     pub fn id(&self) -> u32 {
@@ -158,12 +165,21 @@ impl ChildGuard {
     /// readiness signal), for at most a minute; the lines read stay part of
     /// the output [`ChildGuard::wait`] returns.
     pub fn wait_for_line(&mut self, line: &str) {
+        self.wait_for(Stream::Stdout, |text| text == line);
+    }
+
+    /// Reads `stream` up to a line `wanted` accepts (at most a minute) and
+    /// returns it; the lines read stay part of the output.
+    pub fn wait_for(&mut self, stream: Stream, wanted: impl Fn(&str) -> bool) -> String {
         let child = self.child.as_mut().unwrap();
-        let (read, lines) = self.stdout.get_or_insert_with(|| {
-            let stdout = child.stdout.take().expect("child spawned with a piped stdout");
+        let (read, lines) = self.streams[stream as usize].get_or_insert_with(|| {
+            let pipe: Box<dyn std::io::Read + Send> = match stream {
+                Stream::Stdout => Box::new(child.stdout.take().expect("child spawned with a piped stdout")),
+                Stream::Stderr => Box::new(child.stderr.take().expect("child spawned with a piped stderr")),
+            };
             let (send, receive) = mpsc::channel();
             std::thread::spawn(move || {
-                for text in BufReader::new(stdout).lines().map_while(Result::ok) {
+                for text in BufReader::new(pipe).lines().map_while(Result::ok) {
                     if send.send(text).is_err() {
                         break;
                     }
@@ -174,11 +190,11 @@ impl ChildGuard {
         loop {
             let text = lines
                 .recv_timeout(Duration::from_secs(60))
-                .unwrap_or_else(|e| panic!("no line {line:?} on the child's stdout ({e}); it printed:\n{read}"));
+                .unwrap_or_else(|e| panic!("no awaited line on the child's {stream:?} ({e}); it printed:\n{read}"));
             read.push_str(&text);
             read.push('\n');
-            if text == line {
-                return;
+            if wanted(&text) {
+                return text;
             }
         }
     }
@@ -204,13 +220,15 @@ impl ChildGuard {
             }
             std::thread::sleep(Duration::from_millis(20));
         };
-        if let Some((mut read, lines)) = self.stdout.take() {
-            // The reader thread ends at the end of the output, now the child has exited.
-            for text in lines {
-                read.push_str(&text);
-                read.push('\n');
+        for (stream, taken) in self.streams.iter_mut().enumerate() {
+            if let Some((mut read, lines)) = taken.take() {
+                // The reader thread ends at the end of the output, now the child has exited.
+                for text in lines {
+                    read.push_str(&text);
+                    read.push('\n');
+                }
+                *(if stream == 0 { &mut output.stdout } else { &mut output.stderr }) = read.into_bytes();
             }
-            output.stdout = read.into_bytes();
         }
         output
     }

@@ -5,6 +5,7 @@
 //! session by itself.
 
 use integration_tests::readers::{converter_collapsed, converter_jar, read_on_every_jdk, Kind};
+use integration_tests::Stream;
 use integration_tests::*;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -109,4 +110,69 @@ fn retention_keeps_the_newest_files_within_each_bound() {
     let span_ns = |r: &Recording| r.samples().map(|s| s.start_epoch_ns).max().unwrap();
     let first_sample = read_recording(&files[0]).samples().map(|s| s.start_epoch_ns).min().unwrap();
     assert!(span_ns(&last) - first_sample < 4_500_000_000, "samples after the timeout");
+}
+
+/// A tmpfs of its own for one test (root may mount one), unmounted on drop.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(dir: &Path, size: &str) -> Option<Self> {
+        std::fs::create_dir_all(dir).unwrap();
+        let output = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .output();
+        match output {
+            Ok(o) if o.status.success() => Some(Self(dir.to_path_buf())),
+            Ok(o) => {
+                skip(&format!("cannot mount a tmpfs here: {}", stderr(&o).trim()), InCi::Optional);
+                None
+            }
+            Err(e) => {
+                skip(&format!("cannot run mount: {e}"), InCi::Optional);
+                None
+            }
+        }
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).output();
+    }
+}
+
+/// The disk fills while a session loops (a 192 KiB tmpfs, nearly filled
+/// by another file): the JVM goes on, the failures are counted and logged
+/// once, no empty file is left, and once space returns later periods are
+/// written again, the chunks kept meanwhile with them (`maxsize` keeps
+/// the session within the disk from then on).
+#[test]
+fn a_full_disk_while_looping_is_survived_and_recovered_from() {
+    let dir = scratch_dir("continuous_full_disk");
+    let Some(disk) = Tmpfs::mount(&dir.join("disk"), "192k") else { return };
+    let filler = disk.0.join("filler");
+    std::fs::write(&filler, vec![0u8; 150 << 10]).unwrap();
+    let options = format!("start,cpu=1ms,loop=1s,maxsize=96k,loglevel=warn,file={}/p-%n-%t.jfr", disk.0.display());
+    let mut run = ChildGuard::spawn(&mut java_command(Some(&options), &[], "CpuShares", &["10"]));
+    let full = run.wait_for(Stream::Stderr, |line| {
+        line.contains("cannot write the session file") || line.contains("cannot create the period file")
+    });
+    std::fs::remove_file(&filler).unwrap();
+    let back = run
+        .wait_for(Stream::Stderr, |line| line.contains("takes chunks again") || line.contains("could be created now"));
+    let output = run.wait(Duration::from_secs(60));
+    assert_success(&output);
+    println!("{full}\n{back}");
+    let files = period_files(&disk.0);
+    let last = read_recording(files.last().unwrap());
+    let failures = last.counter("session_file_write_failures") + last.counter("period_file_create_failures");
+    assert!(failures >= 1, "the failures are counted");
+    let logged = stderr(&output).lines().filter(|l| l.contains("cannot write") || l.contains("cannot create")).count();
+    assert_eq!(logged, 1, "logged once: {}", stderr(&output));
+    assert!(files.iter().all(|f| std::fs::metadata(f).unwrap().len() > 0), "an empty file is left: {files:?}");
+    let last_number: u64 =
+        files.last().unwrap().file_name().unwrap().to_str().unwrap()[2..].split('-').next().unwrap().parse().unwrap();
+    assert!(last_number >= 5 && files.len() >= 2, "later periods are written again: {files:?}");
+    assert!(last.samples().count() > 0);
 }

@@ -203,14 +203,24 @@ impl Sink {
     /// memory, which go to it first.
     pub fn next_file(&mut self, path: PathBuf) {
         self.flush_to_session_file();
+        // A spell of failures goes on in the next file: logged once.
+        let mut failure = None;
         if let Some(finished) = self.session_file.take() {
-            if let Some(retention) = &mut self.retention {
+            failure = finished.failure;
+            if finished.len == 0 {
+                // Nothing reached it (the disk was full): no file is left
+                // that no reader can open; its chunks go to the next.
+                let _ = std::fs::remove_file(&finished.path);
+            } else if let Some(retention) = &mut self.retention {
                 retention.finished(&finished.path, finished.len, SystemTime::now());
             }
         }
         self.interval.retain(|chunk| matches!(chunk, StoredChunk::Memory(_)));
         self.pending = Some((path, String::new()));
         self.open_pending();
+        if let Some(file) = &mut self.session_file {
+            file.failure = failure;
+        }
         self.flush_to_session_file();
         self.enforce_retention();
     }
