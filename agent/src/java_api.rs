@@ -95,6 +95,14 @@ extern "system" fn counters(raw: *mut JNIEnv, _class: jclass) -> jstring {
     })
 }
 
+extern "system" fn finished_files(raw: *mut JNIEnv, _class: jclass) -> jstring {
+    ffi_boundary("JavaProfiler.pollFinishedFiles", std::ptr::null_mut(), || {
+        let text: String = profiler::take_finished_files().iter().map(|path| format!("{}\n", path.display())).collect();
+        // SAFETY: the env of this native method.
+        reply(unsafe { env(raw) }, &text)
+    })
+}
+
 extern "system" fn set_context(raw: *mut JNIEnv, _class: jclass, span_id: jlong, root_span_id: jlong) {
     ffi_boundary("JavaProfiler.setContext", (), || {
         // SAFETY: the env of this native method.
@@ -165,7 +173,7 @@ extern "system" fn filter_thread(raw: *mut JNIEnv, _class: jclass, add: jboolean
     })
 }
 
-type Natives = [(&'static CStr, &'static CStr, *mut c_void); 9];
+type Natives = [(&'static CStr, &'static CStr, *mut c_void); 10];
 
 fn natives() -> Natives {
     [
@@ -173,6 +181,7 @@ fn natives() -> Natives {
         (c"execute0", c"(Ljava/lang/String;)Ljava/lang/String;", execute as *mut c_void),
         (c"dump0", c"(Ljava/lang/String;)Ljava/lang/String;", dump as *mut c_void),
         (c"counters0", c"()Ljava/lang/String;", counters as *mut c_void),
+        (c"finishedFiles0", c"()Ljava/lang/String;", finished_files as *mut c_void),
         (c"setContext0", c"(JJ)V", set_context as *mut c_void),
         (c"clearContext0", c"()V", clear_context as *mut c_void),
         (c"setContextValue0", c"(ILjava/lang/String;)Ljava/lang/String;", set_context_value as *mut c_void),
@@ -214,6 +223,7 @@ exported! {
     Java_dev_jvmprofiler_JavaProfiler_execute0 => execute(command: jstring) -> jstring;
     Java_dev_jvmprofiler_JavaProfiler_dump0 => dump(path: jstring) -> jstring;
     Java_dev_jvmprofiler_JavaProfiler_counters0 => counters() -> jstring;
+    Java_dev_jvmprofiler_JavaProfiler_finishedFiles0 => finished_files() -> jstring;
     Java_dev_jvmprofiler_JavaProfiler_setContext0 => set_context(span_id: jlong, root_span_id: jlong) -> ();
     Java_dev_jvmprofiler_JavaProfiler_clearContext0 => clear_context() -> ();
     Java_dev_jvmprofiler_JavaProfiler_setContextValue0 => set_context_value(slot: jint, value: jstring) -> jstring;

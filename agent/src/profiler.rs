@@ -650,6 +650,14 @@ pub fn dump_to(path: Option<PathBuf>, env: Option<JniEnv>) -> CommandResult<Stri
     Ok(format!("Recording written to {}", shown(&written)))
 }
 
+/// The files the running looping session finished since the last call.
+pub fn take_finished_files() -> Vec<PathBuf> {
+    match session().as_ref() {
+        Some(s) => s.recording.lock().unwrap_or_else(|p| p.into_inner()).take_finished_files(),
+        None => Vec::new(),
+    }
+}
+
 fn dump(file: Option<&str>, env: Option<JniEnv>) -> CommandResult<String> {
     dump_to(file.map(output_path), env)
 }

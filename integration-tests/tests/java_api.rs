@@ -38,6 +38,10 @@ const CHECKS: &[&str] = &[
     "status",
     "stop-twice",
     "trace-root-after-stop",
+    "no-finished-files",
+    "status-names-the-file",
+    "finished-files",
+    "finished-files-taken",
 ];
 
 fn has_frame(event: &Event, method: &str) -> bool {

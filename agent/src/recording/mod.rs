@@ -135,6 +135,11 @@ impl Recording {
         self.sink.files_kept()
     }
 
+    /// The period files finished since the last call (see [`Sink::take_finished`]).
+    pub fn take_finished_files(&mut self) -> Vec<PathBuf> {
+        self.sink.take_finished()
+    }
+
     pub fn period_due(&self) -> bool {
         self.periods.as_ref().is_some_and(Periods::due)
     }

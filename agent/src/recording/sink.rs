@@ -36,6 +36,9 @@ use std::time::SystemTime;
 /// file to hold them; beyond this the oldest are dropped (and counted).
 const MAX_MEMORY_INTERVAL_BYTES: usize = 32 << 20;
 
+/// Finished period files remembered for the Java API between two polls.
+const MAX_FINISHED_LISTED: usize = 1024;
+
 /// File systems whose files look regular but are not storage (`statfs`
 /// magic numbers: proc, sysfs, debugfs, tracefs, cgroup, cgroup2,
 /// securityfs, bpf).
@@ -169,6 +172,9 @@ pub struct Sink {
     retention: Option<Retention>,
     /// A period's file that could not be created yet, and why.
     pending: Option<(PathBuf, String)>,
+    /// Period files finished and not yet taken (the newest
+    /// [`MAX_FINISHED_LISTED`]), for the Java API.
+    finished: std::collections::VecDeque<PathBuf>,
 }
 
 impl Sink {
@@ -184,12 +190,18 @@ impl Sink {
             memory_bound,
             retention: None,
             pending: None,
+            finished: std::collections::VecDeque::new(),
         })
     }
 
     /// Keeps the session's files within `retention` as it loops.
     pub fn retain_within(&mut self, retention: Retention) {
         self.retention = Some(retention);
+    }
+
+    /// The period files finished since the last call, oldest first.
+    pub fn take_finished(&mut self) -> Vec<PathBuf> {
+        self.finished.drain(..).collect()
     }
 
     /// The period files kept besides the one being written, and their bytes.
@@ -211,8 +223,14 @@ impl Sink {
                 // Nothing reached it (the disk was full): no file is left
                 // that no reader can open; its chunks go to the next.
                 let _ = std::fs::remove_file(&finished.path);
-            } else if let Some(retention) = &mut self.retention {
-                retention.finished(&finished.path, finished.len, SystemTime::now());
+            } else {
+                if let Some(retention) = &mut self.retention {
+                    retention.finished(&finished.path, finished.len, SystemTime::now());
+                }
+                if self.finished.len() == MAX_FINISHED_LISTED {
+                    self.finished.pop_front();
+                }
+                self.finished.push_back(finished.path);
             }
         }
         self.interval.retain(|chunk| matches!(chunk, StoredChunk::Memory(_)));

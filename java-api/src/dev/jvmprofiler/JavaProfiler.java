@@ -4,8 +4,11 @@ import java.io.File;
 import java.io.IOException;
 import java.net.URISyntaxException;
 import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -110,6 +113,21 @@ public final class JavaProfiler {
         check(execute0("stop"));
     }
 
+    /**
+     * The files a looping session ({@code loop=}) finished since the last
+     * call, oldest first: complete recordings an application may ship
+     * itself. At most the 1,024 most recent are remembered between calls.
+     */
+    public List<Path> pollFinishedFiles() {
+        List<Path> files = new ArrayList<>();
+        for (String line : finishedFiles0().split("\n")) {
+            if (!line.isEmpty()) {
+                files.add(Paths.get(line));
+            }
+        }
+        return Collections.unmodifiableList(files);
+    }
+
     /** The agent's debug counters, by name (samples, drops, remote-symbolication counts, ...). */
     public Map<String, Long> getDebugCounters() {
         Map<String, Long> counters = new LinkedHashMap<>();
@@ -194,6 +212,8 @@ public final class JavaProfiler {
     private static native String dump0(String path);
 
     private static native String counters0();
+
+    private static native String finishedFiles0();
 
     private static native void setContext0(long spanId, long rootSpanId);
 
