@@ -4,7 +4,7 @@
 //! session's files within its bounds, counted; `timeout=` stops the
 //! session by itself.
 
-use integration_tests::readers::{converter_collapsed, converter_jar, read_on_every_jdk, Kind};
+use integration_tests::readers::{converter_collapsed, converter_jar, read_on_every_jdk, symbolize_collapsed, Kind};
 use integration_tests::Stream;
 use integration_tests::*;
 use std::collections::HashSet;
@@ -73,6 +73,18 @@ fn a_looping_session_cuts_files_that_read_alone_and_lose_nothing() {
     let taken = recordings.last().unwrap().counter("samples");
     println!("{} files, {written} samples written, {taken} taken", files.len());
     assert_eq!(written, taken, "every sample taken is in a file");
+
+    // A window of whole seconds across the files' boundaries: `symbolize`
+    // over the directory counts the samples the JDK's reader times in it.
+    let times: Vec<i64> = recordings.iter().flat_map(|r| r.samples().map(|s| s.start_epoch_ns)).collect();
+    let from = times.iter().min().unwrap() / 1_000_000_000 + 4;
+    let (from_ns, to_ns) = (from * 1_000_000_000, (from + 5) * 1_000_000_000);
+    let expected = times.iter().filter(|&&t| t >= from_ns && t < to_ns).count() as i64;
+    let collapsed = symbolize_collapsed(&dir, &["--from", &from.to_string(), "--to", &(from + 5).to_string()]);
+    let within: i64 = collapsed.values().sum();
+    println!("{within} samples from {from} to {}", from + 5);
+    assert_eq!(within, expected, "the samples of the window");
+    assert!(within > 0 && within < written);
 }
 
 /// `maxfiles=2` leaves the newest two files and counts what it removed;

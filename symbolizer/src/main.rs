@@ -20,6 +20,9 @@
 //!            --threads                thread name as the root frame (collapsed, flamegraph)
 //!            --title TITLE            flame graph title
 //!            --partial                a damaged recording's complete chunks are enough (exit 0, not 3)
+//!            --from TIME, --to TIME   only the samples taken from TIME (inclusive) to TIME (exclusive):
+//!                                     2026-12-06T14:00[:SS] in UTC, or seconds since 1970; the
+//!                                     recordings of a window merge in the order of their start
 //!
 //! exit status: 0 written; 1 error, nothing written (not a recording, no chunk readable, no events
 //!              of the kind, bad arguments); 3 written from the complete chunks of a damaged
@@ -40,7 +43,8 @@ use symbolizer::{collapsed, flamegraph, jfr_out, pprof, profile, recording};
 
 const USAGE: &str = "usage: symbolize <collapsed|flamegraph|pprof|jfr|report> <recording.jfr|DIR>... \
 [-o OUTPUT | --output-dir DIR] [--event cpu|wall|alloc|live|lock] [--debug-dir DIR]... [--binary PATH]... \
-[--debuginfod URL]... [--debuginfod-cache DIR] [--no-debuginfod] [--threads] [--title TITLE] [--partial]";
+[--debuginfod URL]... [--debuginfod-cache DIR] [--no-debuginfod] [--threads] [--title TITLE] [--partial] \
+[--from TIME] [--to TIME]";
 
 /// The exit status of a run that wrote its output from a damaged
 /// recording's complete chunks (without `--partial`).
@@ -62,6 +66,8 @@ struct Args {
     by_thread: bool,
     title: Option<String>,
     partial: bool,
+    /// `--from`, `--to`: unix nanoseconds.
+    window: (Option<i64>, Option<i64>),
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -87,6 +93,8 @@ fn parse_args() -> Result<Args, String> {
             "--threads" => parsed.by_thread = true,
             "--title" => parsed.title = Some(value(&mut args, &arg)?),
             "--partial" => parsed.partial = true,
+            "--from" => parsed.window.0 = Some(parse_time(&arg, &value(&mut args, &arg)?)?),
+            "--to" => parsed.window.1 = Some(parse_time(&arg, &value(&mut args, &arg)?)?),
             "-h" | "--help" => return Err(USAGE.to_owned()),
             other if other.starts_with('-') => return Err(format!("unknown option {other}\n{USAGE}")),
             other => parsed.inputs.push(PathBuf::from(other)),
@@ -95,7 +103,46 @@ fn parse_args() -> Result<Args, String> {
     if parsed.inputs.is_empty() {
         return Err(USAGE.to_owned());
     }
+    if let (Some(from), Some(to)) = parsed.window {
+        if from >= to {
+            return Err("--from must come before --to".to_owned());
+        }
+    }
     Ok(parsed)
+}
+
+/// A time as `--from` and `--to` take it, in unix nanoseconds:
+/// `YYYY-MM-DDTHH:MM[:SS]` (or with a space for `T`, an optional `Z`) in
+/// UTC, or whole seconds since 1970.
+fn parse_time(flag: &str, text: &str) -> Result<i64, String> {
+    let bad = || format!("{flag} {text}: not a time (accepted: 2026-12-06T14:00[:SS] in UTC, or seconds since 1970)");
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        let seconds: i64 = text.parse().map_err(|_| bad())?;
+        return seconds.checked_mul(1_000_000_000).ok_or_else(bad);
+    }
+    let text = text.strip_suffix('Z').unwrap_or(text);
+    let (date, time) = text.split_once(['T', ' ']).ok_or_else(bad)?;
+    let numbers = |part: &str, sep: char| -> Option<Vec<i64>> { part.split(sep).map(|n| n.parse().ok()).collect() };
+    let (date, time) = (numbers(date, '-').ok_or_else(bad)?, numbers(time, ':').ok_or_else(bad)?);
+    let ([year, month, day], [hour, minute, second @ ..]) = (date.as_slice(), time.as_slice()) else {
+        return Err(bad());
+    };
+    let second = match second {
+        [] => 0,
+        [s] => *s,
+        _ => return Err(bad()),
+    };
+    let valid = (1..=12).contains(month) && (1..=31).contains(day) && *hour < 24 && *minute < 60 && second < 61;
+    if !valid || [*hour, *minute, second].iter().any(|&n| n < 0) {
+        return Err(bad());
+    }
+    // Days since 1970-01-01 of a proleptic Gregorian date.
+    let (y, m) = if *month <= 2 { (year - 1, month + 9) } else { (*year, month - 3) };
+    let era = y.div_euclid(400);
+    let day_of_era =
+        y.rem_euclid(400) * 365 + y.rem_euclid(400) / 4 - y.rem_euclid(400) / 100 + (153 * m + 2) / 5 + day - 1;
+    let days = era * 146_097 + day_of_era - 719_468;
+    Ok((days * 86_400 + hour * 3_600 + minute * 60 + second) * 1_000_000_000)
 }
 
 fn resolver(args: &Args) -> Resolver {
@@ -212,10 +259,15 @@ fn read_all(args: &Args, inputs: &[PathBuf]) -> Result<(Vec<(String, Recording)>
             );
             finish = Finish::Damaged;
         }
-        recordings.push((input.display().to_string(), outcome.recording));
+        let mut read = outcome.recording;
+        if args.window != (None, None) && read.keep_window(args.window) == 0 {
+            continue;
+        }
+        recordings.push((input.display().to_string(), read));
     }
     if recordings.is_empty() {
-        return Err("no recording could be read".to_owned());
+        let within = if args.window == (None, None) { "" } else { " with samples between --from and --to" };
+        return Err(format!("no recording{within} could be read"));
     }
     if let (Finish::Damaged, false) = (&finish, args.partial) {
         eprintln!("exit status {EXIT_DAMAGED}: written from what could be read (--partial accepts this with status 0)");
@@ -293,6 +345,9 @@ fn run() -> Result<Finish, String> {
                 [(name, _)] => name.clone(),
                 _ => format!("{} recordings", recordings.len()),
             };
+            let mut recordings = recordings;
+            // In time order (a `%n` pattern's names sort 10 before 2).
+            recordings.sort_by_key(|(_, r)| r.start_nanos());
             let merged = Recording::merge(recordings.into_iter().map(|(_, r)| r));
             produce(&args, &name, &merged, &mut resolver, args.output.as_deref())?;
         }
@@ -358,6 +413,25 @@ fn main() -> ExitCode {
         Err(message) => {
             eprintln!("{message}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_time;
+
+    #[test]
+    fn times_are_utc_dates_or_unix_seconds() {
+        let at = |text| parse_time("--from", text);
+        assert_eq!(at("2023-11-14T22:13:20"), Ok(1_700_000_000_000_000_000));
+        assert_eq!(at("2023-11-14 22:13:20Z"), Ok(1_700_000_000_000_000_000));
+        assert_eq!(at("1700000000"), Ok(1_700_000_000_000_000_000));
+        assert_eq!(at("2000-02-29T00:00"), Ok(951_782_400_000_000_000));
+        assert_eq!(at("1969-12-31T23:59:59"), Ok(-1_000_000_000));
+        for bad in ["", "yesterday", "2023-13-01T00:00", "2023-11-14", "2023-11-14T25:00", "2023-11-14T10:00:00:00"] {
+            let e = at(bad).expect_err(bad);
+            assert!(e.starts_with("--from") && e.contains("accepted"), "{e}");
         }
     }
 }

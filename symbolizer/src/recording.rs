@@ -330,6 +330,31 @@ impl Recording {
         }
     }
 
+    /// Keeps the samples taken within `window` (unix nanoseconds, from
+    /// inclusive, to exclusive; an open end bounds nothing) and returns
+    /// how many are kept.
+    pub fn keep_window(&mut self, (from, to): (Option<i64>, Option<i64>)) -> usize {
+        let mut kept = 0;
+        for chunk in &mut self.chunks {
+            let clock = chunk.clock;
+            chunk.samples.retain(|sample| {
+                let at = clock
+                    .start_nanos
+                    .saturating_add(
+                        ticks_to_nanos(sample.start_ticks - clock.start_ticks, clock.ticks_per_second) as i64
+                    );
+                from.is_none_or(|from| at >= from) && to.is_none_or(|to| at < to)
+            });
+            kept += chunk.samples.len();
+        }
+        kept
+    }
+
+    /// When its first chunk starts (unix nanoseconds).
+    pub fn start_nanos(&self) -> i64 {
+        self.chunks.first().map_or(0, |chunk| chunk.clock.start_nanos)
+    }
+
     /// Several recordings as one: their chunks in order, their tables
     /// appended (indexes moved along).
     pub fn merge(recordings: impl IntoIterator<Item = Recording>) -> Recording {
