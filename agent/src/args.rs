@@ -140,9 +140,10 @@ const CHUNK_SIZE_RANGE: (u64, u64) = (64 << 10, 1 << 30);
 const CHUNK_TIME_RANGE: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(86_400));
 /// `loop` from a second (`%t` names files by the second) to 30 days.
 const LOOP_RANGE: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(30 * 86_400));
-/// What a looping session keeps on disk when no `maxfiles`, `maxsize` or
-/// `maxage` is given: the JDK's default repository bound is 250 MB.
-pub const DEFAULT_LOOP_MAX_SIZE: u64 = 256 << 20;
+/// What a session keeps on disk when no `maxfiles`, `maxsize` or `maxage`
+/// is given (a looping session's files; a single session file, cut from
+/// its oldest chunks): the JDK's default repository bound is 250 MB.
+pub const DEFAULT_MAX_SIZE: u64 = 256 << 20;
 
 /// Which of a looping session's files are kept: each bound removes the
 /// oldest files past it (never the one being written).
@@ -655,17 +656,18 @@ fn parse_continuous(key: &str, value: Option<&str>, continuous: &mut Continuous)
 }
 
 /// `loop` needs a `file=` whose expansion changes from period to period;
-/// retention applies to a looping session's files; without any bound a
-/// looping session keeps [`DEFAULT_LOOP_MAX_SIZE`].
+/// `maxfiles` and `maxage` apply to a looping session's files, `maxsize`
+/// also to a single session file; without any bound a session keeps
+/// [`DEFAULT_MAX_SIZE`] on disk.
 fn check_continuous(options: &mut Options, loop_item: &str, file_item: &str) -> Result<(), OptionError> {
     let continuous = &mut options.continuous;
-    let retention = [
-        ("maxfiles", continuous.retention.max_files.is_some()),
-        ("maxsize", continuous.retention.max_size.is_some()),
-        ("maxage", continuous.retention.max_age.is_some()),
-    ];
+    let retention = &mut continuous.retention;
+    if retention.max_files.is_none() && retention.max_size.is_none() && retention.max_age.is_none() {
+        retention.max_size = Some(DEFAULT_MAX_SIZE);
+    }
     if continuous.period.is_none() {
-        if let Some((key, _)) = retention.iter().find(|(_, given)| *given) {
+        let per_file = [("maxfiles", retention.max_files.is_some()), ("maxage", retention.max_age.is_some())];
+        if let Some((key, _)) = per_file.iter().find(|(_, given)| *given) {
             return Err(error(key, "applies to the files of a looping session: add loop=DURATION"));
         }
         return Ok(());
@@ -682,9 +684,6 @@ fn check_continuous(options: &mut Options, loop_item: &str, file_item: &str) -> 
                 echo(file_item)
             ),
         ));
-    }
-    if retention.iter().all(|(_, given)| !given) {
-        continuous.retention.max_size = Some(DEFAULT_LOOP_MAX_SIZE);
     }
     Ok(())
 }
@@ -961,7 +960,10 @@ mod tests {
     fn looping_needs_a_file_pattern_that_changes_and_keeps_a_default_bound() {
         let o = parse("start,loop=10m,file=p-%t.jfr").unwrap();
         assert_eq!(o.continuous.period, Some(Duration::from_secs(600)));
-        assert_eq!(o.continuous.retention.max_size, Some(DEFAULT_LOOP_MAX_SIZE), "no session fills a disk");
+        assert_eq!(o.continuous.retention.max_size, Some(DEFAULT_MAX_SIZE), "no session fills a disk");
+        let o = parse("start,file=one.jfr").unwrap();
+        assert_eq!(o.continuous.retention.max_size, Some(DEFAULT_MAX_SIZE), "nor one file");
+        assert_eq!(parse("start,file=one.jfr,maxsize=1m").unwrap().continuous.retention.max_size, Some(1 << 20));
         let o = parse("start,loop=1h,file=p-%n{24}.jfr,maxfiles=24,chunksize=1m,chunktime=30s,timeout=7d").unwrap();
         let c = &o.continuous;
         assert_eq!(
@@ -976,6 +978,7 @@ mod tests {
         assert_eq!(err("start,loop=1m,file=p-%%t.jfr").option, "loop", "an escaped %t names nothing");
         assert_eq!(err("start,loop=1m").option, "loop");
         assert_eq!(err("start,maxfiles=3,file=a.jfr").option, "maxfiles");
+        assert_eq!(err("start,maxage=1h,file=a.jfr").option, "maxage");
         assert_eq!(err("start,loop=500ms,file=%t").option, "loop");
         assert_eq!(err("start,chunksize=1k").option, "chunksize");
         assert_eq!(err("start,chunktime=2d").option, "chunktime");

@@ -432,6 +432,9 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
         sink.retain_within(Retention::new(continuous.retention));
         Periods::new(template, length)
     });
+    if let (None, Some(bound)) = (&periods, continuous.retention.max_size) {
+        sink.bound_file(bound);
+    }
     // Before any engine is armed: the measurement has SIGPROF to itself.
     let governed = options.overhead > 0 && (options.cpu.is_some() || options.wall.is_some());
     let signal_costs = if governed { signal_cost::costs() } else { None };

@@ -189,3 +189,21 @@ fn a_full_disk_while_looping_is_survived_and_recovered_from() {
     assert!(last_number >= 5 && files.len() >= 2, "later periods are written again: {files:?}");
     assert!(last.samples().count() > 0);
 }
+
+/// Without `loop`, `maxsize` bounds the one session file (the default
+/// bound, 256 MiB, forced down for the test): past it the oldest chunks
+/// are cut, and the file stays a whole recording that readers open.
+#[test]
+fn a_single_session_file_keeps_its_newest_chunks_within_maxsize() {
+    let dir = scratch_dir("continuous_single_file");
+    let file = dir.join("session.jfr");
+    let options = format!("start,cpu=1ms,chunktime=1s,maxsize=100k,file={}", file.display());
+    assert_success(&run_java(Some(&options), "DeepStack", &["200", "6"], Duration::from_secs(60)));
+    let size = std::fs::metadata(&file).unwrap().len();
+    let recording = read_recording(&file);
+    println!("{size} bytes, {} samples", recording.samples().count());
+    assert!(size <= 100 << 10, "{size} bytes");
+    assert!(recording.counter("retention_bytes_removed") > 0, "nothing was cut");
+    assert!(recording.samples().any(|s| s.frames.iter().any(|f| f.method == "descend")), "named stacks");
+    assert_jfr_tool_accepts(&file);
+}

@@ -118,13 +118,16 @@ struct SessionFile {
     len: u64,
     /// Why the last append failed, until one succeeds again.
     failure: Option<String>,
+    /// Where each chunk written starts, oldest first.
+    chunk_starts: std::collections::VecDeque<u64>,
 }
 
 impl SessionFile {
     fn create(path: PathBuf) -> io::Result<Self> {
         let file = create_output(&path)?;
         let metadata = file.metadata()?;
-        Ok(Self { path, file, identity: (metadata.dev(), metadata.ino()), len: 0, failure: None })
+        let identity = (metadata.dev(), metadata.ino());
+        Ok(Self { path, file, identity, len: 0, failure: None, chunk_starts: std::collections::VecDeque::new() })
     }
 
     /// `path` names the file created at start.
@@ -160,7 +163,36 @@ impl SessionFile {
         }
         let offset = self.len;
         self.len += bytes.len() as u64;
+        self.chunk_starts.push_back(offset);
         Ok(offset)
+    }
+
+    /// Cuts the file's oldest chunks, keeping those from `keep_from` (a
+    /// chunk's start): the rest is copied to a new file beside it, which
+    /// replaces it. Any run of a session's chunks is a whole recording.
+    fn drop_front(&mut self, keep_from: u64) -> io::Result<()> {
+        let name = self.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let temp = self.path.with_file_name(format!(".{name}.{}.trim", std::process::id()));
+        let copied = (|| {
+            let mut out = OpenOptions::new().create(true).write(true).truncate(true).open(&temp)?;
+            let mut from = self.file.try_clone()?;
+            std::io::Seek::seek(&mut from, io::SeekFrom::Start(keep_from))?;
+            std::io::copy(&mut std::io::Read::take(from, self.len - keep_from), &mut out)?;
+            out.sync_data()?;
+            std::fs::rename(&temp, &self.path)?;
+            OpenOptions::new().read(true).write(true).open(&self.path)
+        })();
+        let file = copied.inspect_err(|_| {
+            let _ = std::fs::remove_file(&temp);
+        })?;
+        let metadata = file.metadata()?;
+        (self.file, self.identity) = (file, (metadata.dev(), metadata.ino()));
+        self.len -= keep_from;
+        self.chunk_starts.retain(|&start| start >= keep_from);
+        for start in &mut self.chunk_starts {
+            *start -= keep_from;
+        }
+        Ok(())
     }
 }
 
@@ -170,6 +202,9 @@ pub struct Sink {
     memory_bound: usize,
     /// A looping session's finished files.
     retention: Option<Retention>,
+    /// A session file's bound, without `loop` (`maxsize`): past it, its
+    /// oldest chunks are cut.
+    file_bound: Option<u64>,
     /// A period's file that could not be created yet, and why.
     pending: Option<(PathBuf, String)>,
     /// Period files finished and not yet taken (the newest
@@ -189,9 +224,16 @@ impl Sink {
             interval: Vec::new(),
             memory_bound,
             retention: None,
+            file_bound: None,
             pending: None,
             finished: std::collections::VecDeque::new(),
         })
+    }
+
+    /// Keeps the session file (of a session without `loop`) within `bytes`:
+    /// past it, its oldest chunks are cut until it holds half as much.
+    pub fn bound_file(&mut self, bytes: u64) {
+        self.file_bound = Some(bytes);
     }
 
     /// Keeps the session's files within `retention` as it loops.
@@ -277,6 +319,37 @@ impl Sink {
         let current = self.session_file.as_ref().map_or(0, |f| f.len);
         if let Some(retention) = &mut self.retention {
             retention.enforce(current, SystemTime::now());
+        }
+        let (Some(bound), Some(file)) = (self.file_bound, self.session_file.as_mut()) else { return };
+        if file.len <= bound || file.failure.is_some() {
+            return;
+        }
+        // The oldest chunks go until the newest half of the bound is left
+        // (the newest chunk always stays).
+        let last = file.chunk_starts.back().copied().unwrap_or(0);
+        let keep_from = file.chunk_starts.iter().copied().find(|&start| file.len - start <= bound / 2).unwrap_or(last);
+        if keep_from == 0 {
+            return;
+        }
+        let shown = echo(&file.path.display().to_string());
+        match file.drop_front(keep_from) {
+            Ok(()) => {
+                counters::add(Counter::RetentionBytesRemoved, keep_from);
+                log::info!("cut the oldest {keep_from} bytes of {shown}: it passed maxsize ({bound} bytes)");
+                // Chunks of the interval that were cut are gone; the rest moved.
+                self.interval.retain_mut(|chunk| match chunk {
+                    StoredChunk::InSessionFile { offset, .. } if *offset < keep_from => false,
+                    StoredChunk::InSessionFile { offset, .. } => {
+                        *offset -= keep_from;
+                        true
+                    }
+                    StoredChunk::Memory(_) => true,
+                });
+            }
+            Err(e) => {
+                log::warn!("cannot cut the oldest chunks of {shown} (past maxsize): {e}; it grows on");
+                self.file_bound = None;
+            }
         }
     }
 
@@ -434,6 +507,29 @@ mod tests {
         let spelled = dir.join(".").join("session.jfr");
         assert_eq!(sink.dump(Some(&spelled)).unwrap(), session, "nor naming it another way");
         assert_eq!(std::fs::read(&session).unwrap(), b"onetwothreefour");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn a_session_file_past_its_bound_loses_its_oldest_chunks() {
+        let dir = scratch("bound");
+        let session = dir.join("session.jfr");
+        let mut sink = Sink::new(Some(session.clone())).unwrap();
+        sink.bound_file(10);
+        let removed = counters::get(Counter::RetentionBytesRemoved);
+        sink.store(b"aaaa".to_vec());
+        sink.store(b"bbbb".to_vec());
+        assert_eq!(std::fs::read(&session).unwrap(), b"aaaabbbb", "within the bound");
+        sink.store(b"cccc".to_vec());
+        assert_eq!(std::fs::read(&session).unwrap(), b"cccc", "past it: the newest half of the bound");
+        assert!(counters::get(Counter::RetentionBytesRemoved) >= removed + 8);
+        sink.store(b"dd".to_vec());
+        let out = dir.join("dump.jfr");
+        sink.dump(Some(&out)).unwrap();
+        assert_eq!(std::fs::read(&out).unwrap(), b"ccccdd", "the interval's chunks that are left");
+        sink.store(b"ee".to_vec());
+        assert_eq!(std::fs::read(&session).unwrap(), b"ccccddee", "the new file takes chunks");
+        assert_eq!(sink.dump(None).unwrap(), session);
         let _ = std::fs::remove_dir_all(dir);
     }
 
