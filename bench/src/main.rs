@@ -41,8 +41,10 @@
 //! - `soak` (only with `--only soak`): 10 minutes (`--soak-seconds`) of
 //!   thread and class churn with every kind of profiling and a dump a
 //!   second; resident memory, descriptors and threads over time.
+//!   `--only soak-loop`: the same as an always-on session (`loop=1m`,
+//!   `maxfiles=10`), with the period files on disk over time.
 //!
-//! Usage: `cargo run --release -p bench -- [--rounds N] [--seconds S] [--threads T] [--only overhead|wall|deep|zlib|h2|governor|alloc|lock|dumps|walks|floor|native|symbolizer|dictionary|soak] [--soak-seconds S] [--baseline PATH]`
+//! Usage: `cargo run --release -p bench -- [--rounds N] [--seconds S] [--threads T] [--only overhead|wall|deep|zlib|h2|governor|alloc|lock|dumps|walks|floor|native|symbolizer|dictionary|soak|soak-loop] [--soak-seconds S] [--baseline PATH]`
 //! (needs `cargo build --release` first, for the agent). `--baseline` names
 //! another build of `libprofiler.so` (say, the previous commit's): the
 //! `overhead`, `wall`, `deep`, `zlib`, `h2` and `governor` tables then run
@@ -148,7 +150,11 @@ fn main() {
         dictionary::run(&options);
     }
     // Ten minutes: only when asked for by name.
-    if options.only.as_deref() == Some("soak") {
-        soak::run(options.soak_seconds, &agent, &scratch);
+    if let Some(looping) = options.only.as_deref().and_then(|only| match only {
+        "soak" => Some(false),
+        "soak-loop" => Some(true),
+        _ => None,
+    }) {
+        soak::run(options.soak_seconds, &agent, &scratch, looping);
     }
 }

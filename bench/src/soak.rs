@@ -10,6 +10,11 @@
 //! that they are flat after the first minute, and that what grows is not
 //! the agent's (resident memory less the JVM's committed memory). The heap
 //! is fixed and pre-touched, so that its pages do not count as growth.
+//!
+//! `--only soak-loop` runs the same load as an always-on session does:
+//! `loop=1m,maxfiles=10` and a dump every 30 s, and reads the period
+//! files on disk with the rest (a file a minute; disk use flat at the
+//! bound once ten minutes have passed).
 
 use crate::dumps::churn_classpath;
 use crate::support::{tool, value};
@@ -30,6 +35,8 @@ struct Reading {
     rss_kb: u64,
     fds: u64,
     threads: u64,
+    /// Period files on disk and their bytes (`soak-loop`).
+    files: (u64, u64),
     /// The JVM's committed memory (NMT), read once a minute.
     jvm_committed_kb: Option<u64>,
 }
@@ -43,7 +50,8 @@ fn read(pid: u32, at: Duration) -> Option<Reading> {
         line[name.len()..].split_whitespace().next()?.parse().ok()
     };
     let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count() as u64;
-    Some(Reading { at, rss_kb: field("VmRSS:")?, fds, threads: field("Threads:")?, jvm_committed_kb: None })
+    let threads = field("Threads:")?;
+    Some(Reading { at, rss_kb: field("VmRSS:")?, fds, threads, files: (0, 0), jvm_committed_kb: None })
 }
 
 /// The JVM's committed memory by its own Native Memory Tracking:
@@ -55,17 +63,34 @@ fn jvm_committed_kb(pid: u32) -> Option<u64> {
     total.split("committed=").nth(1)?.trim_end_matches("KB").split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
 }
 
-pub fn run(seconds: u64, agent: &Path, scratch: &Path) {
+/// The period files in `dir` and their bytes.
+fn files_in(dir: &Path) -> (u64, u64) {
+    let sizes: Vec<u64> = std::fs::read_dir(dir)
+        .map(|entries| entries.filter_map(|e| e.ok()?.metadata().ok()).map(|m| m.len()).collect())
+        .unwrap_or_default();
+    (sizes.len() as u64, sizes.iter().sum())
+}
+
+pub fn run(seconds: u64, agent: &Path, scratch: &Path, looping: bool) {
     let classpath = churn_classpath(scratch);
     let dir = scratch.join("soak");
-    std::fs::create_dir_all(&dir).unwrap();
+    let periods = scratch.join("soak-periods");
+    for d in [&dir, &periods] {
+        let _ = std::fs::remove_dir_all(d);
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let (extra, dump_every) = if looping {
+        (format!("alloc,lock=1ms,loop=1m,maxfiles=10,file={}/p-%t.jfr", periods.display()), "30000")
+    } else {
+        ("alloc,lock=1ms".to_owned(), "1000")
+    };
     let mut child = Command::new(tool("java"))
         .arg(format!("-agentpath:{}=", agent.display()))
         .args(["-Xms256m", "-Xmx256m", "-XX:+AlwaysPreTouch", "-XX:NativeMemoryTracking=summary"])
         .args(["-cp", &classpath, "Churn"])
         .arg(&dir)
         .arg(seconds.to_string())
-        .args(["alloc,lock=1ms", "1000"])
+        .args([extra.as_str(), dump_every])
         .stdout(Stdio::piped())
         .spawn()
         .expect("run java");
@@ -96,13 +121,16 @@ pub fn run(seconds: u64, agent: &Path, scratch: &Path) {
         };
         if let Some(mut reading) = read(child.id(), started.elapsed()) {
             reading.jvm_committed_kb = jvm;
+            reading.files = files_in(&periods);
             eprintln!(
-                "{:>4} s: {:.1} MiB, {} fds, {} threads, JVM committed {:?} KiB",
+                "{:>4} s: {:.1} MiB, {} fds, {} threads, JVM committed {:?} KiB, {} period files ({} bytes)",
                 reading.at.as_secs(),
                 reading.rss_kb as f64 / 1024.0,
                 reading.fds,
                 reading.threads,
-                reading.jvm_committed_kb
+                reading.jvm_committed_kb,
+                reading.files.0,
+                reading.files.1
             );
             readings.push(reading);
         }
@@ -112,12 +140,13 @@ pub fn run(seconds: u64, agent: &Path, scratch: &Path) {
     let stdout = reader.join().unwrap();
     assert!(status.success(), "Churn exited with {status}: {stdout}");
     assert!(!stdout.contains("ERROR"), "Churn: {stdout}");
-    report(seconds, &readings, &stdout);
+    report(seconds, &readings, &stdout, looping);
 }
 
-fn report(seconds: u64, readings: &[Reading], stdout: &str) {
+fn report(seconds: u64, readings: &[Reading], stdout: &str, looping: bool) {
+    let how = if looping { "loop=1m,maxfiles=10 and a dump every 30 s" } else { "a dump a second" };
     println!(
-        "\nSoak: thread and class churn, CPU and wall clock at 1 ms, allocation and lock profiling, a dump a second, {seconds} s\n"
+        "\nSoak: thread and class churn, CPU and wall clock at 1 ms, allocation and lock profiling, {how}, {seconds} s\n"
     );
     println!(
         "{:.0} dumps written and read back, {:.0} threads and {:.0} classes run; {:.0} CPU, {:.0} wall-clock, {:.0} allocation samples, {:.0} monitor and {:.0} park events read from the dumps\n",
@@ -131,20 +160,22 @@ fn report(seconds: u64, readings: &[Reading], stdout: &str) {
         value(stdout, "PARK_WAITS "),
     );
     println!(
-        "| minute | resident memory | JVM committed (NMT) | resident less JVM committed | open descriptors | threads |"
+        "| minute | resident memory | JVM committed (NMT) | resident less JVM committed | open descriptors | threads | period files on disk |"
     );
-    println!("|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|");
     let mib = |kb: u64| kb as f64 / 1024.0;
     for reading in readings {
         let Some(jvm) = reading.jvm_committed_kb else { continue };
         println!(
-            "| {} | {:.1} MiB | {:.1} MiB | {:.1} MiB | {} | {} |",
+            "| {} | {:.1} MiB | {:.1} MiB | {:.1} MiB | {} | {} | {} ({:.1} MiB) |",
             reading.at.as_secs() / 60,
             mib(reading.rss_kb),
             mib(jvm),
             mib(reading.rss_kb) - mib(jvm),
             reading.fds,
-            reading.threads
+            reading.threads,
+            reading.files.0,
+            reading.files.1 as f64 / (1 << 20) as f64
         );
     }
     let settled: Vec<&Reading> = readings.iter().filter(|r| r.at >= SETTLED).collect();
