@@ -5,8 +5,9 @@ use crate::profile::Profile;
 use rustc_hash::FxHashMap;
 use std::fmt::Write;
 
-/// One line per distinct stack, sorted. With `by_thread`, the thread name
-/// is the outermost frame.
+/// One line per distinct stack, sorted by thread, then frame by frame
+/// from the outermost (as names compare: `app;x` before `app.Main;y`).
+/// With `by_thread`, the thread name is the outermost frame.
 pub fn collapse(profile: &Profile, by_thread: bool) -> String {
     let names: Vec<String> = profile.frames.iter().map(|f| f.name.replace(';', ":")).collect();
     // Samples of one stack (and thread) added up first, each distinct

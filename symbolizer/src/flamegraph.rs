@@ -44,7 +44,10 @@ fn tree<'a>(profile: &'a Profile, by_thread: bool) -> (Vec<&'a str>, Vec<Node>) 
         })
     };
     let frames: Vec<u32> = profile.frames.iter().map(|f| intern(&mut names, f.name.as_str())).collect();
-    let threads: Vec<u32> = profile.samples.iter().map(|s| intern(&mut names, s.thread.as_str())).collect();
+    let threads: Vec<u32> = match by_thread {
+        true => profile.samples.iter().map(|s| intern(&mut names, s.thread.as_str())).collect(),
+        false => Vec::new(),
+    };
     // Names ranked alphabetically: a level is (rank, colour), and the
     // samples sorted by their levels put every stack that shares a prefix
     // next to the others, so each node is made once, by the first of them.
@@ -58,9 +61,9 @@ fn tree<'a>(profile: &'a Profile, by_thread: bool) -> (Vec<&'a str>, Vec<Node>) 
     let mut samples: Vec<(Vec<(u32, u8)>, u64)> = profile
         .samples
         .iter()
-        .zip(&threads)
-        .map(|(sample, &thread)| {
-            let thread_level = by_thread.then_some((rank[thread as usize], none));
+        .enumerate()
+        .map(|(i, sample)| {
+            let thread_level = threads.get(i).map(|&thread| (rank[thread as usize], none));
             let frames = sample
                 .stack
                 .iter()

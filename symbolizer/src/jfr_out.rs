@@ -349,30 +349,49 @@ mod tests {
         recording_of(vec![first, second])
     }
 
-    /// A setting stays in force in the file's later chunks until one sets
-    /// it again (async-profiler writes its settings in the first chunk
-    /// only): read back, the second chunk has the first's `cstack` and
-    /// attributes, and its own `interval`.
+    /// A chunk that writes no settings reads with those of the chunk
+    /// before it (async-profiler writes its settings in the first chunk
+    /// only), each setting's last value; a chunk with settings of its own
+    /// (the JDK's, ours) inherits nothing.
     #[test]
-    fn settings_stay_in_force_across_a_files_chunks() {
-        let mut first = chunk(vec![sample("worker", 1, vec![java("app/Main", "work", 12)])], vec![]);
-        first.settings = [("interval", "1000000"), ("cstack", "fp"), ("attributes", "route")]
-            .map(|(name, value)| (name.to_owned(), value.to_owned()))
-            .to_vec();
-        first.attributes = vec!["route".to_owned()];
-        let mut second = chunk(vec![sample("worker", 1, vec![java("app/Main", "work", 13)])], vec![]);
-        second.settings = vec![("interval".to_owned(), "4000000".to_owned())];
-        second.clock.start_ticks = 50;
-        let copy = read_back("jfr_out_settings", &rewrite(&recording_of(vec![first, second]), None));
-        let in_force = |chunk: &Chunk, name: &str| {
-            chunk.settings.iter().rev().find(|(n, _)| n == name).map(|(_, v)| v.clone()).unwrap_or_default()
+    fn a_chunk_without_settings_reads_with_those_before_it() {
+        let at = |ticks: i64, settings: &[(&str, &str)]| {
+            let mut chunk = chunk(vec![sample("worker", 1, vec![java("app/Main", "work", 12)])], vec![]);
+            chunk.settings = settings.iter().map(|&(n, v)| (n.to_owned(), v.to_owned())).collect();
+            chunk.clock.start_ticks = ticks;
+            chunk
         };
-        let second = &copy.chunks[1];
-        assert_eq!(
-            (in_force(second, "interval"), in_force(second, "cstack"), second.attributes.clone()),
-            ("4000000".to_owned(), "fp".to_owned(), vec!["route".to_owned()])
-        );
-        assert_eq!(in_force(&copy.chunks[0], "interval"), "1000000");
+        let mut first = at(0, &[("interval", "1000000"), ("cstack", "fp"), ("interval", "4000000")]);
+        first.settings.push(("attributes".to_owned(), "route".to_owned()));
+        first.attributes = vec!["route".to_owned()];
+        let chunks = vec![first, at(50, &[]), at(60, &[("interval", "2000000")])];
+        let copy = read_back("jfr_out_settings", &rewrite(&recording_of(chunks), None));
+        let settings = |i: usize| copy.chunks[i].settings.clone();
+        let pairs = |list: &[(&str, &str)]| list.iter().map(|&(n, v)| (n.to_owned(), v.to_owned())).collect::<Vec<_>>();
+        assert_eq!(settings(1), pairs(&[("interval", "4000000"), ("cstack", "fp"), ("attributes", "route")]));
+        assert_eq!(copy.chunks[1].attributes, ["route"]);
+        assert_eq!(settings(2), pairs(&[("interval", "2000000")]), "its own settings alone");
+        assert!(copy.chunks[2].attributes.is_empty());
+    }
+
+    /// Settings carried into chunks without settings are bounded by the
+    /// file's size: many settings, then many chunks without any, cannot
+    /// multiply them.
+    #[test]
+    fn carried_settings_are_bounded_by_the_files_size() {
+        let mut first = chunk(vec![], vec![]);
+        first.settings = (0..2000).map(|i| (format!("setting-{i}"), "x".to_owned())).collect();
+        let empty = |i: i64| {
+            let mut empty = chunk(vec![], vec![]);
+            empty.clock.start_ticks = i;
+            empty
+        };
+        let chunks: Vec<_> = std::iter::once(first).chain((1..200).map(empty)).collect();
+        let bytes = rewrite(&recording_of(chunks), None);
+        let copy = read_back("jfr_out_carry_bound", &bytes);
+        assert_eq!(copy.chunks.len(), 200);
+        let carried: usize = copy.chunks[1..].iter().map(|c| c.settings.len()).sum();
+        assert!(carried > 0 && carried <= bytes.len() / 8, "{carried} settings carried in {} bytes", bytes.len());
     }
 
     /// An unresolved remote frame as the copy writes it: an ordinary

@@ -247,21 +247,37 @@ fn weighings(recording: &Recording, kind: EventKind) -> (i64, Vec<Weighing>) {
     (period, weighings)
 }
 
-/// Each chunk's stack depth limit, where it names one (`jstackdepth`, as
-/// async-profiler and we record it).
-fn depth_limits(recording: &Recording) -> Vec<Option<usize>> {
-    let limit = |chunk: &Chunk| {
-        let (_, value) = chunk.settings.iter().rev().find(|(setting, _)| setting == "jstackdepth")?;
-        value.parse().ok().filter(|&depth: &usize| depth > 0)
+/// How a chunk's stacks are found cut short, for another writer's (ours
+/// write a marker frame at a cut stack's root, and say `jfrdialect`):
+/// with its depth limit, if it names one (`jstackdepth`, as
+/// async-profiler records it).
+fn cut_rules(recording: &Recording) -> Vec<Option<Option<usize>>> {
+    let setting =
+        |chunk: &Chunk, name: &str| chunk.settings.iter().rev().find(|(n, _)| n == name).map(|(_, v)| v.clone());
+    let rule = |chunk: &Chunk| {
+        setting(chunk, "jfrdialect")
+            .is_none()
+            .then(|| setting(chunk, "jstackdepth").and_then(|v| v.parse().ok()).filter(|&depth: &usize| depth > 0))
     };
-    recording.chunks.iter().map(limit).collect()
+    recording.chunks.iter().map(rule).collect()
 }
 
-/// Whether a recorded stack was cut short: flagged `truncated` (the JDK's
-/// writer), or as deep as its chunk's limit (async-profiler's, which cuts
-/// there and flags nothing).
-fn is_cut(stack: &Stack, limit: Option<usize>) -> bool {
-    stack.truncated || limit.is_some_and(|limit| stack.frames.len() >= limit)
+/// Whether another writer's stack was cut short: flagged `truncated` (the
+/// JDK's writer), or holding as many Java frames as its chunk's limit
+/// (async-profiler's, which cuts its Java walk there and flags nothing: a
+/// guess, wrong for a whole stack exactly that deep).
+fn is_cut(recording: &Recording, stack: &Stack, rule: Option<Option<usize>>) -> bool {
+    let Some(limit) = rule else { return false };
+    let java = || {
+        let is_java = |&id: &u32| {
+            matches!(
+                recording.frames[id as usize].kind,
+                Some(FrameType::Interpreted | FrameType::JitCompiled | FrameType::Inlined | FrameType::C1Compiled)
+            )
+        };
+        stack.frames.iter().filter(|id| is_java(id)).count()
+    };
+    stack.truncated || limit.is_some_and(|limit| java() >= limit)
 }
 
 /// The marker frame at the root of a cut stack whose outermost frame does
@@ -287,7 +303,7 @@ pub fn build(recording: &Recording, kind: EventKind, mut resolver: Option<&mut R
         r.prepare([recording]);
     }
     let (period, weighings) = weighings(recording, kind);
-    let limits = depth_limits(recording);
+    let rules = cut_rules(recording);
     let mut profile = Profile { period, ..Profile::new(kind) };
     let mut report = Report::new(kind, recording.kinds());
     let mut names: HashMap<String, String> = HashMap::new();
@@ -297,13 +313,13 @@ pub fn build(recording: &Recording, kind: EventKind, mut resolver: Option<&mut R
     let mut expanded: FxHashMap<(u32, Option<ClassLeaf>, bool), Expanded> = FxHashMap::default();
     // Samples of one stack and thread are one profile sample.
     let mut folded: FxHashMap<(u32, Option<ClassLeaf>, u32), usize> = FxHashMap::default();
-    let chunks = recording.chunks.iter().zip(weighings.into_iter().zip(limits));
+    let chunks = recording.chunks.iter().zip(weighings.into_iter().zip(rules));
     let samples = chunks.flat_map(|(chunk, how)| chunk.samples.iter().map(move |sample| (sample, how)));
-    for (sample, (weighing, limit)) in samples.filter(|(s, _)| s.kind == kind) {
+    for (sample, (weighing, rule)) in samples.filter(|(s, _)| s.kind == kind) {
         let weight = weighing.weigh(sample.weight);
         let count = report.frame_count(weight);
         let recorded = recording.stack(sample);
-        let cut = is_cut(recorded, limit);
+        let cut = is_cut(recording, recorded, rule);
         let stack = expanded.entry((sample.stack, sample.leaf, cut)).or_insert_with(|| {
             let mut stack = Expanded::default();
             if let Some(leaf) = &sample.leaf {
@@ -338,7 +354,10 @@ pub fn build(recording: &Recording, kind: EventKind, mut resolver: Option<&mut R
                 stack.without_build_id.extend_from_slice(&done.without_build_id);
             }
             let root = recorded.frames.last().map(|&id| recording.frames[id as usize].method.as_str());
-            if cut && root.and_then(CallTraceError::from_name).is_none() {
+            // `[unknown]` is also async-profiler's name for a native frame it
+            // could not name: not a marker.
+            let marked = root.and_then(CallTraceError::from_name).filter(|&e| e != CallTraceError::Other);
+            if cut && marked.is_none() {
                 stack.frames.push(profile.intern(cut_marker()));
             }
             stack
@@ -514,6 +533,25 @@ mod tests {
             [("jdk", "[truncated]"), ("ap", "[truncated]"), ("ours", "[unknown_Java]"), ("whole", "app.Main.f1")]
         );
         assert_eq!(profile.samples[0].stack.len(), 3, "the frames walked, then the marker");
+
+        // Ours mark a cut root themselves: nothing is added to a chunk that
+        // names its dialect, flagged or as deep as its limit.
+        let flagged = crate::recording::SampleData { truncated: true, ..sample("ours", 1, deep(3)) };
+        let mut ours = chunk(vec![flagged], vec![]);
+        ours.settings = vec![("jstackdepth".to_owned(), "3".to_owned()), ("jfrdialect".to_owned(), "jdk".to_owned())];
+        let (profile, _) = build_cpu(&recording_of(vec![ours]), None);
+        assert_eq!(profile.samples[0].stack.len(), 3);
+        // Native frames do not count toward async-profiler's Java depth;
+        // `[unknown]` (its unnamed native frame) is not a marker.
+        let mut frames = vec![native("memcpy"), native("start_thread")];
+        frames.splice(1..1, deep(2));
+        frames.push(native(CallTraceError::Other.name()));
+        let mut theirs =
+            chunk(vec![sample("ap", 1, frames.clone()), sample("ap-cut", 1, [&deep(3)[..], &frames].concat())], vec![]);
+        theirs.settings = vec![("jstackdepth".to_owned(), "3".to_owned())];
+        let (profile, _) = build_cpu(&recording_of(vec![theirs]), None);
+        let root = |i: usize| profile.frames[*profile.samples[i].stack.last().unwrap() as usize].name.as_str();
+        assert_eq!((root(0), root(1)), ("[unknown]", "[truncated]"));
     }
 
     #[test]

@@ -800,9 +800,8 @@ pub fn read_bytes(file: &[u8], display: &str) -> Result<ReadOutcome, ReadError> 
     let mut damage = Vec::new();
     let mut chunks = 0;
     let mut offset = 0;
-    // A setting stays in force until a later chunk of the file sets it
-    // again (async-profiler writes its settings in the first chunk only).
-    let mut in_force: Vec<(String, String)> = Vec::new();
+    // Settings carried into chunks: one for every 8 bytes of the file.
+    let mut carry_budget = file.len() / 8;
     while offset < file.len() {
         let index = chunks + damage.len();
         let damaged = |message: String, last: bool| Damage { chunk: index, offset: offset as u64, message, last };
@@ -818,9 +817,11 @@ pub fn read_bytes(file: &[u8], display: &str) -> Result<ReadOutcome, ReadError> 
                 break;
             }
         };
-        match read_chunk(&mut reader, &mut converter, offset, header, &in_force) {
-            Ok(chunk) => {
-                in_force = chunk.settings.clone();
+        match read_chunk(&mut reader, &mut converter, offset, header) {
+            Ok(mut chunk) => {
+                if let Some(previous) = converter.builder.recording.chunks.last().filter(|_| chunks > 0) {
+                    carry_settings(previous, &mut chunk, &mut carry_budget);
+                }
                 converter.builder.push_chunk(chunk);
                 chunks += 1;
             }
@@ -851,24 +852,37 @@ fn is_read(name: &str) -> bool {
     ) || event_type(name).is_some()
 }
 
-/// Each setting's last value, in the order of those last values.
-fn last_values(settings: &[(String, String)]) -> Vec<(String, String)> {
-    let mut kept: Vec<(String, String)> = Vec::new();
-    for (name, value) in settings {
-        kept.retain(|(kept, _)| kept != name);
-        kept.push((name.clone(), value.clone()));
+/// A chunk of the file that writes no settings of its own reads with
+/// those of the chunk before it (async-profiler writes its settings in the
+/// first chunk only; the JDK and we write them in every chunk), each
+/// setting's last value. `budget` bounds the settings carried in a file
+/// (a damaged or hostile file of many chunks without settings after one
+/// with many would multiply them).
+fn carry_settings(previous: &Chunk, chunk: &mut Chunk, budget: &mut usize) {
+    if !chunk.settings.is_empty() || previous.settings.len() > *budget {
+        return;
     }
-    kept
+    *budget -= previous.settings.len();
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    let mut kept: Vec<(String, String)> = Vec::new();
+    for (name, value) in &previous.settings {
+        match index.get(name.as_str()) {
+            Some(&i) => kept[i].1.clone_from(value),
+            None => {
+                index.insert(name, kept.len());
+                kept.push((name.clone(), value.clone()));
+            }
+        }
+    }
+    chunk.settings = kept;
+    chunk.attributes.clone_from(&previous.attributes);
 }
 
-/// Reads one chunk: its settings are those `in_force` before it, each
-/// set again by the chunk taking its new value.
 fn read_chunk(
     reader: &mut jfr_in::File<'_>,
     converter: &mut Converter,
     offset: usize,
     header: jfr_in::Header,
-    in_force: &[(String, String)],
 ) -> Result<Chunk, jfr_in::Malformed> {
     let chunk = reader.chunk(offset, header)?;
     converter.frame_bytes.clear();
@@ -882,13 +896,10 @@ fn read_chunk(
         attributes: Vec::new(),
         samples: Vec::new(),
         endpoints: Vec::new(),
-        settings: in_force.to_vec(),
+        settings: Vec::new(),
         counters: Vec::new(),
         libraries: Vec::new(),
     };
-    if let Some((_, names)) = in_force.iter().find(|(name, _)| name == "attributes") {
-        data.attributes = names.split(';').filter(|n| !n.is_empty()).map(str::to_owned).collect();
-    }
     chunk.events(is_read, |event| {
         let value = event.value;
         match event.name {
@@ -940,7 +951,6 @@ fn read_chunk(
         }
     })?;
     chunk.commit();
-    data.settings = last_values(&data.settings);
     Ok(data)
 }
 
