@@ -164,14 +164,21 @@ fn report(seconds: u64, readings: &[Reading], stdout: &str, looping: bool) {
     );
     println!("|---|---|---|---|---|---|---|");
     let mib = |kb: u64| kb as f64 / 1024.0;
+    // The first reading of each minute (with the JVM's figure when jcmd gave one).
+    let mut minute = None;
     for reading in readings {
-        let Some(jvm) = reading.jvm_committed_kb else { continue };
+        if minute == Some(reading.at.as_secs() / 60) {
+            continue;
+        }
+        minute = Some(reading.at.as_secs() / 60);
+        let (jvm, rest) = match reading.jvm_committed_kb {
+            Some(jvm) => (format!("{:.1} MiB", mib(jvm)), format!("{:.1} MiB", mib(reading.rss_kb) - mib(jvm))),
+            None => ("—".to_owned(), "—".to_owned()),
+        };
         println!(
-            "| {} | {:.1} MiB | {:.1} MiB | {:.1} MiB | {} | {} | {} ({:.1} MiB) |",
+            "| {} | {:.1} MiB | {jvm} | {rest} | {} | {} | {} ({:.1} MiB) |",
             reading.at.as_secs() / 60,
             mib(reading.rss_kb),
-            mib(jvm),
-            mib(reading.rss_kb) - mib(jvm),
             reading.fds,
             reading.threads,
             reading.files.0,
