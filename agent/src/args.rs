@@ -629,7 +629,7 @@ fn parse_continuous(key: &str, value: Option<&str>, continuous: &mut Continuous)
     match key {
         "loop" => continuous.period = Some(within(parse_time(key, required(key, value)?)?, LOOP_RANGE)?),
         "chunktime" => continuous.chunk_time = Some(within(parse_time(key, required(key, value)?)?, CHUNK_TIME_RANGE)?),
-        "timeout" => continuous.timeout = Some(parse_time(key, required(key, value)?)?),
+        "timeout" => continuous.timeout = Some(within(parse_time(key, required(key, value)?)?, LOOP_RANGE)?),
         "maxage" => continuous.retention.max_age = Some(parse_time(key, required(key, value)?)?),
         "chunksize" => {
             let bytes = parse_size(key, required(key, value)?)?;
@@ -675,6 +675,14 @@ fn check_continuous(options: &mut Options, loop_item: &str, file_item: &str) -> 
     let Some(template) = options.file.as_deref() else {
         return Err(error("loop", "needs file=PATTERN, expanded for each period (e.g. file=profile-%t.jfr)"));
     };
+    if let (Some(age), Some(period)) = (retention.max_age, continuous.period) {
+        if age < period {
+            return Err(error(
+                "maxage",
+                format!("{} is shorter than loop={}: every file would go as it is finished", spell(age), spell(period)),
+            ));
+        }
+    }
     if !varies_by_period(template) {
         return Err(error(
             "loop",
@@ -689,15 +697,17 @@ fn check_continuous(options: &mut Options, loop_item: &str, file_item: &str) -> 
 }
 
 /// Whether [`expand_path`] gives `template` a new name each period: it
-/// holds `%t` or `%n` (not escaped as `%%`).
+/// holds `%t`, or `%n` not cut to a single number by `{1}` (not escaped
+/// as `%%`).
 fn varies_by_period(template: &str) -> bool {
-    let mut chars = template.chars();
-    while let Some(c) = chars.next() {
-        if c == '%' {
-            match chars.next() {
-                Some('t' | 'n') => return true,
-                _ => continue,
-            }
+    let mut rest = template;
+    while let Some(at) = rest.find('%') {
+        rest = &rest[at + 1..];
+        match rest.chars().next() {
+            Some('t') => return true,
+            Some('n') if braced(&rest[1..]).and_then(|max| max.parse::<u64>().ok()) != Some(1) => return true,
+            Some('%') => rest = &rest[1..],
+            _ => {}
         }
     }
     false
@@ -976,6 +986,10 @@ mod tests {
         assert_eq!(e.option, "loop");
         assert!(e.message.contains("same.jfr") && e.message.contains("%t"), "{e}");
         assert_eq!(err("start,loop=1m,file=p-%%t.jfr").option, "loop", "an escaped %t names nothing");
+        assert_eq!(err("start,loop=1m,file=p-%n{1}.jfr").option, "loop", "one number for every period");
+        assert!(parse("start,loop=1m,file=p-%n{2}-%%.jfr").is_ok());
+        assert_eq!(err("start,loop=1h,maxage=30m,file=%t").option, "maxage");
+        assert_eq!(err("start,timeout=500ms").option, "timeout");
         assert_eq!(err("start,loop=1m").option, "loop");
         assert_eq!(err("start,maxfiles=3,file=a.jfr").option, "maxfiles");
         assert_eq!(err("start,maxage=1h,file=a.jfr").option, "maxage");

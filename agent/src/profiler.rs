@@ -162,17 +162,22 @@ fn shown(path: &Path) -> String {
 /// at VM init writes the very file checked here.
 ///
 /// A looping session keeps its pattern (each period expands it again):
-/// the first period's file is created to check the path, and removed.
+/// only its directory is checked.
 pub fn prepare_output(options: &mut Options) -> CommandResult<()> {
     let Some(template) = options.file.as_deref() else { return Ok(()) };
     let path = output_path(template);
+    if options.continuous.period.is_some() {
+        // Each period names its own file at its start: only the directory
+        // is checked now, with a file of the agent's own.
+        let probe = path.with_file_name(format!(".profiler-probe-{}", std::process::id()));
+        let created = std::fs::OpenOptions::new().write(true).create_new(true).open(&probe);
+        created.map_err(|e| io(format!("start: cannot write the recording beside {}: {e}", shown(&path))))?;
+        let _ = std::fs::remove_file(&probe);
+        return Ok(());
+    }
     sink::create_output(&path)
         .map_err(|e| io(format!("start: cannot write the recording to {}: {e}", shown(&path))))?;
-    if options.continuous.period.is_some() {
-        let _ = std::fs::remove_file(&path);
-    } else {
-        options.file = Some(args::escape_path(&path.to_string_lossy()));
-    }
+    options.file = Some(args::escape_path(&path.to_string_lossy()));
     Ok(())
 }
 
@@ -518,22 +523,27 @@ fn stop_after(vm: &'static Vm, timeout: Duration, stopped: Arc<(Mutex<bool>, Con
             return;
         }
         drop(done);
-        let env = vm.attach_daemon(c"Profiler Timeout").ok().and_then(|e| {
+        let Some(env) = vm.attach_daemon(c"Profiler Timeout").ok().and_then(|e| {
             // SAFETY: the env of this thread, just attached.
             unsafe { JniEnv::from_raw(e) }
-        });
+        }) else {
+            log::error!("timeout: cannot attach to the JVM to write the recording; profiling continues");
+            return;
+        };
         let current = session();
         // The session this timer belongs to, and no later one.
         if current.as_ref().is_some_and(|s| Arc::ptr_eq(&s.stopped, &stopped)) {
             log::info!("timeout: stopping after {} s", timeout.as_secs());
-            match stop_locked(current, None, env, true) {
+            // A recording that cannot be written keeps profiling running,
+            // as a `stop` does, with the error logged.
+            match stop_locked(current, None, Some(env), true) {
                 Ok(message) => log::info!("{message}"),
                 Err(e) => log::error!("timeout: {e}"),
             }
+        } else {
+            drop(current);
         }
-        if env.is_some() {
-            vm.detach_current();
-        }
+        vm.detach_current();
     });
     if let Err(e) = spawned {
         log::error!("timeout: cannot start its timer thread ({e}); stop the session yourself");

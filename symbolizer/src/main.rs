@@ -132,8 +132,15 @@ fn parse_time(flag: &str, text: &str) -> Result<i64, String> {
         [s] => *s,
         _ => return Err(bad()),
     };
-    let valid = (1..=12).contains(month) && (1..=31).contains(day) && *hour < 24 && *minute < 60 && second < 61;
-    if !valid || [*hour, *minute, second].iter().any(|&n| n < 0) {
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let days_in_month = match month {
+        2 if leap => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    };
+    let valid = (1..=12).contains(month) && (1..=days_in_month).contains(day) && *hour < 24 && *minute < 60;
+    if !valid || second >= 60 || [*year, *hour, *minute, second].iter().any(|&n| n < 0) {
         return Err(bad());
     }
     // Days since 1970-01-01 of a proleptic Gregorian date.
@@ -142,7 +149,8 @@ fn parse_time(flag: &str, text: &str) -> Result<i64, String> {
     let day_of_era =
         y.rem_euclid(400) * 365 + y.rem_euclid(400) / 4 - y.rem_euclid(400) / 100 + (153 * m + 2) / 5 + day - 1;
     let days = era * 146_097 + day_of_era - 719_468;
-    Ok((days * 86_400 + hour * 3_600 + minute * 60 + second) * 1_000_000_000)
+    let seconds = days * 86_400 + hour * 3_600 + minute * 60 + second;
+    seconds.checked_mul(1_000_000_000).ok_or_else(bad)
 }
 
 fn resolver(args: &Args) -> Resolver {
@@ -429,7 +437,18 @@ mod tests {
         assert_eq!(at("1700000000"), Ok(1_700_000_000_000_000_000));
         assert_eq!(at("2000-02-29T00:00"), Ok(951_782_400_000_000_000));
         assert_eq!(at("1969-12-31T23:59:59"), Ok(-1_000_000_000));
-        for bad in ["", "yesterday", "2023-13-01T00:00", "2023-11-14", "2023-11-14T25:00", "2023-11-14T10:00:00:00"] {
+        for bad in [
+            "",
+            "yesterday",
+            "2023-13-01T00:00",
+            "2023-02-29T00:00",
+            "2023-11-31T00:00",
+            "2023-11-14",
+            "2023-11-14T25:00",
+            "2023-11-14T10:00:00:00",
+            "99999-01-01T00:00",
+            "99999999999",
+        ] {
             let e = at(bad).expect_err(bad);
             assert!(e.starts_with("--from") && e.contains("accepted"), "{e}");
         }

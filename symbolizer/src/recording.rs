@@ -338,11 +338,10 @@ impl Recording {
         for chunk in &mut self.chunks {
             let clock = chunk.clock;
             chunk.samples.retain(|sample| {
-                let at = clock
-                    .start_nanos
-                    .saturating_add(
-                        ticks_to_nanos(sample.start_ticks - clock.start_ticks, clock.ticks_per_second) as i64
-                    );
+                let at = clock.start_nanos.saturating_add(ticks_to_nanos(
+                    sample.start_ticks.saturating_sub(clock.start_ticks),
+                    clock.ticks_per_second,
+                ) as i64);
                 from.is_none_or(|from| at >= from) && to.is_none_or(|to| at < to)
             });
             kept += chunk.samples.len();

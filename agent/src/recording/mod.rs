@@ -140,8 +140,10 @@ impl Recording {
         self.sink.take_finished()
     }
 
+    /// Whether the current period ends: on time, or early when its file
+    /// holds half of `maxsize`.
     pub fn period_due(&self) -> bool {
-        self.periods.as_ref().is_some_and(Periods::due)
+        self.periods.as_ref().is_some_and(|periods| periods.due() || self.sink.current_file_full())
     }
 
     /// Ends the current period as a dump does (live objects, then the

@@ -24,10 +24,14 @@ impl Periods {
         self.started.elapsed() >= self.length
     }
 
-    /// Starts the next period: its file's path.
+    /// Starts the next period: its file's path. A period that ended on
+    /// time starts the next where it ended (the ticks that notice it
+    /// cause no drift); one ended early, or more than a period late, now.
     pub fn start_next(&mut self) -> PathBuf {
         self.sequence += 1;
-        self.started = Instant::now();
+        let now = Instant::now();
+        let next = self.started + self.length;
+        self.started = if next <= now && now - next < self.length { next } else { now };
         path(&self.template, self.sequence)
     }
 }

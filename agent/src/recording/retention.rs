@@ -8,6 +8,7 @@ use crate::args::{self, echo};
 use crate::counters::{self, Counter};
 use crate::log;
 use std::collections::VecDeque;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -15,38 +16,65 @@ use std::time::{Duration, SystemTime};
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Kept {
     path: PathBuf,
+    /// (device, inode) of the file the session wrote: a file put at its
+    /// path since is not the session's, and is never removed.
+    identity: (u64, u64),
     bytes: u64,
     /// When its last chunk was written.
     ended: SystemTime,
+}
+
+/// The (device, inode) of the file at `path`, if there is one.
+pub fn identity(path: &Path) -> Option<(u64, u64)> {
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 pub struct Retention {
     limits: args::Retention,
     /// Oldest first.
     files: VecDeque<Kept>,
+    /// Their bytes.
+    bytes: u64,
 }
 
 impl Retention {
     pub fn new(limits: args::Retention) -> Self {
-        Self { limits, files: VecDeque::new() }
+        Self { limits, files: VecDeque::new(), bytes: 0 }
     }
 
-    /// A file of the session was finished. A name used again (`%n{MAX}`)
-    /// replaced the older file of that name.
-    pub fn finished(&mut self, path: &Path, bytes: u64, ended: SystemTime) {
-        self.files.retain(|kept| kept.path != path);
-        self.files.push_back(Kept { path: path.to_path_buf(), bytes, ended });
+    /// A file of the session, `identity` at `path`, was finished. A name
+    /// used again (`%n{MAX}`) replaced the older file of that name.
+    pub fn finished(&mut self, path: &Path, identity: (u64, u64), bytes: u64, ended: SystemTime) {
+        self.forget(path);
+        self.bytes += bytes;
+        self.files.push_back(Kept { path: path.to_path_buf(), identity, bytes, ended });
     }
 
     /// The file being written now has `path`: an older file of that name
     /// (`%n{MAX}`) was overwritten and is no longer kept.
     pub fn reused(&mut self, path: &Path) {
-        self.files.retain(|kept| kept.path != path);
+        self.forget(path);
+    }
+
+    fn forget(&mut self, path: &Path) {
+        let bytes = &mut self.bytes;
+        self.files.retain(|kept| {
+            let other = kept.path != path;
+            if !other {
+                *bytes -= kept.bytes;
+            }
+            other
+        });
+    }
+
+    /// The bound on the bytes of the session's files, if any.
+    pub fn max_size(&self) -> Option<u64> {
+        self.limits.max_size
     }
 
     /// The finished files kept, and their bytes.
     pub fn kept(&self) -> (usize, u64) {
-        (self.files.len(), self.files.iter().map(|k| k.bytes).sum())
+        (self.files.len(), self.bytes)
     }
 
     /// Removes the oldest finished files past any bound, counting the
@@ -64,16 +92,20 @@ impl Retention {
             else {
                 break;
             };
-            let oldest = self.files.pop_front().expect("a front file");
+            let Some(oldest) = self.files.pop_front() else { break };
+            self.bytes -= oldest.bytes;
             remove(&oldest, why);
         }
     }
 }
 
 /// Removes one kept file: counted, logged at info level; a file already
-/// gone (removed by someone else) counts nothing.
+/// gone, or replaced at its path by another, counts nothing.
 fn remove(file: &Kept, bound: &str) {
     let shown = echo(&file.path.display().to_string());
+    if identity(&file.path) != Some(file.identity) {
+        return;
+    }
     match std::fs::remove_file(&file.path) {
         Ok(()) => {
             counters::increment(Counter::RetentionFilesRemoved);
@@ -102,7 +134,8 @@ mod tests {
             .map(|i| {
                 let path = dir.join(format!("p{i}.jfr"));
                 std::fs::write(&path, vec![0u8; bytes]).unwrap();
-                retention.finished(&path, bytes as u64, start + Duration::from_secs(i as u64));
+                let identity = identity(&path).unwrap();
+                retention.finished(&path, identity, bytes as u64, start + Duration::from_secs(i as u64));
                 path
             })
             .collect()
@@ -153,11 +186,19 @@ mod tests {
         assert_eq!(retention.kept(), (1, 4), "p0 is being written again");
         retention.enforce(0, t0);
         assert!(stranger.exists() && paths[0].exists() && !paths[1].exists());
-        // A file removed by someone else is simply no longer tracked.
-        retention.finished(&paths[0], 4, t0);
+        // A file removed by someone else is simply no longer tracked, and
+        // one put in its place is not the session's: it stays.
+        retention.finished(&paths[0], identity(&paths[0]).unwrap(), 4, t0);
         std::fs::remove_file(&paths[0]).unwrap();
         retention.enforce(0, t0);
         assert_eq!(retention.kept(), (0, 0));
+        std::fs::write(&paths[1], b"ours").unwrap();
+        retention.finished(&paths[1], identity(&paths[1]).unwrap(), 4, t0);
+        // (Written while ours still exists: another inode.)
+        std::fs::write(dir.join("stranger.tmp"), b"a stranger's").unwrap();
+        std::fs::rename(dir.join("stranger.tmp"), &paths[1]).unwrap();
+        retention.enforce(0, t0);
+        assert!(paths[1].exists(), "a file put at a kept path is not removed");
         let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -169,25 +169,34 @@ impl SessionFile {
 
     /// Cuts the file's oldest chunks, keeping those from `keep_from` (a
     /// chunk's start): the rest is copied to a new file beside it, which
-    /// replaces it. Any run of a session's chunks is a whole recording.
+    /// replaces it by a rename, the last step (nothing can fail after it).
+    /// Any run of a session's chunks is a whole recording.
     fn drop_front(&mut self, keep_from: u64) -> io::Result<()> {
+        use std::os::unix::fs::OpenOptionsExt;
         let name = self.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let temp = self.path.with_file_name(format!(".{name}.{}.trim", std::process::id()));
+        let kept = self.len - keep_from;
         let copied = (|| {
-            let mut out = OpenOptions::new().create(true).write(true).truncate(true).open(&temp)?;
+            let mut out = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&temp)?;
             let mut from = self.file.try_clone()?;
             std::io::Seek::seek(&mut from, io::SeekFrom::Start(keep_from))?;
-            std::io::copy(&mut std::io::Read::take(from, self.len - keep_from), &mut out)?;
+            if std::io::copy(&mut std::io::Read::take(from, kept), &mut out)? != kept {
+                return Err(io::Error::other("the file is shorter than the chunks written to it"));
+            }
             out.sync_data()?;
+            let metadata = out.metadata()?;
             std::fs::rename(&temp, &self.path)?;
-            OpenOptions::new().read(true).write(true).open(&self.path)
+            Ok((out, (metadata.dev(), metadata.ino())))
         })();
-        let file = copied.inspect_err(|_| {
+        let (file, identity) = copied.inspect_err(|_| {
             let _ = std::fs::remove_file(&temp);
         })?;
-        let metadata = file.metadata()?;
-        (self.file, self.identity) = (file, (metadata.dev(), metadata.ino()));
-        self.len -= keep_from;
+        (self.file, self.identity, self.len) = (file, identity, kept);
         self.chunk_starts.retain(|&start| start >= keep_from);
         for start in &mut self.chunk_starts {
             *start -= keep_from;
@@ -251,6 +260,14 @@ impl Sink {
         self.retention.as_ref().map(Retention::kept)
     }
 
+    /// Whether a looping session's current file holds half its `maxsize`:
+    /// its period ends early, so that no file outgrows the bound.
+    pub fn current_file_full(&self) -> bool {
+        let max_size = self.retention.as_ref().and_then(Retention::max_size);
+        let len = self.session_file.as_ref().map_or(0, |f| f.len);
+        max_size.is_some_and(|max| len >= max / 2)
+    }
+
     /// Ends the current period's file and writes from now on to `path`
     /// (created now, or retried with each chunk while it cannot be). The
     /// interval restarts with the new file, but for chunks still held in
@@ -260,23 +277,29 @@ impl Sink {
         // A spell of failures goes on in the next file: logged once.
         let mut failure = None;
         if let Some(finished) = self.session_file.take() {
-            failure = finished.failure;
-            if finished.len == 0 {
-                // Nothing reached it (the disk was full): no file is left
-                // that no reader can open; its chunks go to the next.
-                let _ = std::fs::remove_file(&finished.path);
-            } else {
-                if let Some(retention) = &mut self.retention {
-                    retention.finished(&finished.path, finished.len, SystemTime::now());
+            failure = finished.failure.clone();
+            // Only the file the session created, still at its path.
+            if finished.is_at(&finished.path) {
+                if finished.len == 0 {
+                    // Nothing reached it (the disk was full): no file is
+                    // left that no reader can open; its chunks go to the next.
+                    let _ = std::fs::remove_file(&finished.path);
+                } else {
+                    if let Some(retention) = &mut self.retention {
+                        retention.finished(&finished.path, finished.identity, finished.len, SystemTime::now());
+                    }
+                    if self.finished.len() == MAX_FINISHED_LISTED {
+                        self.finished.pop_front();
+                    }
+                    self.finished.push_back(finished.path);
                 }
-                if self.finished.len() == MAX_FINISHED_LISTED {
-                    self.finished.pop_front();
-                }
-                self.finished.push_back(finished.path);
             }
         }
         self.interval.retain(|chunk| matches!(chunk, StoredChunk::Memory(_)));
-        self.pending = Some((path, String::new()));
+        // A period file that could not be created: the next one inherits
+        // the spell of failures (logged once).
+        let failed = self.pending.take().map(|(_, why)| why).unwrap_or_default();
+        self.pending = Some((path, failed));
         self.open_pending();
         if let Some(file) = &mut self.session_file {
             file.failure = failure;
@@ -295,6 +318,7 @@ impl Sink {
                 if let Some(retention) = &mut self.retention {
                     retention.reused(&path);
                 }
+                self.finished.retain(|finished| *finished != path);
                 if !failed.is_empty() {
                     log::warn!("the period file {} could be created now", echo(&path.display().to_string()));
                 }
