@@ -224,7 +224,8 @@ pub fn to_pprof(profile: &Profile, period_nanos: i64) -> PprofProfile {
 /// The gzipped, encoded profile.
 pub fn encode(profile: &PprofProfile) -> Vec<u8> {
     let bytes = prost::Message::encode_to_vec(profile);
-    let mut gz = GzEncoder::new(Vec::new(), flate2::Compression::default());
+    // Fastest compression, as Go's runtime/pprof writes its profiles.
+    let mut gz = GzEncoder::new(Vec::new(), flate2::Compression::fast());
     gz.write_all(&bytes).expect("writing to memory");
     gz.finish().expect("writing to memory")
 }
