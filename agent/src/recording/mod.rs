@@ -28,6 +28,15 @@ pub mod rotation;
 pub mod sink;
 pub mod writer;
 
+/// A fresh directory for one test of the recording's file handling.
+#[cfg(test)]
+fn scratch(module: &str, test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("profiler-{module}-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 use crate::clock;
 use crate::counters::{self, Counter};
 use crate::jni_env::JniEnv;

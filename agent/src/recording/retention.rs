@@ -122,10 +122,7 @@ mod tests {
     use super::*;
 
     fn scratch(test: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("profiler-retention-{}-{test}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
+        super::super::scratch("retention", test)
     }
 
     /// `n` files of `bytes` each, finished a second apart from `start`.

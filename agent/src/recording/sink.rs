@@ -504,12 +504,8 @@ fn write_interval(path: &Path, chunks: &[StoredChunk], session: Option<&File>) -
 mod tests {
     use super::*;
 
-    /// A fresh directory for one test.
     fn scratch(test: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("profiler-sink-{}-{test}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
+        super::super::scratch("sink", test)
     }
 
     #[test]
