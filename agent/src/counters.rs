@@ -24,6 +24,7 @@ counters! {
     Samples => "samples",
     SamplesDroppedBusy => "samples_dropped_busy",
     SamplesFiltered => "samples_filtered_out",
+    SamplesDroppedFaultsBlocked => "samples_dropped_faults_blocked",
     ContextValuesExpired => "context_values_expired",
     ContextValuesDropped => "context_values_dropped_dictionary_full",
     SamplesDroppedBufferFull => "samples_dropped_buffer_full",

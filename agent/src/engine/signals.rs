@@ -29,6 +29,25 @@ fn action_of(handler: usize, flags: c_int) -> libc::sigaction {
 /// Installs `handler` for `signo`, remembering the previous action in
 /// `previous` for forwarding and for [`restore`].
 pub fn install(signo: c_int, handler: SigInfoHandler, previous: &PreviousAction) -> io::Result<()> {
+    install_masked(signo, handler, previous, Mask::Empty)
+}
+
+/// The signals blocked while our handler runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mask {
+    /// None but `signo` itself.
+    Empty,
+    /// Those the handler we chain to blocks, with its alternate-stack flag,
+    /// and the profiling signals: a chained handler runs as it would have
+    /// run alone, and no sampling handler nests in it. A sampling handler
+    /// nested in a SIGSEGV handler would read memory while SIGSEGV is
+    /// blocked, and a fault there is fatal without any handler running
+    /// (the kernel resets a blocked synchronous signal to its default).
+    Chained,
+}
+
+/// [`install`], with the given [`Mask`].
+pub fn install_masked(signo: c_int, handler: SigInfoHandler, previous: &PreviousAction, mask: Mask) -> io::Result<()> {
     // SAFETY: a null action only queries.
     let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
     // SAFETY: valid out pointer.
@@ -40,7 +59,17 @@ pub fn install(signo: c_int, handler: SigInfoHandler, previous: &PreviousAction)
     }
     // SAFETY: our handler is not installed for `signo` yet.
     unsafe { previous.set(current) };
-    sigaction(signo, &action_of(handler as usize, libc::SA_SIGINFO | libc::SA_RESTART))?;
+    let mut action = action_of(handler as usize, libc::SA_SIGINFO | libc::SA_RESTART);
+    if mask == Mask::Chained {
+        action.sa_mask = current.sa_mask;
+        action.sa_flags |= current.sa_flags & libc::SA_ONSTACK;
+        // SAFETY: valid pointer to the mask; valid signal numbers.
+        unsafe {
+            libc::sigaddset(&mut action.sa_mask, libc::SIGPROF);
+            libc::sigaddset(&mut action.sa_mask, libc::SIGVTALRM);
+        }
+    }
+    sigaction(signo, &action)?;
     Ok(())
 }
 

@@ -156,6 +156,11 @@ impl Sampler {
             discard();
             return;
         }
+        if safe_read::faults_blocked(request.ucontext) {
+            counters::increment(Counter::SamplesDroppedFaultsBlocked);
+            discard();
+            return;
+        }
         let Some(mut stripe) = self.stripes.try_acquire(tid) else {
             counters::increment(Counter::SamplesDroppedBusy);
             discard();
