@@ -125,6 +125,33 @@ fn retention_keeps_the_newest_files_within_each_bound() {
     assert!(span_ns(&last) - first_sample < 4_500_000_000, "samples after the timeout");
 }
 
+/// Driven through jcmd as at load: a looping session started by attach
+/// rotates and keeps its bound, `status` names the current period file and
+/// the files kept, and `stop` finishes the last file.
+#[test]
+fn a_looping_session_is_driven_through_jcmd() {
+    let dir = scratch_dir("continuous_jcmd");
+    let mut run = ChildGuard::spawn(&mut gated_java_command(None, "CpuShares", &["2"]));
+    run.wait_for_line("READY");
+    let start = format!("start,cpu=1ms,loop=1s,maxfiles=2,loglevel=info,file={}/p-%n-%t.jfr", dir.display());
+    let attached = attach_agent(run.id(), &start);
+    assert!(attached.status.success(), "{}", String::from_utf8_lossy(&attached.stdout));
+    run.go();
+    // The third period has begun once the first file is removed.
+    run.wait_for(Stream::Stderr, |line| line.contains("removed") && line.contains("/p-0-"));
+    assert!(attach_agent(run.id(), "status").status.success());
+    let status = run.wait_for(Stream::Stdout, |line| line.starts_with("Profiling is running"));
+    let current = format!("file: {}/p-", dir.display());
+    assert!(status.contains(&current) && status.contains("earlier files kept: 1 ("), "{status}");
+    assert!(attach_agent(run.id(), "stop").status.success());
+    assert_success(&run.wait(Duration::from_secs(60)));
+    let files = period_files(&dir);
+    assert_eq!(files.len(), 2, "{files:?}");
+    // Each reads alone (the reader fails the test otherwise).
+    let recordings: Vec<Recording> = files.iter().map(|f| read_recording(f)).collect();
+    assert!(recordings[1].counter("retention_files_removed") >= 1);
+}
+
 /// A tmpfs of its own for one test (root may mount one), unmounted on drop.
 struct Tmpfs(PathBuf);
 
