@@ -421,7 +421,7 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
     if current.is_some() {
         return Err(state("start: profiling is already running (stop it first)"));
     }
-    if unsaved().take().is_some() {
+    if stopped().unsaved.take().is_some() {
         log::error!("start: the recording of the previous session, which its stop could not write, is discarded");
     }
     if options.cpu.is_none() && options.wall.is_none() && options.alloc.is_none() && options.lock.is_none() {
@@ -577,13 +577,22 @@ fn preload_methods(vm: &Vm, env: JniEnv, blocking: bool) -> BlockingMethods {
     BlockingMethods::new(&found.unwrap_or_default())
 }
 
-/// The recording of a stopped session that its `stop` could not write
-/// (the file failed after the check: disk full, ...), kept for a later
-/// `stop,file=PATH` (or `stop`, if the session file takes it again).
-static UNSAVED: Mutex<Option<Arc<Mutex<Recording>>>> = Mutex::new(None);
+/// What a stopped session leaves for later commands.
+struct Stopped {
+    /// Its recording, if its `stop` could not write it (the file failed
+    /// after the check: disk full, ...), for a later `stop,file=PATH` (or
+    /// `stop`, if the session file takes it again).
+    unsaved: Option<Arc<Mutex<Recording>>>,
+    /// A looping session's finished files that the Java API has not
+    /// reported yet, its last one included.
+    finished: Vec<PathBuf>,
+}
 
-fn unsaved() -> std::sync::MutexGuard<'static, Option<Arc<Mutex<Recording>>>> {
-    UNSAVED.lock().unwrap_or_else(|p| p.into_inner())
+/// Outlives its session: what the next commands still need of it.
+static STOPPED: Mutex<Stopped> = Mutex::new(Stopped { unsaved: None, finished: Vec::new() });
+
+fn stopped() -> std::sync::MutexGuard<'static, Stopped> {
+    STOPPED.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Stops the session and writes its recording. Unless the JVM is dying
@@ -629,10 +638,17 @@ fn stop_locked(
         return Ok("Profiling stopped; no file was given, so the data since the last dump was discarded".to_owned());
     }
     match write_recording(&mut recording, env, path, true) {
-        Ok(written) => Ok(format!("Profiling stopped; recording written to {}", shown(&written))),
+        Ok(written) => {
+            let finished = recording.finished_at_stop();
+            let mut left = stopped();
+            left.finished.extend(finished);
+            let excess = left.finished.len().saturating_sub(sink::MAX_FINISHED_LISTED);
+            left.finished.drain(..excess);
+            Ok(format!("Profiling stopped; recording written to {}", shown(&written)))
+        }
         Err(e) => {
             drop(recording);
-            *unsaved() = Some(session.recording);
+            stopped().unsaved = Some(session.recording);
             Err(CommandError {
                 kind: e.kind,
                 message: format!("{e}; profiling stopped, and its recording is kept: stop,file=PATH writes it"),
@@ -644,12 +660,12 @@ fn stop_locked(
 /// `stop` with no session running: writes the recording a failed `stop`
 /// kept, if there is one.
 fn write_unsaved(path: Option<PathBuf>) -> CommandResult<String> {
-    let mut kept = unsaved();
-    let Some(recording) = kept.as_ref() else { return Err(state("stop: profiling is not running")) };
+    let mut kept = stopped();
+    let Some(recording) = kept.unsaved.as_ref() else { return Err(state("stop: profiling is not running")) };
     let written = recording.lock().unwrap_or_else(|p| p.into_inner()).write_kept(path.as_deref()).map_err(|e| {
         io(format!("stop: the stopped session's recording is still kept, as it cannot be written: {e}"))
     })?;
-    *kept = None;
+    kept.unsaved = None;
     Ok(format!("The stopped session's recording was written to {}", shown(&written)))
 }
 
@@ -663,12 +679,15 @@ pub fn dump_to(path: Option<PathBuf>, env: Option<JniEnv>) -> CommandResult<Stri
     Ok(format!("Recording written to {}", shown(&written)))
 }
 
-/// The files the running looping session finished since the last call.
+/// The files looping sessions finished since the last call, oldest first:
+/// those of stopped sessions (their last files included), then the
+/// running one's.
 pub fn take_finished_files() -> Vec<PathBuf> {
-    match session().as_ref() {
-        Some(s) => s.recording.lock().unwrap_or_else(|p| p.into_inner()).take_finished_files(),
-        None => Vec::new(),
+    let mut files = std::mem::take(&mut stopped().finished);
+    if let Some(s) = session().as_ref() {
+        files.extend(s.recording.lock().unwrap_or_else(|p| p.into_inner()).take_finished_files());
     }
+    files
 }
 
 fn dump(file: Option<&str>, env: Option<JniEnv>) -> CommandResult<String> {
@@ -693,7 +712,7 @@ fn write_recording(
 
 /// VM death: a running session is stopped and its recording written.
 pub fn on_vm_death(env: Option<JniEnv>) {
-    if unsaved().is_some() {
+    if stopped().unsaved.is_some() {
         log::error!("the recording of a stopped session, which its stop could not write, is lost with the JVM");
     }
     if is_running() {

@@ -42,6 +42,8 @@ const CHECKS: &[&str] = &[
     "status-names-the-file",
     "finished-files",
     "finished-files-taken",
+    "finished-at-stop",
+    "finished-at-stop-taken",
 ];
 
 fn has_frame(event: &Event, method: &str) -> bool {

@@ -149,6 +149,12 @@ impl Recording {
         self.sink.take_finished()
     }
 
+    /// At stop: the looping session's files the Java API has still to
+    /// report (see [`Sink::finished_at_stop`]).
+    pub fn finished_at_stop(&mut self) -> Vec<PathBuf> {
+        self.sink.finished_at_stop()
+    }
+
     /// Whether the current period ends: on time, or early when its file
     /// holds half of `maxsize`.
     pub fn period_due(&self) -> bool {

@@ -37,7 +37,7 @@ use std::time::SystemTime;
 const MAX_MEMORY_INTERVAL_BYTES: usize = 32 << 20;
 
 /// Finished period files remembered for the Java API between two polls.
-const MAX_FINISHED_LISTED: usize = 1024;
+pub const MAX_FINISHED_LISTED: usize = 1024;
 
 /// File systems whose files look regular but are not storage (`statfs`
 /// magic numbers: proc, sysfs, debugfs, tracefs, cgroup, cgroup2,
@@ -253,6 +253,17 @@ impl Sink {
     /// The period files finished since the last call, oldest first.
     pub fn take_finished(&mut self) -> Vec<PathBuf> {
         self.finished.drain(..).collect()
+    }
+
+    /// At stop (after the last chunk was written): a looping session's
+    /// finished files not yet taken, and its last file, complete now.
+    pub fn finished_at_stop(&mut self) -> Vec<PathBuf> {
+        let mut files = self.take_finished();
+        if self.retention.is_some() {
+            let last = self.session_file.as_ref().filter(|f| f.len > 0 && f.is_at(&f.path));
+            files.extend(last.map(|f| f.path.clone()));
+        }
+        files
     }
 
     /// The period files kept besides the one being written, and their bytes.

@@ -116,7 +116,9 @@ public final class JavaProfiler {
     /**
      * The files a looping session ({@code loop=}) finished since the last
      * call, oldest first: complete recordings an application may ship
-     * itself. At most the 1,024 most recent are remembered between calls.
+     * itself. After {@code stop}, the stopped session's files not yet
+     * returned, its last one included. At most the 1,024 most recent are
+     * remembered between calls.
      */
     public List<Path> pollFinishedFiles() {
         List<Path> files = new ArrayList<>();
