@@ -56,7 +56,7 @@ pub const MAX_ATTRIBUTES: usize = 8;
 /// The profiler's CPU use, in percent of the application's, past which the
 /// overhead governor stretches the sampling intervals (`overhead=`; 0:
 /// never): about two and a half times what sampling two busy threads
-/// every millisecond is charged on the README's VM (4%).
+/// every millisecond is charged on the VM of docs/benchmarks.md (4%).
 pub const DEFAULT_OVERHEAD_PERCENT: u32 = 10;
 const MAX_OVERHEAD_PERCENT: u32 = 1000;
 /// Lock waits are sampled every this much time waited by default
@@ -326,10 +326,51 @@ fn limit(key: &str, value: Duration, limits: &Limits, warnings: &mut Vec<String>
     Ok(value)
 }
 
-const OPTION_NAMES: &str =
-    "start, stop, dump, status, version, event, cpu, wall, alloc, live, lock, lockthreshold, walltpt, wallbatch, \
-     interval, file, loop, chunksize, chunktime, maxfiles, maxsize, maxage, timeout, \
-     jfr, cstack, javawalk, jstackdepth, remotesym, verifywalk, attributes, jfrdialect, filter, overhead, log, loglevel";
+/// Every option key [`parse`] accepts, in the order the unknown-option
+/// message lists them. A key not here is refused before the parser's
+/// `match` sees it, so a key added to the `match` must be added here too
+/// (and to `docs/options.md`, which a test compares with this list).
+pub const KEYS: &[&str] = &[
+    "start",
+    "stop",
+    "dump",
+    "status",
+    "version",
+    "event",
+    "cpu",
+    "wall",
+    "alloc",
+    "live",
+    "lock",
+    "lockthreshold",
+    "walltpt",
+    "wallbatch",
+    "interval",
+    "file",
+    "loop",
+    "chunksize",
+    "chunktime",
+    "maxfiles",
+    "maxsize",
+    "maxage",
+    "timeout",
+    "jfr",
+    "cstack",
+    "javawalk",
+    "jstackdepth",
+    "remotesym",
+    "verifywalk",
+    "attributes",
+    "jfrdialect",
+    "filter",
+    "overhead",
+    "log",
+    "loglevel",
+];
+
+fn unknown_option(key: &str) -> OptionError {
+    error(key, format!("unknown option (accepted: {})", KEYS.join(", ")))
+}
 
 /// Parses a comma-separated option string. An empty string is valid (the
 /// agent is loaded and waits for commands). Every option is given at most
@@ -374,6 +415,10 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
             return Err(error(key, format!("given twice, as '{}' and '{}' (give it once)", echo(earlier), echo(item))));
         }
         given.push((key, item));
+        if !KEYS.contains(&key) {
+            return Err(unknown_option(key));
+        }
+        // Every key of this match (and of `parse_continuous`'s) is in KEYS.
         match key {
             "start" | "stop" | "dump" | "status" | "version" => {
                 no_value(key, value)?;
@@ -523,7 +568,7 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
             "loglevel" => options.log_level = parse_log_level(key, required(key, value)?)?,
             other => {
                 if !parse_continuous(other, value, &mut options.continuous)? {
-                    return Err(error(other, format!("unknown option (accepted: {OPTION_NAMES})")));
+                    return Err(unknown_option(other));
                 }
             }
         }
@@ -1351,6 +1396,61 @@ mod tests {
         assert_eq!(expand_path("%", &at(1, 0, 0)), "%");
         for path in ["/tmp/a.jfr", "/tmp/100%-%p%%t.jfr", "%n{3}%{HOME}"] {
             assert_eq!(expand_path(&escape_path(path), &at(7, 0, 9)), path);
+        }
+    }
+
+    #[test]
+    fn every_key_in_keys_reaches_the_parser() {
+        for key in KEYS {
+            for input in [key.to_string(), format!("{key}=1")] {
+                if let Err(e) = parse(&input) {
+                    assert!(!e.message.starts_with("unknown option"), "{input}: {e}");
+                }
+            }
+        }
+        let mut sorted = KEYS.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), KEYS.len(), "a key listed twice");
+    }
+
+    #[test]
+    fn keys_not_in_keys_are_refused_naming_every_key() {
+        for key in ["bogus", "Start", "intervals", "cpu ", "event.cpu", "maxfile"] {
+            let e = err(&format!("start,{key}=1"));
+            assert_eq!(e.option, key);
+            assert!(e.message.starts_with("unknown option"), "{e}");
+            for known in KEYS {
+                assert!(e.message.contains(known), "{known} missing from: {e}");
+            }
+        }
+    }
+
+    /// The option names in the first column of `docs/options.md`'s table.
+    fn documented_keys() -> Vec<&'static str> {
+        let doc = include_str!("../../docs/options.md");
+        let table = doc
+            .lines()
+            .skip_while(|line| !line.starts_with("| option |"))
+            .skip(2)
+            .take_while(|line| line.starts_with('|'));
+        let mut keys = Vec::new();
+        for row in table {
+            let first = row.split('|').nth(1).unwrap_or("");
+            keys.extend(first.split('`').skip(1).step_by(2));
+        }
+        keys
+    }
+
+    #[test]
+    fn the_option_reference_lists_every_key_and_no_other() {
+        let documented = documented_keys();
+        assert!(!documented.is_empty(), "docs/options.md has no table starting with '| option |'");
+        for key in KEYS {
+            assert!(documented.contains(key), "`{key}` is not in docs/options.md's table");
+        }
+        for key in &documented {
+            assert!(KEYS.contains(key), "docs/options.md's table lists `{key}`, which the parser does not accept");
         }
     }
 }
