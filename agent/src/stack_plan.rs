@@ -25,7 +25,7 @@ const JAVA_WALKS: [(&str, JavaSource); 2] =
 
 /// The default Java source: HotSpot's structures where the walker knows
 /// the frames (x86-64), cheaper on deep stacks and complete where
-/// AsyncGetCallTrace gives up (README, benchmarks); AsyncGetCallTrace
+/// AsyncGetCallTrace gives up (docs/benchmarks.md); AsyncGetCallTrace
 /// elsewhere.
 const DEFAULT_JAVA: JavaSource = if unwind::arch::HOTSPOT_FRAME.is_some() {
     JavaSource::HotSpot { extended: false }

@@ -133,7 +133,7 @@ fn symbols_come_from_a_binary_a_debuginfod_server_has() {
 
 /// A `--binary` without DWARF whose `.gnu_debuglink` names a file that is
 /// nowhere (the debug package not installed) does not end the search: the
-/// debug file comes from debuginfod, as the README's order has it (local
+/// debug file comes from debuginfod, as docs/symbolize.md's order has it (local
 /// trees, the client cache, the binaries' debug links, then servers), and
 /// frames resolve with file and line, not by the binary's symbols alone.
 #[test]

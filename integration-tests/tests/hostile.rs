@@ -41,7 +41,7 @@ fn an_overloaded_wall_clock_sampler_does_not_hold_the_jvm_at_exit() {
 }
 
 /// `stop` through jcmd while the overloaded sampler runs returns promptly
-/// (the README's bound), with the recording written.
+/// (the bound docs/threads.md states), with the recording written.
 #[test]
 fn stop_returns_promptly_while_the_wall_clock_sampler_overruns() {
     let dir = scratch_dir("hostile-wall-stop");

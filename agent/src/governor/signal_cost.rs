@@ -3,8 +3,8 @@
 //! kernel's signal frame, `rt_sigreturn` and, for a signal that must
 //! interrupt the thread, the interrupt (on a virtual machine, the
 //! hypervisor's exits too). The handler's clock reads cannot see it, yet
-//! the application pays it: 18–24 µs a timer signal on the README's
-//! 2-core VM, a few µs on bare metal.
+//! the application pays it: 18–24 µs a timer signal on the 2-core VM of
+//! docs/benchmarks.md, a few µs on bare metal.
 //!
 //! Measured once per process, at the first governed `start`, before any
 //! engine is armed, on a thread of its own: the same spin of work timed

@@ -2,8 +2,8 @@
 //! references by id, in one fixed order, handed to the recording when it
 //! is built.
 //!
-//! Why this order (the races the dictionary PR's review found, and README
-//! "Dictionaries and dumps while sampling"):
+//! Why this order (the races the dictionary PR's review found, and
+//! docs/design.md, "Dictionaries and dumps while sampling"):
 //! 0. Folded wall-clock samples (`storage::idle`) go into the stripes
 //!    first, their stacks into the active call-trace table, so they belong
 //!    to the chunk the rotation ends (`Recording::rotate`).
