@@ -86,6 +86,7 @@ counters! {
     JvmtiStackFailed => "jvmti_stack_failed",
     LiveObjects => "live_objects",
     LiveObjectsFull => "live_objects_full",
+    AgentHeapBytes => "agent_heap_bytes",
 }
 
 static VALUES: [AtomicU64; Counter::ALL.len()] = [const { AtomicU64::new(0) }; Counter::ALL.len()];
@@ -122,5 +123,6 @@ pub fn reset() {
 pub fn snapshot() -> Vec<(&'static str, u64)> {
     set(Counter::HandlerNanosMedian, crate::latency::HANDLER.quantile(0.5));
     set(Counter::HandlerNanosP99, crate::latency::HANDLER.quantile(0.99));
+    set(Counter::AgentHeapBytes, crate::heap::live_bytes());
     Counter::ALL.iter().map(|&c| (c.name(), get(c))).collect()
 }

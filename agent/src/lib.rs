@@ -18,6 +18,7 @@ pub mod engine;
 pub mod entry;
 pub mod existing_threads;
 pub mod governor;
+pub mod heap;
 pub mod java_api;
 pub mod jdk_support;
 pub mod jni_env;

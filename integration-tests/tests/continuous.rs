@@ -150,6 +150,9 @@ fn a_looping_session_is_driven_through_jcmd() {
     // Each reads alone (the reader fails the test otherwise).
     let recordings: Vec<Recording> = files.iter().map(|f| read_recording(f)).collect();
     assert!(recordings[1].counter("retention_files_removed") >= 1);
+    // The shipped library counts its own heap.
+    let heap = recordings[1].counter("agent_heap_bytes");
+    assert!(heap > 0 && heap < 1 << 30, "agent_heap_bytes: {heap}");
 }
 
 /// A tmpfs of its own for one test (root may mount one), unmounted on drop.
