@@ -174,16 +174,26 @@ fn async_profiler_cpu_alloc_and_lock_profiles_read_like_its_converter_reads_them
     assert!(totals.iter().all(|&t| t > 0) && totals[0] < totals[1], "{totals:?}");
 
     let html = scratch_dir("symbolize_ap_flame").join("alloc.html");
-    assert_success(&symbolize(&["flamegraph", path(&file), "--event", "alloc", "-o", path(&html)]));
+    assert_success(&symbolize(&[
+        "flamegraph",
+        path(&file),
+        "--event",
+        "alloc",
+        "--title",
+        "Checkout",
+        "-o",
+        path(&html),
+    ]));
     let html = std::fs::read_to_string(&html).unwrap();
+    assert!(html.contains("Checkout: allocated bytes"), "a title keeps the event kind");
     assert!(html.contains(&format!("const NODE_TOTAL = [{},", totals[1])), "the root is the total of allocated bytes");
     assert!(html.contains("const UNITS = \"bytes\";"));
 }
 
 /// An async-profiler wall-clock recording reads as the converter's
-/// `--wall`; asked for a kind it lacks (the default, CPU, included),
-/// `symbolize` fails naming the kinds it has, and an unknown kind fails
-/// naming `--event` and what it accepts.
+/// `--wall`, without `--event` too (its one kind is the default); asked
+/// for a kind it lacks, `symbolize` fails naming the kinds it has, and an
+/// unknown kind fails naming `--event` and what it accepts.
 #[test]
 fn async_profiler_wall_profile_and_the_kinds_a_recording_lacks() {
     let Some(jar) = converter_jar() else { return };
@@ -194,7 +204,11 @@ fn async_profiler_wall_profile_and_the_kinds_a_recording_lacks() {
     let sleeping = ours.iter().filter(|((thread, _), _)| thread == "sleeper").map(|(_, w)| w).sum::<i64>();
     assert!(sleeping >= 100, "{sleeping} wall samples of the sleeper");
 
-    for args in [vec!["collapsed", path(&file)], vec!["flamegraph", path(&file), "--event", "alloc"]] {
+    let output = symbolize(&["collapsed", path(&file), "--threads"]);
+    assert_success(&output);
+    assert_eq!(parse_collapsed(&stdout(&output)), ours, "without --event: the recording's one kind");
+    for args in [vec!["collapsed", path(&file), "--event", "cpu"], vec!["flamegraph", path(&file), "--event", "alloc"]]
+    {
         let output = symbolize(&args);
         assert!(!output.status.success(), "{args:?} succeeded");
         let error = stderr(&output);
@@ -202,10 +216,10 @@ fn async_profiler_wall_profile_and_the_kinds_a_recording_lacks() {
     }
     let output = symbolize(&["collapsed", path(&file), "--event", "heap"]);
     assert!(!output.status.success());
+    let error = stderr(&output);
     assert!(
-        stderr(&output).contains("--event heap: unknown event kind; accepted: cpu, wall, alloc, live, lock"),
-        "{}",
-        stderr(&output)
+        error.contains("'heap' for '--event") && error.contains("accepted: cpu, wall, alloc, live, lock"),
+        "{error}"
     );
 }
 

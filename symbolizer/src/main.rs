@@ -1,36 +1,7 @@
-//! `symbolize`: resolves remote native frames and converts recordings.
-//!
-//! ```text
-//! symbolize <command> <recording.jfr | DIR>... [options]
-//!
-//! commands:  collapsed | flamegraph | pprof | jfr | report
-//! inputs:    one recording, or several (a directory stands for its *.jfr files): merged into one
-//!            profile, or one output per recording with --output-dir; either way every debug file is
-//!            found, fetched and parsed once, and each library's addresses are resolved on all cores
-//! options:   -o, --output PATH        where to write (default: stdout; required for pprof and jfr)
-//!            --output-dir DIR         one output per recording: DIR/<name>.collapsed, .html, .pb.gz,
-//!                                     .symbolized.jfr or .txt (the only way jfr takes several)
-//!            --event KIND             cpu (default), wall, alloc or lock: the events a profile shows
-//!            --debug-dir DIR          a tree with .build-id/ab/cdef….debug files (repeatable)
-//!            --binary PATH            a library or executable, found by its build-id: its DWARF (itself
-//!                                     or via .gnu_debuglink), else its symbol table (repeatable)
-//!            --debuginfod URL         a debuginfod server (repeatable; DEBUGINFOD_URLS is used too)
-//!            --debuginfod-cache DIR   the client cache (default: the debuginfod client's)
-//!            --no-debuginfod          do not contact servers
-//!            --threads                thread name as the root frame (collapsed, flamegraph)
-//!            --title TITLE            flame graph title
-//!            --partial                a damaged recording's complete chunks are enough (exit 0, not 3)
-//!            --from TIME, --to TIME   only the samples taken from TIME (inclusive) to TIME (exclusive):
-//!                                     2026-12-06T14:00[:SS] in UTC, or seconds since 1970; the
-//!                                     recordings of a window merge in the order of their start
-//!
-//! exit status: 0 written; 1 error, nothing written (not a recording, no chunk readable, no events
-//!              of the kind, bad arguments); 3 written from the complete chunks of a damaged
-//!              recording (some chunks cut short or unreadable), or from the readable recordings
-//!              of several (the others reported and left out), unless --partial; also when, with
-//!              --output-dir, some recordings gave no output (no events of the kind, unwritable)
-//! ```
+//! `symbolize`: resolves remote native frames and converts recordings
+//! (`symbolize --help`, and `symbolize <command> --help`, for every option).
 
+use clap::{Args as ClapArgs, CommandFactory, Parser, Subcommand};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -41,74 +12,181 @@ use symbolizer::recording::Recording;
 use symbolizer::resolve::{Resolver, Tier};
 use symbolizer::{collapsed, flamegraph, jfr_out, pprof, profile, recording};
 
-const USAGE: &str = "usage: symbolize <collapsed|flamegraph|pprof|jfr|report> <recording.jfr|DIR>... \
-[-o OUTPUT | --output-dir DIR] [--event cpu|wall|alloc|live|lock] [--debug-dir DIR]... [--binary PATH]... \
-[--debuginfod URL]... [--debuginfod-cache DIR] [--no-debuginfod] [--threads] [--title TITLE] [--partial] \
-[--from TIME] [--to TIME]";
-
 /// The exit status of a run that wrote its output from a damaged
 /// recording's complete chunks (without `--partial`).
 const EXIT_DAMAGED: u8 = 3;
 
-#[derive(Default)]
-struct Args {
-    command: String,
+const EXIT_STATUS: &str = "\
+Exit status: 0 written; 1 error, nothing written (not a recording, no chunk readable, no events of \
+the kind, bad arguments); 3 written from the complete chunks of a damaged recording (some chunks \
+cut short or unreadable), or from the readable recordings of several (the others reported and left \
+out), unless --partial; also when, with --output-dir, some recordings gave no output.";
+
+/// Resolves remote native frames (by build-id: local debug files,
+/// debuginfod) and converts JFR recordings into flame graphs, collapsed
+/// stacks, pprof profiles or resolved JFR.
+#[derive(Parser)]
+#[command(name = "symbolize", version, after_help = EXIT_STATUS)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Collapsed stacks: a `root;…;leaf count` line per stack (FlameGraph's and async-profiler's format)
+    Collapsed {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        event: EventArg,
+        #[command(flatten)]
+        threads: Threads,
+    },
+    /// An HTML flame graph (icicle view and search in the page)
+    Flamegraph {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        event: EventArg,
+        #[command(flatten)]
+        threads: Threads,
+        /// The page's title (the event kind is added to it)
+        #[arg(long, value_name = "TITLE")]
+        title: Option<String>,
+    },
+    /// A pprof profile (gzipped protobuf), for `go tool pprof` and the backends that read it; needs -o or --output-dir
+    Pprof {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        event: EventArg,
+    },
+    /// A copy of the recording with every remote frame resolved, for any JFR reader; needs -o, or --output-dir for several
+    Jfr {
+        #[command(flatten)]
+        common: Common,
+    },
+    /// What the recording holds and how its remote frames resolved (tiers, problems)
+    Report {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        event: EventArg,
+    },
+    /// Prints a shell completion script for symbolize
+    Completions {
+        /// The shell
+        shell: clap_complete::Shell,
+    },
+}
+
+/// What every converting command takes.
+#[derive(ClapArgs)]
+struct Common {
+    /// Recordings, or directories standing for their *.jfr files: merged into one profile (in the
+    /// order of their start), or one output each with --output-dir. Every debug file is found,
+    /// fetched and parsed once for all
+    #[arg(required = true, value_name = "RECORDING.jfr|DIR")]
     inputs: Vec<PathBuf>,
+    /// Where to write [default: stdout]
+    #[arg(short, long, value_name = "PATH", conflicts_with = "output_dir")]
     output: Option<PathBuf>,
+    /// One output per recording: DIR/<name>.collapsed, .html, .pb.gz, .symbolized.jfr or .txt
+    #[arg(long, value_name = "DIR")]
     output_dir: Option<PathBuf>,
-    /// `None`: not given (the default, CPU).
-    event: Option<EventKind>,
+    /// A tree with .build-id/ab/cdef….debug files (repeatable)
+    #[arg(long = "debug-dir", value_name = "DIR")]
     debug_dirs: Vec<PathBuf>,
+    /// A library or executable, found by its build-id: its DWARF (itself or through
+    /// .gnu_debuglink), else its symbol table (repeatable)
+    #[arg(long = "binary", value_name = "PATH")]
     binaries: Vec<PathBuf>,
+    /// A debuginfod server (repeatable; DEBUGINFOD_URLS is used too)
+    #[arg(long = "debuginfod", value_name = "URL")]
     servers: Vec<String>,
+    /// The debuginfod client cache [default: the debuginfod client's]
+    #[arg(long = "debuginfod-cache", value_name = "DIR")]
     cache: Option<PathBuf>,
+    /// Contact no debuginfod server
+    #[arg(long)]
     no_debuginfod: bool,
+    /// A damaged recording's complete chunks are enough: exit status 0, not 3
+    #[arg(long)]
+    partial: bool,
+    /// Only the samples taken from TIME on: 2026-12-06T14:00[:SS] in UTC, or seconds since 1970
+    #[arg(long, value_name = "TIME", value_parser = time_arg("--from"))]
+    from: Option<i64>,
+    /// Only the samples taken before TIME (same forms as --from)
+    #[arg(long, value_name = "TIME", value_parser = time_arg("--to"))]
+    to: Option<i64>,
+}
+
+#[derive(ClapArgs)]
+struct EventArg {
+    /// The events the profile shows: cpu, wall, alloc, live or lock [default: the recording's
+    /// one kind, or cpu when it has several]
+    #[arg(long, value_name = "KIND", value_parser = event_kind)]
+    event: Option<EventKind>,
+}
+
+#[derive(ClapArgs)]
+struct Threads {
+    /// Each thread's name as a root frame
+    #[arg(long)]
+    threads: bool,
+}
+
+fn event_kind(name: &str) -> Result<EventKind, String> {
+    EventKind::from_name(name).ok_or_else(|| format!("unknown event kind; accepted: {}", EventKind::accepted()))
+}
+
+fn time_arg(flag: &'static str) -> impl Fn(&str) -> Result<i64, String> + Clone {
+    move |text| parse_time(flag, text)
+}
+
+/// A converting command's arguments, whatever the command.
+struct Args {
+    command: &'static str,
+    common: Common,
+    event: Option<EventKind>,
     by_thread: bool,
     title: Option<String>,
-    partial: bool,
     /// `--from`, `--to`: unix nanoseconds.
     window: (Option<i64>, Option<i64>),
 }
 
-fn parse_args() -> Result<Args, String> {
-    let mut args = std::env::args().skip(1);
-    let mut parsed = Args { command: args.next().ok_or(USAGE)?, ..Args::default() };
-    let value = |args: &mut dyn Iterator<Item = String>, flag: &str| args.next().ok_or(format!("{flag} needs a value"));
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "-o" | "--output" => parsed.output = Some(value(&mut args, &arg)?.into()),
-            "--output-dir" => parsed.output_dir = Some(value(&mut args, &arg)?.into()),
-            "--event" => {
-                let kind = value(&mut args, &arg)?;
-                let accepted = EventKind::accepted();
-                let kind = EventKind::from_name(&kind)
-                    .ok_or(format!("--event {kind}: unknown event kind; accepted: {accepted}"))?;
-                parsed.event = Some(kind);
-            }
-            "--debug-dir" => parsed.debug_dirs.push(value(&mut args, &arg)?.into()),
-            "--binary" => parsed.binaries.push(value(&mut args, &arg)?.into()),
-            "--debuginfod" => parsed.servers.push(value(&mut args, &arg)?),
-            "--debuginfod-cache" => parsed.cache = Some(value(&mut args, &arg)?.into()),
-            "--no-debuginfod" => parsed.no_debuginfod = true,
-            "--threads" => parsed.by_thread = true,
-            "--title" => parsed.title = Some(value(&mut args, &arg)?),
-            "--partial" => parsed.partial = true,
-            "--from" => parsed.window.0 = Some(parse_time(&arg, &value(&mut args, &arg)?)?),
-            "--to" => parsed.window.1 = Some(parse_time(&arg, &value(&mut args, &arg)?)?),
-            "-h" | "--help" => return Err(USAGE.to_owned()),
-            other if other.starts_with('-') => return Err(format!("unknown option {other}\n{USAGE}")),
-            other => parsed.inputs.push(PathBuf::from(other)),
+/// The converting command's arguments; `None` when nothing is left to do
+/// (help, version, completions). Bad arguments: clap's message is printed
+/// here, and the error is empty.
+fn parse_args() -> Result<Option<Args>, String> {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { Err(String::new()) } else { Ok(None) };
         }
-    }
-    if parsed.inputs.is_empty() {
-        return Err(USAGE.to_owned());
-    }
-    if let (Some(from), Some(to)) = parsed.window {
+    };
+    let (command, common, event, threads, title) = match cli.command {
+        Command::Collapsed { common, event, threads } => ("collapsed", common, event.event, threads.threads, None),
+        Command::Flamegraph { common, event, threads, title } => {
+            ("flamegraph", common, event.event, threads.threads, title)
+        }
+        Command::Pprof { common, event } => ("pprof", common, event.event, false, None),
+        Command::Jfr { common } => ("jfr", common, None, false, None),
+        Command::Report { common, event } => ("report", common, event.event, false, None),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "symbolize", &mut std::io::stdout());
+            return Ok(None);
+        }
+    };
+    let window = (common.from, common.to);
+    if let (Some(from), Some(to)) = window {
         if from >= to {
             return Err("--from must come before --to".to_owned());
         }
     }
-    Ok(parsed)
+    Ok(Some(Args { command, common, event, by_thread: threads, title, window }))
 }
 
 /// A time as `--from` and `--to` take it, in unix nanoseconds:
@@ -154,12 +232,13 @@ fn parse_time(flag: &str, text: &str) -> Result<i64, String> {
 }
 
 fn resolver(args: &Args) -> Resolver {
-    let debuginfod = (!args.no_debuginfod).then(|| {
-        let mut urls = args.servers.clone();
+    let common = &args.common;
+    let debuginfod = (!common.no_debuginfod).then(|| {
+        let mut urls = common.servers.clone();
         urls.extend(urls_from_env());
-        Debuginfod::new(urls, args.cache.clone().unwrap_or_else(default_cache))
+        Debuginfod::new(urls, common.cache.clone().unwrap_or_else(default_cache))
     });
-    let (locator, problems) = Locator::new(&args.debug_dirs, &args.binaries, debuginfod);
+    let (locator, problems) = Locator::new(&common.debug_dirs, &common.binaries, debuginfod);
     for problem in problems {
         eprintln!("warning: {problem}");
     }
@@ -277,10 +356,10 @@ fn read_all(args: &Args, inputs: &[PathBuf]) -> Result<(Vec<(String, Recording)>
         let within = if args.window == (None, None) { "" } else { " with samples between --from and --to" };
         return Err(format!("no recording{within} could be read"));
     }
-    if let (Finish::Damaged, false) = (&finish, args.partial) {
+    if let (Finish::Damaged, false) = (&finish, args.common.partial) {
         eprintln!("exit status {EXIT_DAMAGED}: written from what could be read (--partial accepts this with status 0)");
     }
-    Ok((recordings, if args.partial { Finish::Success } else { finish }))
+    Ok((recordings, if args.common.partial { Finish::Success } else { finish }))
 }
 
 /// The file `--output-dir` gets for the recording `input`.
@@ -298,29 +377,20 @@ fn output_in(dir: &Path, input: &str, command: &str) -> PathBuf {
 }
 
 fn run() -> Result<Finish, String> {
-    let args = parse_args()?;
-    if !["collapsed", "flamegraph", "pprof", "jfr", "report"].contains(&args.command.as_str()) {
-        return Err(format!("unknown command {}\n{USAGE}", args.command));
-    }
-    if args.output.is_some() && args.output_dir.is_some() {
-        return Err("-o and --output-dir: give one (one output, or one per recording)".to_owned());
-    }
-    let binary = ["pprof", "jfr"].contains(&args.command.as_str());
-    if binary && args.output.is_none() && args.output_dir.is_none() {
+    let Some(args) = parse_args()? else { return Ok(Finish::Success) };
+    let binary = ["pprof", "jfr"].contains(&args.command);
+    if binary && args.common.output.is_none() && args.common.output_dir.is_none() {
         return Err(format!("{} writes a binary file: give -o PATH", args.command));
     }
-    if args.command == "jfr" && args.event.is_some() {
-        return Err("--event does not apply to jfr: the copy keeps every event".to_owned());
-    }
-    let inputs = expand_inputs(&args.inputs)?;
-    if args.command == "jfr" && inputs.len() > 1 && args.output_dir.is_none() {
+    let inputs = expand_inputs(&args.common.inputs)?;
+    if args.command == "jfr" && inputs.len() > 1 && args.common.output_dir.is_none() {
         return Err("jfr copies each recording on its own: give --output-dir DIR for several".to_owned());
     }
     let (recordings, mut finish) = read_all(&args, &inputs)?;
-    if let Some(dir) = &args.output_dir {
+    if let Some(dir) = &args.common.output_dir {
         let mut outputs: HashMap<PathBuf, &str> = HashMap::new();
         for (name, _) in &recordings {
-            if let Some(other) = outputs.insert(output_in(dir, name, &args.command), name) {
+            if let Some(other) = outputs.insert(output_in(dir, name, args.command), name) {
                 return Err(format!("--output-dir: {other} and {name} would both be written to the same file"));
             }
         }
@@ -330,11 +400,11 @@ fn run() -> Result<Finish, String> {
     // Every recording's remote frames at once: each debug file found,
     // fetched and parsed once, each library's addresses on all cores.
     resolver.prepare(recordings.iter().map(|(_, r)| r));
-    match &args.output_dir {
+    match &args.common.output_dir {
         Some(dir) => {
             let mut failed = 0;
             for (name, recording) in &recordings {
-                let output = output_in(dir, name, &args.command);
+                let output = output_in(dir, name, args.command);
                 if let Err(e) = produce(&args, name, recording, &mut resolver, Some(&output)) {
                     eprintln!("error: {e}; no output for it");
                     failed += 1;
@@ -357,7 +427,7 @@ fn run() -> Result<Finish, String> {
             // In time order (a `%n` pattern's names sort 10 before 2).
             recordings.sort_by_key(|(_, r)| r.start_nanos());
             let merged = Recording::merge(recordings.into_iter().map(|(_, r)| r));
-            produce(&args, &name, &merged, &mut resolver, args.output.as_deref())?;
+            produce(&args, &name, &merged, &mut resolver, args.common.output.as_deref())?;
         }
     }
     Ok(finish)
@@ -393,15 +463,22 @@ fn produce(
         }
         return Ok(());
     }
-    let kind = args.event.unwrap_or_default();
-    if !recording.kinds().contains_key(&kind) {
+    let kinds = recording.kinds();
+    // Not given: the recording's one kind, else CPU.
+    let kind = match (args.event, kinds.keys().collect::<Vec<_>>().as_slice()) {
+        (Some(kind), _) => kind,
+        (None, [only]) => **only,
+        (None, _) => EventKind::default(),
+    };
+    if !kinds.contains_key(&kind) {
         return Err(no_events(name, recording, kind));
     }
     let (profile, report) = profile::build(recording, kind, Some(resolver));
-    let bytes = match args.command.as_str() {
+    let bytes = match args.command {
         "collapsed" => collapsed::collapse(&profile, args.by_thread).into_bytes(),
         "flamegraph" => {
-            let title = args.title.clone().unwrap_or_else(|| format!("Flame graph of {name}: {}", kind.describe()));
+            let title =
+                format!("{}: {}", args.title.as_deref().unwrap_or(&format!("Flame graph of {name}")), kind.describe());
             flamegraph::render(&profile, &title, args.by_thread).into_bytes()
         }
         "pprof" => pprof::encode(&pprof::to_pprof(&profile, profile.period)),
@@ -419,7 +496,9 @@ fn main() -> ExitCode {
         Ok(Finish::Success) => ExitCode::SUCCESS,
         Ok(Finish::Damaged) => ExitCode::from(EXIT_DAMAGED),
         Err(message) => {
-            eprintln!("{message}");
+            if !message.is_empty() {
+                eprintln!("{message}");
+            }
             ExitCode::FAILURE
         }
     }
@@ -427,7 +506,21 @@ fn main() -> ExitCode {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_time;
+    use super::{parse_time, Cli};
+    use clap::CommandFactory;
+
+    #[test]
+    fn every_command_and_option_is_documented() {
+        let cli = Cli::command();
+        cli.clone().debug_assert();
+        assert!(cli.get_version().is_some());
+        for command in cli.get_subcommands() {
+            assert!(command.get_about().is_some(), "{}", command.get_name());
+            for arg in command.get_arguments() {
+                assert!(arg.get_help().is_some(), "{} {}", command.get_name(), arg.get_id());
+            }
+        }
+    }
 
     #[test]
     fn times_are_utc_dates_or_unix_seconds() {
