@@ -57,7 +57,12 @@ impl Library {
     fn load(index: u32, object: &LoadedObject, wanted: Wanted) -> Library {
         let (image, mapped);
         let data: Option<&[u8]> = if object.in_memory {
-            let mut bytes = vec![0u8; (object.image.end - object.image.start) as usize];
+            // The whole pages: the vDSO's section headers (and so its
+            // symbol table's) lie past its loaded segment's end.
+            // SAFETY: sysconf only reads a constant.
+            let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
+            let end = object.image.end.div_ceil(page) * page;
+            let mut bytes = vec![0u8; (end - object.image.start) as usize];
             image = scan::read_own_memory(object.image.start, &mut bytes).then_some(bytes);
             image.as_deref()
         } else {
@@ -330,5 +335,24 @@ mod tests {
         assert!(snapshot.library_at(0).is_none());
         assert!(!table.refresh_if_changed(), "nothing was loaded meanwhile");
         assert_eq!(table.library_at(getpid).unwrap().index, library.index);
+    }
+
+    /// The vDSO has no file: its functions are named from its image in
+    /// memory, whose symbol table lies past its loaded segment.
+    #[test]
+    fn the_vdsos_functions_are_named_from_memory() {
+        // SAFETY: getauxval only reads the auxiliary vector.
+        let base = unsafe { libc::getauxval(libc::AT_SYSINFO_EHDR) };
+        if base == 0 {
+            test_skip::skip("this process has no vDSO", test_skip::InCi::Optional);
+            return;
+        }
+        let table = LibraryTable::new(Wanted::Dwarf);
+        let snapshot = table.current().unwrap();
+        let vdso = (base..base + 0x4000).step_by(16).find_map(|a| snapshot.library_at(a)).expect("the vDSO's code");
+        assert!(!vdso.symbols.is_empty(), "{}: no symbols", vdso.path);
+        let named =
+            vdso.text.iter().flat_map(|t| (t.start..t.end).step_by(16)).filter(|&a| !vdso.describe(a).starts_with('['));
+        assert!(named.map(|a| vdso.describe(a)).any(|name| name.contains("clock_gettime")));
     }
 }
