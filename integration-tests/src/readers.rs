@@ -814,3 +814,84 @@ mod tests {
         assert_eq!(std::fs::read(&parts[1]).unwrap(), chunk(2, 70));
     }
 }
+
+// ---------------------------------------------------------------- Google's pprof
+
+/// Google's `pprof`, built once from Debian's source package
+/// (`golang-github-google-pprof-dev`, with `golang-go`) into
+/// `target/tools/pprof`. Missing, the calling test is skipped (fails
+/// under CI, which installs both).
+pub fn google_pprof() -> Option<PathBuf> {
+    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
+    let built = BUILT.get_or_init(build_google_pprof).clone();
+    if built.is_none() {
+        skip("Google's pprof cannot be built: golang-go or golang-github-google-pprof-dev is missing", InCi::Required);
+    }
+    built
+}
+
+fn build_google_pprof() -> Option<PathBuf> {
+    const GOPATH: &str = "/usr/share/gocode";
+    let dir = workspace_root().join("target/tools");
+    let binary = dir.join("pprof");
+    if binary.exists() {
+        return Some(binary);
+    }
+    let go_found = Command::new("go").arg("version").output().is_ok_and(|o| o.status.success());
+    if !go_found || !Path::new(GOPATH).join("src/github.com/google/pprof").is_dir() {
+        return None;
+    }
+    std::fs::create_dir_all(&dir).unwrap();
+    // Built beside, renamed into place: test processes may build at once.
+    let temp = dir.join(format!("pprof.{}", std::process::id()));
+    let output = Command::new("go")
+        .args(["build", "-o"])
+        .arg(&temp)
+        .arg("github.com/google/pprof")
+        .env("GOPATH", GOPATH)
+        .env("GO111MODULE", "off")
+        .env("GOCACHE", dir.join("go-cache"))
+        .output()
+        .expect("run go build");
+    assert_success(&output);
+    std::fs::rename(&temp, &binary).unwrap();
+    Some(binary)
+}
+
+/// `pprof -traces PROFILE`: every sample's stack (innermost first), by its
+/// `thread` label, with its value.
+pub fn pprof_traces(pprof: &Path, profile: &Path) -> Collapsed {
+    let output = Command::new(pprof).arg("-traces").arg(profile).output().expect("run pprof");
+    assert_success(&output);
+    let mut collapsed = Collapsed::new();
+    for block in stdout(&output).split("-----------+-------------------------------------------------------").skip(1) {
+        let (mut thread, mut value, mut frames) = (String::new(), None, Vec::new());
+        for line in block.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            if value.is_some() {
+                frames.push(line.to_owned());
+            } else if !line.starts_with(|c: char| c.is_ascii_digit()) {
+                // A label line before the value: `thread:  main`.
+                if let Some(name) = line.strip_prefix("thread:") {
+                    thread = name.trim().to_owned();
+                }
+            } else {
+                let (count, frame) = line.split_once("   ").unwrap_or_else(|| panic!("pprof -traces line {line:?}"));
+                value = Some(count.parse::<i64>().unwrap_or_else(|_| panic!("pprof -traces value {line:?}")));
+                frames.push(frame.trim().to_owned());
+            }
+        }
+        if let Some(value) = value {
+            *collapsed.entry((thread, frames)).or_default() += value;
+        }
+    }
+    collapsed
+}
+
+/// The total `pprof -top PROFILE` reports (`... of N total`).
+pub fn pprof_top_total(pprof: &Path, profile: &Path) -> i64 {
+    let output = Command::new(pprof).arg("-top").arg(profile).output().expect("run pprof");
+    assert_success(&output);
+    let text = stdout(&output);
+    let total = text.lines().find_map(|l| l.strip_suffix(" total")?.rsplit(' ').next()?.parse().ok());
+    total.unwrap_or_else(|| panic!("no total in pprof -top:\n{text}"))
+}

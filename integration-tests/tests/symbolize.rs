@@ -6,8 +6,8 @@
 //! JFR copy read by the JDK whole and chunk by chunk.
 
 use integration_tests::readers::{
-    async_profiler_agent, converter_jar, expected_print, jfr_print, parse_collapsed, record_with_async_profiler,
-    split_chunks, Collapsed, Jdk,
+    async_profiler_agent, converter_jar, expected_print, google_pprof, jfr_print, parse_collapsed, pprof_top_total,
+    pprof_traces, record_with_async_profiler, split_chunks, Collapsed, Jdk,
 };
 use integration_tests::*;
 use std::collections::{BTreeMap, HashSet};
@@ -221,6 +221,41 @@ fn async_profiler_wall_profile_and_the_kinds_a_recording_lacks() {
         error.contains("'heap' for '--event") && error.contains("accepted: cpu, wall, alloc, live, lock"),
         "{error}"
     );
+}
+
+/// Google's own `pprof` reads our pprof output as our collapsed stacks:
+/// the same stacks, threads and counts, and `-top`'s total. Java methods
+/// and `[...]` markers are compared by name; native names, which pprof
+/// shortens (`subsystem_file_line_contents<julong>(...)`), only as frames.
+#[test]
+fn googles_pprof_reads_our_pprof_as_our_collapsed_stacks() {
+    let Some(pprof) = google_pprof() else { return };
+    let dir = scratch_dir("symbolize_google_pprof");
+    let file = dir.join("cpu.jfr");
+    let options = format!("start,cpu=1ms,file={}", file.display());
+    assert_success(&run_java(Some(&options), "CpuShares", &["2"], Duration::from_secs(60)));
+    let profile = dir.join("cpu.pb.gz");
+    assert_success(&symbolize(&["pprof", path(&file), "-o", path(&profile)]));
+    let shown = |collapsed: &Collapsed| -> Collapsed {
+        let mut shown = Collapsed::new();
+        for ((thread, frames), count) in collapsed {
+            let frames = frames.iter().map(|f| {
+                let plain = f.starts_with('[') || (f.contains('.') && !f.contains([':', '<', '(', '{', ' ']));
+                if plain {
+                    f.clone()
+                } else {
+                    "<C++ or Rust>".to_owned()
+                }
+            });
+            *shown.entry((thread.clone(), frames.collect())).or_default() += count;
+        }
+        shown
+    };
+    let ours = collapsed(&file, "cpu", &[]);
+    let total: i64 = ours.values().sum();
+    assert!(total > 500, "{total} samples");
+    assert_eq!(shown(&pprof_traces(&pprof, &profile)), shown(&ours));
+    assert_eq!(pprof_top_total(&pprof, &profile), total);
 }
 
 // ---------------------------------------------------------------- tiers
