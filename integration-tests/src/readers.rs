@@ -766,55 +766,6 @@ pub fn assert_readers_agree_with(path: &Path, dialect: Dialect, readings: &[(&Jd
     Agreed { samples, recording: first_recording.clone(), event_counts: jfrs.event_counts, cpu, wall }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn collapsed_lines_lose_the_thread_frame_and_type_suffixes() {
-        let collapsed = parse_collapsed("[heavy tid=12];java.lang.Thread.run_[0];A.work_[j] 3\n[heavy tid=12];java.lang.Thread.run_[0];A.work_[i] 2\n[x y tid=1];libc.so.6;read_[k] 1\n");
-        let work = ("heavy".to_owned(), vec!["A.work".to_owned(), "java.lang.Thread.run".to_owned()]);
-        assert_eq!(collapsed[&work], 5);
-        assert_eq!(collapsed[&("x y".to_owned(), vec!["read".to_owned(), "libc.so.6".to_owned()])], 1);
-    }
-
-    #[test]
-    fn frame_names_follow_the_converter() {
-        assert_eq!(frame_name("JIT compiled", "java/lang/String", "hashCode", "()I"), "java.lang.String.hashCode");
-        assert_eq!(frame_name("C++", "libjvm.so", "SymbolTable::do_lookup", "()L;"), "SymbolTable::do_lookup");
-        assert_eq!(frame_name("Native", "java.lang.Thread", "sleep", "(J)V"), "sleep");
-        assert_eq!(frame_name("Interpreted", "", "[unknown]", "()L;"), "[unknown]");
-        assert_eq!(frame_name("Remote native", "ab12", "<remote>", "0x10"), "[ab12+0x10]");
-    }
-
-    #[test]
-    fn jfr_print_sample_events_parse() {
-        let text = "jdk.ActiveSetting {\n  startTime = 2026-12-02T01:15:27Z\n}\n\njdk.ExecutionSample {\n  startTime = 2026-12-02T01:15:27.000000001Z\n  sampledThread = \"heavy (1)\" (javaThreadId = 23)\n  state = \"STATE_DEFAULT\"\n  stackTrace = [\n    CpuShares.heavyWork(long) line: 18\n    ...\n  ]\n}\n\nprofiler.WallClockSample {\n  startTime = 2026-12-02T01:15:27.5Z\n  sampledThread = \"G1 Service\" (osThreadId = 8992)\n  stackTrace = [\n    libjvm.so.[libjvm.so+0x5d7203]()\n  ]\n}\n";
-        let printed = parse_jfr_print(text);
-        assert_eq!(printed.len(), 2);
-        assert_eq!(printed[0].thread, "heavy (1)");
-        assert_eq!(printed[0].top.as_deref(), Some("CpuShares.heavyWork"));
-        assert_eq!(printed[1].top.as_deref(), Some("libjvm.so.[libjvm.so+0x5d7203]"));
-    }
-
-    #[test]
-    fn chunks_split_at_their_sizes() {
-        let dir = crate::scratch_dir("split-unit");
-        let chunk = |fill: u8, size: usize| {
-            let mut bytes = vec![fill; size];
-            bytes[..4].copy_from_slice(b"FLR\0");
-            bytes[8..16].copy_from_slice(&(size as i64).to_be_bytes());
-            bytes
-        };
-        let whole = [chunk(1, 100), chunk(2, 70)].concat();
-        std::fs::write(dir.join("whole.jfr"), &whole).unwrap();
-        let parts = split_chunks(&dir.join("whole.jfr"), &dir);
-        assert_eq!(parts.len(), 2);
-        assert_eq!(std::fs::read(&parts[0]).unwrap(), chunk(1, 100));
-        assert_eq!(std::fs::read(&parts[1]).unwrap(), chunk(2, 70));
-    }
-}
-
 // ---------------------------------------------------------------- Google's pprof
 
 /// Google's `pprof`, built once from Debian's source package
@@ -894,4 +845,53 @@ pub fn pprof_top_total(pprof: &Path, profile: &Path) -> i64 {
     let text = stdout(&output);
     let total = text.lines().find_map(|l| l.strip_suffix(" total")?.rsplit(' ').next()?.parse().ok());
     total.unwrap_or_else(|| panic!("no total in pprof -top:\n{text}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn collapsed_lines_lose_the_thread_frame_and_type_suffixes() {
+        let collapsed = parse_collapsed("[heavy tid=12];java.lang.Thread.run_[0];A.work_[j] 3\n[heavy tid=12];java.lang.Thread.run_[0];A.work_[i] 2\n[x y tid=1];libc.so.6;read_[k] 1\n");
+        let work = ("heavy".to_owned(), vec!["A.work".to_owned(), "java.lang.Thread.run".to_owned()]);
+        assert_eq!(collapsed[&work], 5);
+        assert_eq!(collapsed[&("x y".to_owned(), vec!["read".to_owned(), "libc.so.6".to_owned()])], 1);
+    }
+
+    #[test]
+    fn frame_names_follow_the_converter() {
+        assert_eq!(frame_name("JIT compiled", "java/lang/String", "hashCode", "()I"), "java.lang.String.hashCode");
+        assert_eq!(frame_name("C++", "libjvm.so", "SymbolTable::do_lookup", "()L;"), "SymbolTable::do_lookup");
+        assert_eq!(frame_name("Native", "java.lang.Thread", "sleep", "(J)V"), "sleep");
+        assert_eq!(frame_name("Interpreted", "", "[unknown]", "()L;"), "[unknown]");
+        assert_eq!(frame_name("Remote native", "ab12", "<remote>", "0x10"), "[ab12+0x10]");
+    }
+
+    #[test]
+    fn jfr_print_sample_events_parse() {
+        let text = "jdk.ActiveSetting {\n  startTime = 2026-12-02T01:15:27Z\n}\n\njdk.ExecutionSample {\n  startTime = 2026-12-02T01:15:27.000000001Z\n  sampledThread = \"heavy (1)\" (javaThreadId = 23)\n  state = \"STATE_DEFAULT\"\n  stackTrace = [\n    CpuShares.heavyWork(long) line: 18\n    ...\n  ]\n}\n\nprofiler.WallClockSample {\n  startTime = 2026-12-02T01:15:27.5Z\n  sampledThread = \"G1 Service\" (osThreadId = 8992)\n  stackTrace = [\n    libjvm.so.[libjvm.so+0x5d7203]()\n  ]\n}\n";
+        let printed = parse_jfr_print(text);
+        assert_eq!(printed.len(), 2);
+        assert_eq!(printed[0].thread, "heavy (1)");
+        assert_eq!(printed[0].top.as_deref(), Some("CpuShares.heavyWork"));
+        assert_eq!(printed[1].top.as_deref(), Some("libjvm.so.[libjvm.so+0x5d7203]"));
+    }
+
+    #[test]
+    fn chunks_split_at_their_sizes() {
+        let dir = crate::scratch_dir("split-unit");
+        let chunk = |fill: u8, size: usize| {
+            let mut bytes = vec![fill; size];
+            bytes[..4].copy_from_slice(b"FLR\0");
+            bytes[8..16].copy_from_slice(&(size as i64).to_be_bytes());
+            bytes
+        };
+        let whole = [chunk(1, 100), chunk(2, 70)].concat();
+        std::fs::write(dir.join("whole.jfr"), &whole).unwrap();
+        let parts = split_chunks(&dir.join("whole.jfr"), &dir);
+        assert_eq!(parts.len(), 2);
+        assert_eq!(std::fs::read(&parts[0]).unwrap(), chunk(1, 100));
+        assert_eq!(std::fs::read(&parts[1]).unwrap(), chunk(2, 70));
+    }
 }
