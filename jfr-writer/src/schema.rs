@@ -130,6 +130,28 @@ const STATE: F = F::new("state", id::THREAD_STATE, "Thread State").pooled();
 const SPAN_ID: F = F::new("spanId", id::LONG, "Span ID");
 const LOCAL_ROOT_SPAN_ID: F = F::new("localRootSpanId", id::LONG, "Local Root Span ID");
 
+/// The names of the event types this writer declares, for the readers of
+/// its recordings to use rather than spell.
+pub mod names {
+    pub const EXECUTION_SAMPLE: &str = "jdk.ExecutionSample";
+    pub const WALL_CLOCK_SAMPLE: &str = "profiler.WallClockSample";
+    pub const ALLOCATION_SAMPLE: &str = "jdk.ObjectAllocationSample";
+    pub const LIVE_OBJECT: &str = "profiler.LiveObject";
+    pub const MONITOR_ENTER: &str = "jdk.JavaMonitorEnter";
+    pub const THREAD_PARK: &str = "jdk.ThreadPark";
+    pub const COUNTER: &str = "jvmprofiler.Counter";
+    pub const ENDPOINT: &str = "jvmprofiler.Endpoint";
+    pub const SAMPLE_CONTEXT: &str = "jvmprofiler.SampleContext";
+    pub const ACTIVE_SETTING: &str = "jdk.ActiveSetting";
+    pub const NATIVE_LIBRARY: &str = "jdk.NativeLibrary";
+    pub const DATADOG_EXECUTION_SAMPLE: &str = "datadog.ExecutionSample";
+    pub const DATADOG_METHOD_SAMPLE: &str = "datadog.MethodSample";
+    pub const DATADOG_OBJECT_SAMPLE: &str = "datadog.ObjectSample";
+    pub const DATADOG_HEAP_LIVE_OBJECT: &str = "datadog.HeapLiveObject";
+    pub const DATADOG_COUNTER: &str = "datadog.ProfilerCounter";
+    pub const DATADOG_ENDPOINT: &str = "datadog.Endpoint";
+}
+
 /// Our events' categories: async-profiler's for the samples (JMC groups
 /// them with the JDK's), ours for the rest.
 const JDK_PROFILING: &[&str] = &["Java Virtual Machine", "Profiling"];
@@ -187,7 +209,7 @@ const JAVA_APPLICATION: &[&str] = &["Java Application"];
 /// `jdk.JavaMonitorEnter`, the JDK's fields, in both dialects.
 const MONITOR_ENTER: TypeDef = event(
     id::MONITOR_ENTER,
-    "jdk.JavaMonitorEnter",
+    names::MONITOR_ENTER,
     "Java Monitor Blocked",
     JAVA_APPLICATION,
     &[
@@ -204,7 +226,7 @@ const MONITOR_ENTER: TypeDef = event(
 /// converter reads by position), in both dialects.
 const THREAD_PARK: TypeDef = event(
     id::THREAD_PARK,
-    "jdk.ThreadPark",
+    names::THREAD_PARK,
     "Java Thread Park",
     JAVA_APPLICATION,
     &[
@@ -243,36 +265,48 @@ const COUNTER_FIELDS: &[F] = &[START_TIME, F::new("name", id::STRING, "Name"), F
 
 /// The events whose name and fields depend on the dialect.
 const JDK_EVENTS: &[TypeDef] = &[
-    event(id::EXECUTION_SAMPLE, "jdk.ExecutionSample", "Method Profiling Sample", JDK_PROFILING, JDK_CPU_SAMPLE),
-    event(id::METHOD_SAMPLE, "profiler.WallClockSample", "Wall Clock Sample", JDK_PROFILING, JDK_WALL_SAMPLE),
-    event(id::ENDPOINT, "jvmprofiler.Endpoint", "Endpoint", PROFILER, ENDPOINT_FIELDS),
-    event(id::PROFILER_COUNTER, "jvmprofiler.Counter", "Profiler Internal Counter", PROFILER, COUNTER_FIELDS),
-    event(id::SAMPLE_CONTEXT, "jvmprofiler.SampleContext", "Sample Trace Context", PROFILER, SAMPLE_CONTEXT),
+    event(id::EXECUTION_SAMPLE, names::EXECUTION_SAMPLE, "Method Profiling Sample", JDK_PROFILING, JDK_CPU_SAMPLE),
+    event(id::METHOD_SAMPLE, names::WALL_CLOCK_SAMPLE, "Wall Clock Sample", JDK_PROFILING, JDK_WALL_SAMPLE),
+    event(id::ENDPOINT, names::ENDPOINT, "Endpoint", PROFILER, ENDPOINT_FIELDS),
+    event(id::PROFILER_COUNTER, names::COUNTER, "Profiler Internal Counter", PROFILER, COUNTER_FIELDS),
+    event(id::SAMPLE_CONTEXT, names::SAMPLE_CONTEXT, "Sample Trace Context", PROFILER, SAMPLE_CONTEXT),
     event(
         id::ALLOCATION_SAMPLE,
-        "jdk.ObjectAllocationSample",
+        names::ALLOCATION_SAMPLE,
         "Object Allocation Sample",
         JAVA_APPLICATION,
         JDK_ALLOCATION_SAMPLE,
     ),
     MONITOR_ENTER,
     THREAD_PARK,
-    event(id::LIVE_OBJECT, "profiler.LiveObject", "Live Object", JAVA_APPLICATION, JDK_LIVE_OBJECT),
+    event(id::LIVE_OBJECT, names::LIVE_OBJECT, "Live Object", JAVA_APPLICATION, JDK_LIVE_OBJECT),
 ];
 
 const DATADOG_EVENTS: &[TypeDef] = &[
     event(
         id::EXECUTION_SAMPLE,
-        "datadog.ExecutionSample",
+        names::DATADOG_EXECUTION_SAMPLE,
         "Method CPU Profiling Sample",
         DATADOG_PROFILING,
         DATADOG_SAMPLE,
     ),
-    event(id::METHOD_SAMPLE, "datadog.MethodSample", "Method Wall Profiling Sample", DATADOG_PROFILING, DATADOG_SAMPLE),
-    event(id::ENDPOINT, "datadog.Endpoint", "Endpoint", DATADOG, ENDPOINT_FIELDS),
-    event(id::PROFILER_COUNTER, "datadog.ProfilerCounter", "Profiler Internal Counter", DATADOG, COUNTER_FIELDS),
-    event(id::ALLOCATION_SAMPLE, "datadog.ObjectSample", "Allocation Sample", DATADOG_PROFILING, DATADOG_OBJECT_SAMPLE),
-    event(id::LIVE_OBJECT, "datadog.HeapLiveObject", "Heap Live Object", DATADOG_PROFILING, DATADOG_LIVE_OBJECT),
+    event(
+        id::METHOD_SAMPLE,
+        names::DATADOG_METHOD_SAMPLE,
+        "Method Wall Profiling Sample",
+        DATADOG_PROFILING,
+        DATADOG_SAMPLE,
+    ),
+    event(id::ENDPOINT, names::DATADOG_ENDPOINT, "Endpoint", DATADOG, ENDPOINT_FIELDS),
+    event(id::PROFILER_COUNTER, names::DATADOG_COUNTER, "Profiler Internal Counter", DATADOG, COUNTER_FIELDS),
+    event(
+        id::ALLOCATION_SAMPLE,
+        names::DATADOG_OBJECT_SAMPLE,
+        "Allocation Sample",
+        DATADOG_PROFILING,
+        DATADOG_OBJECT_SAMPLE,
+    ),
+    event(id::LIVE_OBJECT, names::DATADOG_HEAP_LIVE_OBJECT, "Heap Live Object", DATADOG_PROFILING, DATADOG_LIVE_OBJECT),
     MONITOR_ENTER,
     THREAD_PARK,
 ];
@@ -368,7 +402,7 @@ const COMMON: &[TypeDef] = &[
     annotation(id::MEMORY_ADDRESS, "jdk.jfr.MemoryAddress", &[]),
     event(
         id::ACTIVE_SETTING,
-        "jdk.ActiveSetting",
+        names::ACTIVE_SETTING,
         "Profiler Setting",
         &["Flight Recorder"],
         &[
@@ -382,7 +416,7 @@ const COMMON: &[TypeDef] = &[
     ),
     event(
         id::NATIVE_LIBRARY,
-        "jdk.NativeLibrary",
+        names::NATIVE_LIBRARY,
         "Native Library",
         &["Java Virtual Machine", "Runtime"],
         &[

@@ -4,6 +4,7 @@
 //! bytes and lock waits are never added together.
 
 use frames::FrameType;
+use jfr_writer::schema::names;
 use std::fmt;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -75,37 +76,37 @@ const LOCK_CLASS: FrameType = FrameType::Inlined;
 /// outside a TLAB its own size, a JDK allocation sample its `weight`.
 pub const EVENT_TYPES: [EventType; 12] = [
     EventType {
-        name: "jdk.ExecutionSample",
+        name: names::EXECUTION_SAMPLE,
         kind: EventKind::Cpu,
         weight: Weight::Intervals(&["weight"]),
         class_field: None,
     },
     EventType {
-        name: "datadog.ExecutionSample",
+        name: names::DATADOG_EXECUTION_SAMPLE,
         kind: EventKind::Cpu,
         weight: Weight::Intervals(&["weight"]),
         class_field: None,
     },
     EventType {
-        name: "profiler.WallClockSample",
+        name: names::WALL_CLOCK_SAMPLE,
         kind: EventKind::Wall,
         weight: Weight::Intervals(&["samples", "weight"]),
         class_field: None,
     },
     EventType {
-        name: "datadog.MethodSample",
+        name: names::DATADOG_METHOD_SAMPLE,
         kind: EventKind::Wall,
         weight: Weight::Intervals(&["weight"]),
         class_field: None,
     },
     EventType {
-        name: "jdk.ObjectAllocationSample",
+        name: names::ALLOCATION_SAMPLE,
         kind: EventKind::Alloc,
         weight: Weight::Bytes("weight"),
         class_field: Some(("objectClass", OUTSIDE_TLAB)),
     },
     EventType {
-        name: "datadog.ObjectSample",
+        name: names::DATADOG_OBJECT_SAMPLE,
         kind: EventKind::Alloc,
         weight: Weight::ScaledBytes { size: "size", objects: "weight" },
         class_field: Some(("objectClass", OUTSIDE_TLAB)),
@@ -123,25 +124,25 @@ pub const EVENT_TYPES: [EventType; 12] = [
         class_field: Some(("objectClass", OUTSIDE_TLAB)),
     },
     EventType {
-        name: "profiler.LiveObject",
+        name: names::LIVE_OBJECT,
         kind: EventKind::Live,
         weight: Weight::Bytes("allocationSize"),
         class_field: Some(("objectClass", OUTSIDE_TLAB)),
     },
     EventType {
-        name: "datadog.HeapLiveObject",
+        name: names::DATADOG_HEAP_LIVE_OBJECT,
         kind: EventKind::Live,
         weight: Weight::ScaledBytes { size: "size", objects: "weight" },
         class_field: Some(("objectClass", OUTSIDE_TLAB)),
     },
     EventType {
-        name: "jdk.JavaMonitorEnter",
+        name: names::MONITOR_ENTER,
         kind: EventKind::Lock,
         weight: Weight::Duration,
         class_field: Some(("monitorClass", LOCK_CLASS)),
     },
     EventType {
-        name: "jdk.ThreadPark",
+        name: names::THREAD_PARK,
         kind: EventKind::Lock,
         weight: Weight::Duration,
         class_field: Some(("parkedClass", LOCK_CLASS)),

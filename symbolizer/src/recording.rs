@@ -14,6 +14,7 @@
 use crate::events::{event_type, java_class_name, EventKind, EventType, Weight};
 use crate::jfr_in::{self, Accessor, Pooled, Split};
 use frames::{FrameType, NON_JAVA_DESCRIPTOR, REMOTE_METHOD_NAME};
+use jfr_writer::schema::names;
 use rustc_hash::FxHashMap;
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -841,13 +842,13 @@ pub fn read_bytes(file: &[u8], display: &str) -> Result<ReadOutcome, ReadError> 
 fn is_read(name: &str) -> bool {
     matches!(
         name,
-        "jdk.ActiveSetting"
-            | "jvmprofiler.Counter"
-            | "datadog.ProfilerCounter"
-            | "jdk.NativeLibrary"
-            | "jvmprofiler.Endpoint"
-            | "datadog.Endpoint"
-            | "jvmprofiler.SampleContext"
+        names::ACTIVE_SETTING
+            | names::COUNTER
+            | names::DATADOG_COUNTER
+            | names::NATIVE_LIBRARY
+            | names::ENDPOINT
+            | names::DATADOG_ENDPOINT
+            | names::SAMPLE_CONTEXT
     ) || event_type(name).is_some()
 }
 
@@ -902,7 +903,7 @@ fn read_chunk(
     chunk.events(is_read, |event| {
         let value = event.value;
         match event.name {
-            "jdk.ActiveSetting" => {
+            names::ACTIVE_SETTING => {
                 let (name, text) = (
                     string(value.get_field("name")).unwrap_or_default(),
                     string(value.get_field("value")).unwrap_or_default(),
@@ -912,18 +913,18 @@ fn read_chunk(
                 }
                 data.settings.push((name, text));
             }
-            "jvmprofiler.Counter" | "datadog.ProfilerCounter" => data.counters.push((
+            names::COUNTER | names::DATADOG_COUNTER => data.counters.push((
                 string(value.get_field("name")).unwrap_or_default(),
                 long(value.get_field("count")).unwrap_or(0),
             )),
-            "jdk.NativeLibrary" => data.libraries.push(NativeLibrary {
+            names::NATIVE_LIBRARY => data.libraries.push(NativeLibrary {
                 name: string(value.get_field("name")).unwrap_or_default(),
                 base_address: long(value.get_field("baseAddress")).unwrap_or(0) as u64,
                 top_address: long(value.get_field("topAddress")).unwrap_or(0) as u64,
                 build_id: string(value.get_field("buildId")),
                 load_bias: long(value.get_field("loadBias")).unwrap_or(0) as u64,
             }),
-            "jvmprofiler.Endpoint" | "datadog.Endpoint" => {
+            names::ENDPOINT | names::DATADOG_ENDPOINT => {
                 let thread = converter.event_thread(&value);
                 data.endpoints.push(Endpoint {
                     start_ticks: long(value.get_field("startTime")).unwrap_or(0),
@@ -933,7 +934,7 @@ fn read_chunk(
                     root_span_id: long(value.get_field("localRootSpanId")).unwrap_or(0) as u64,
                 })
             }
-            "jvmprofiler.SampleContext" => {
+            names::SAMPLE_CONTEXT => {
                 let context = converter.context(&value, &data.attributes);
                 if let Some(last) = data.samples.last_mut() {
                     last.span_id = long(value.get_field("spanId")).unwrap_or(0) as u64;
