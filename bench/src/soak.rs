@@ -14,10 +14,11 @@
 //! `--only soak-loop` runs the same load as an always-on session does:
 //! `loop=1m,maxfiles=10` and a dump every 30 s, and reads the period
 //! files on disk with the rest (a file a minute; disk use flat at the
-//! bound once ten minutes have passed).
+//! bound once ten minutes have passed), and the agent's own heap
+//! (`agent_heap_bytes`) from the newest finished file each minute.
 
 use crate::dumps::churn_classpath;
-use crate::support::{tool, value};
+use crate::support::{counter_at_end, tool, value};
 use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -39,6 +40,9 @@ struct Reading {
     files: (u64, u64),
     /// The JVM's committed memory (NMT), read once a minute.
     jvm_committed_kb: Option<u64>,
+    /// The agent's own heap (`agent_heap_bytes`) at the end of the newest
+    /// finished period file, read once a minute (`soak-loop`).
+    agent_heap_kb: Option<u64>,
 }
 
 /// The process's resident memory and threads (`/proc/PID/status`) and
@@ -51,7 +55,15 @@ fn read(pid: u32, at: Duration) -> Option<Reading> {
     };
     let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count() as u64;
     let threads = field("Threads:")?;
-    Some(Reading { at, rss_kb: field("VmRSS:")?, fds, threads, files: (0, 0), jvm_committed_kb: None })
+    Some(Reading {
+        at,
+        rss_kb: field("VmRSS:")?,
+        fds,
+        threads,
+        files: (0, 0),
+        jvm_committed_kb: None,
+        agent_heap_kb: None,
+    })
 }
 
 /// The JVM's committed memory by its own Native Memory Tracking:
@@ -61,6 +73,15 @@ fn jvm_committed_kb(pid: u32) -> Option<u64> {
     let text = String::from_utf8_lossy(&out.stdout);
     let total = text.lines().find(|l| l.trim_start().starts_with("Total:"))?;
     total.split("committed=").nth(1)?.trim_end_matches("KB").split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+}
+
+/// `agent_heap_bytes` at the end of the newest finished period file in
+/// `dir` (the newest of all is still being written), in KiB.
+fn agent_heap_kb(dir: &Path) -> Option<u64> {
+    let mut files: Vec<_> = std::fs::read_dir(dir).ok()?.filter_map(|e| Some(e.ok()?.path())).collect();
+    files.sort();
+    let finished = files.iter().rev().nth(1)?;
+    counter_at_end(finished, "agent_heap_bytes").map(|bytes| bytes as u64 / 1024)
 }
 
 /// The period files in `dir` and their bytes.
@@ -113,14 +134,15 @@ pub fn run(seconds: u64, agent: &Path, scratch: &Path, looping: bool) {
         }
         // The JVM's own figure first (jcmd waits for a JVM still starting),
         // then /proc's, as close together as they can be.
-        let jvm = if started.elapsed() >= next_minute {
+        let (jvm, heap) = if started.elapsed() >= next_minute {
             next_minute += SETTLED;
-            jvm_committed_kb(child.id())
+            (jvm_committed_kb(child.id()), if looping { agent_heap_kb(&periods) } else { None })
         } else {
-            None
+            (None, None)
         };
         if let Some(mut reading) = read(child.id(), started.elapsed()) {
             reading.jvm_committed_kb = jvm;
+            reading.agent_heap_kb = heap;
             reading.files = files_in(&periods);
             eprintln!(
                 "{:>4} s: {:.1} MiB, {} fds, {} threads, JVM committed {:?} KiB, {} period files ({} bytes)",
@@ -160,9 +182,9 @@ fn report(seconds: u64, readings: &[Reading], stdout: &str, looping: bool) {
         value(stdout, "PARK_WAITS "),
     );
     println!(
-        "| minute | resident memory | JVM committed (NMT) | resident less JVM committed | open descriptors | threads | period files on disk |"
+        "| minute | resident memory | JVM committed (NMT) | resident less JVM committed | agent heap | open descriptors | threads | period files on disk |"
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|");
     let mib = |kb: u64| kb as f64 / 1024.0;
     // The first reading of each minute (with the JVM's figure when jcmd gave one).
     let mut minute = None;
@@ -175,8 +197,9 @@ fn report(seconds: u64, readings: &[Reading], stdout: &str, looping: bool) {
             Some(jvm) => (format!("{:.1} MiB", mib(jvm)), format!("{:.1} MiB", mib(reading.rss_kb) - mib(jvm))),
             None => ("—".to_owned(), "—".to_owned()),
         };
+        let heap = reading.agent_heap_kb.map_or("—".to_owned(), |kb| format!("{:.1} MiB", mib(kb)));
         println!(
-            "| {} | {:.1} MiB | {jvm} | {rest} | {} | {} | {} ({:.1} MiB) |",
+            "| {} | {:.1} MiB | {jvm} | {rest} | {heap} | {} | {} | {} ({:.1} MiB) |",
             reading.at.as_secs() / 60,
             mib(reading.rss_kb),
             reading.fds,
@@ -212,6 +235,15 @@ fn report(seconds: u64, readings: &[Reading], stdout: &str, looping: bool) {
             "Resident memory less the JVM's committed memory (the agent, the C library's heap, thread stacks), from minute to minute: least-squares trend {:+.3} MiB a minute; the JVM's committed memory: {:+.3} MiB a minute",
             trend_per_minute(&minutes, |r| (r.rss_kb as f64 - r.jvm_committed_kb.unwrap_or(0) as f64) / 1024.0),
             trend_per_minute(&minutes, |r| r.jvm_committed_kb.unwrap_or(0) as f64 / 1024.0)
+        );
+    }
+    let heaps: Vec<&Reading> = settled.iter().copied().filter(|r| r.agent_heap_kb.is_some()).collect();
+    if let (Some(first), Some(last)) = (heaps.first(), heaps.last()) {
+        println!(
+            "The agent's own heap (agent_heap_bytes): {:.1} MiB after the first minute, {:.1} MiB at the end; least-squares trend {:+.3} MiB a minute",
+            first.agent_heap_kb.unwrap_or(0) as f64 / 1024.0,
+            last.agent_heap_kb.unwrap_or(0) as f64 / 1024.0,
+            trend_per_minute(&heaps, |r| r.agent_heap_kb.unwrap_or(0) as f64 / 1024.0)
         );
     }
 }

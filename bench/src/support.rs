@@ -120,6 +120,13 @@ pub fn counter(file: &Path, name: &str) -> f64 {
     named_values(&text, name, "count").first().map_or(0.0, |count| count.parse().unwrap())
 }
 
+/// A counter of ours as the recording's last chunk gives it (the value
+/// at the recording's end, for a counter that is a level, not a sum).
+pub fn counter_at_end(file: &Path, name: &str) -> Option<f64> {
+    let text = jfr_print(file, "jvmprofiler.Counter,datadog.ProfilerCounter");
+    named_values(&text, name, "count").last().and_then(|count| count.parse().ok())
+}
+
 /// The last value a recording gives the setting `name` (a setting
 /// updated mid-recording, such as a stretched interval, is written again).
 pub fn setting(file: &Path, name: &str) -> Option<String> {
