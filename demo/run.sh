@@ -13,7 +13,7 @@ java -agentpath:"$PWD/target/release/libprofiler.so=start,interval=5ms,file=$PWD
      -cp demo/out/classes Demo "$seconds"
 
 target/release/symbolize flamegraph demo/out/profile.jfr --threads -o demo/out/flamegraph.html \
-    --title "Demo: CPU profile"
+    --title "Demo"
 target/release/symbolize collapsed demo/out/profile.jfr -o demo/out/profile.collapsed
 echo "recording:   demo/out/profile.jfr ($(jfr summary demo/out/profile.jfr | awk '/jdk.ExecutionSample/ {print $2}') samples)"
 echo "flame graph: demo/out/flamegraph.html"

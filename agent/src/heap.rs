@@ -1,4 +1,5 @@
-//! The agent's own heap, measured: the shipped library installs
+//! The agent's own heap (the bytes it asked the allocator for; not its
+//! mappings, nor the allocator's overhead), measured: the shipped library installs
 //! [`Counting`] as its global allocator, so the bytes the agent holds are
 //! known at any time (`agent_heap_bytes`) and can be told apart from the
 //! JVM's and the C library's (the JVM's Native Memory Tracking does not see
@@ -46,8 +47,12 @@ unsafe impl GlobalAlloc for Counting {
         // SAFETY: the caller's contract, passed on.
         let moved = unsafe { System.realloc(pointer, layout, new_size) };
         if !moved.is_null() {
-            LIVE.fetch_add(new_size, Ordering::Relaxed);
-            LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+            let old_size = layout.size();
+            if new_size >= old_size {
+                LIVE.fetch_add(new_size - old_size, Ordering::Relaxed);
+            } else {
+                LIVE.fetch_sub(old_size - new_size, Ordering::Relaxed);
+            }
         }
         moved
     }

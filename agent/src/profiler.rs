@@ -421,7 +421,7 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
     if current.is_some() {
         return Err(state("start: profiling is already running (stop it first)"));
     }
-    if stopped().unsaved.take().is_some() {
+    if unsaved().take().is_some() {
         log::error!("start: the recording of the previous session, which its stop could not write, is discarded");
     }
     if options.cpu.is_none() && options.wall.is_none() && options.alloc.is_none() && options.lock.is_none() {
@@ -577,22 +577,13 @@ fn preload_methods(vm: &Vm, env: JniEnv, blocking: bool) -> BlockingMethods {
     BlockingMethods::new(&found.unwrap_or_default())
 }
 
-/// What a stopped session leaves for later commands.
-struct Stopped {
-    /// Its recording, if its `stop` could not write it (the file failed
-    /// after the check: disk full, ...), for a later `stop,file=PATH` (or
-    /// `stop`, if the session file takes it again).
-    unsaved: Option<Arc<Mutex<Recording>>>,
-    /// A looping session's finished files that the Java API has not
-    /// reported yet, its last one included.
-    finished: Vec<PathBuf>,
-}
+/// The recording of a stopped session that its `stop` could not write
+/// (the file failed after the check: disk full, ...), kept for a later
+/// `stop,file=PATH` (or `stop`, if the session file takes it again).
+static UNSAVED: Mutex<Option<Arc<Mutex<Recording>>>> = Mutex::new(None);
 
-/// Outlives its session: what the next commands still need of it.
-static STOPPED: Mutex<Stopped> = Mutex::new(Stopped { unsaved: None, finished: Vec::new() });
-
-fn stopped() -> std::sync::MutexGuard<'static, Stopped> {
-    STOPPED.lock().unwrap_or_else(|p| p.into_inner())
+fn unsaved() -> std::sync::MutexGuard<'static, Option<Arc<Mutex<Recording>>>> {
+    UNSAVED.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Stops the session and writes its recording. Unless the JVM is dying
@@ -639,16 +630,14 @@ fn stop_locked(
     }
     match write_recording(&mut recording, env, path, true) {
         Ok(written) => {
-            let finished = recording.finished_at_stop();
-            let mut left = stopped();
-            left.finished.extend(finished);
-            let excess = left.finished.len().saturating_sub(sink::MAX_FINISHED_LISTED);
-            left.finished.drain(..excess);
+            recording.keep_finished_after_stop(true);
             Ok(format!("Profiling stopped; recording written to {}", shown(&written)))
         }
         Err(e) => {
+            // The files finished before are complete; the last one is not.
+            recording.keep_finished_after_stop(false);
             drop(recording);
-            stopped().unsaved = Some(session.recording);
+            *unsaved() = Some(session.recording);
             Err(CommandError {
                 kind: e.kind,
                 message: format!("{e}; profiling stopped, and its recording is kept: stop,file=PATH writes it"),
@@ -660,12 +649,12 @@ fn stop_locked(
 /// `stop` with no session running: writes the recording a failed `stop`
 /// kept, if there is one.
 fn write_unsaved(path: Option<PathBuf>) -> CommandResult<String> {
-    let mut kept = stopped();
-    let Some(recording) = kept.unsaved.as_ref() else { return Err(state("stop: profiling is not running")) };
+    let mut kept = unsaved();
+    let Some(recording) = kept.as_ref() else { return Err(state("stop: profiling is not running")) };
     let written = recording.lock().unwrap_or_else(|p| p.into_inner()).write_kept(path.as_deref()).map_err(|e| {
         io(format!("stop: the stopped session's recording is still kept, as it cannot be written: {e}"))
     })?;
-    kept.unsaved = None;
+    *kept = None;
     Ok(format!("The stopped session's recording was written to {}", shown(&written)))
 }
 
@@ -683,7 +672,7 @@ pub fn dump_to(path: Option<PathBuf>, env: Option<JniEnv>) -> CommandResult<Stri
 /// those of stopped sessions (their last files included), then the
 /// running one's.
 pub fn take_finished_files() -> Vec<PathBuf> {
-    let mut files = std::mem::take(&mut stopped().finished);
+    let mut files = sink::take_finished_after_stop();
     if let Some(s) = session().as_ref() {
         files.extend(s.recording.lock().unwrap_or_else(|p| p.into_inner()).take_finished_files());
     }
@@ -712,7 +701,7 @@ fn write_recording(
 
 /// VM death: a running session is stopped and its recording written.
 pub fn on_vm_death(env: Option<JniEnv>) {
-    if stopped().unsaved.is_some() {
+    if unsaved().is_some() {
         log::error!("the recording of a stopped session, which its stop could not write, is lost with the JVM");
     }
     if is_running() {

@@ -810,7 +810,8 @@ fn build_google_pprof() -> Option<PathBuf> {
 }
 
 /// `pprof -traces PROFILE`: every sample's stack (innermost first), by its
-/// `thread` label, with its value.
+/// `thread` label, with its value (a count: a value with a unit, such as
+/// `10ms`, fails the test).
 pub fn pprof_traces(pprof: &Path, profile: &Path) -> Collapsed {
     let output = Command::new(pprof).arg("-traces").arg(profile).output().expect("run pprof");
     assert_success(&output);

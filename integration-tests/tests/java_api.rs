@@ -44,6 +44,7 @@ const CHECKS: &[&str] = &[
     "finished-files-taken",
     "finished-at-stop",
     "finished-at-stop-taken",
+    "rewritten-not-reported",
 ];
 
 fn has_frame(event: &Event, method: &str) -> bool {

@@ -131,7 +131,9 @@ const SPAN_ID: F = F::new("spanId", id::LONG, "Span ID");
 const LOCAL_ROOT_SPAN_ID: F = F::new("localRootSpanId", id::LONG, "Local Root Span ID");
 
 /// The names of the event types this writer declares, for the readers of
-/// its recordings to use rather than spell.
+/// its recordings to use rather than spell. They are external formats'
+/// names (the JDK's, async-profiler's, the Datadog profiler's, whose
+/// readers know them), never to be renamed.
 pub mod names {
     pub const EXECUTION_SAMPLE: &str = "jdk.ExecutionSample";
     pub const WALL_CLOCK_SAMPLE: &str = "profiler.WallClockSample";

@@ -314,7 +314,16 @@ fn expand_inputs(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
 
 /// Reads every recording; with several, one that cannot be read is
 /// reported and left out (the run then ends as damaged).
-fn read_all(args: &Args, inputs: &[PathBuf]) -> Result<(Vec<(String, Recording)>, Finish), String> {
+/// What [`read_all`] read: the recordings, how the run ends, and the kinds
+/// of sample events they hold (before any `--from`/`--to` window).
+struct Read {
+    recordings: Vec<(String, Recording)>,
+    finish: Finish,
+    kinds: std::collections::BTreeSet<EventKind>,
+}
+
+fn read_all(args: &Args, inputs: &[PathBuf]) -> Result<Read, String> {
+    let mut kinds = std::collections::BTreeSet::new();
     let mut finish = Finish::Success;
     let mut recordings = Vec::new();
     for input in inputs {
@@ -347,6 +356,7 @@ fn read_all(args: &Args, inputs: &[PathBuf]) -> Result<(Vec<(String, Recording)>
             finish = Finish::Damaged;
         }
         let mut read = outcome.recording;
+        kinds.extend(read.kinds().into_keys());
         if args.window != (None, None) && read.keep_window(args.window) == 0 {
             continue;
         }
@@ -359,7 +369,8 @@ fn read_all(args: &Args, inputs: &[PathBuf]) -> Result<(Vec<(String, Recording)>
     if let (Finish::Damaged, false) = (&finish, args.common.partial) {
         eprintln!("exit status {EXIT_DAMAGED}: written from what could be read (--partial accepts this with status 0)");
     }
-    Ok((recordings, if args.common.partial { Finish::Success } else { finish }))
+    let finish = if args.common.partial { Finish::Success } else { finish };
+    Ok(Read { recordings, finish, kinds })
 }
 
 /// The file `--output-dir` gets for the recording `input`.
@@ -377,7 +388,7 @@ fn output_in(dir: &Path, input: &str, command: &str) -> PathBuf {
 }
 
 fn run() -> Result<Finish, String> {
-    let Some(args) = parse_args()? else { return Ok(Finish::Success) };
+    let Some(mut args) = parse_args()? else { return Ok(Finish::Success) };
     let binary = ["pprof", "jfr"].contains(&args.command);
     if binary && args.common.output.is_none() && args.common.output_dir.is_none() {
         return Err(format!("{} writes a binary file: give -o PATH", args.command));
@@ -386,7 +397,19 @@ fn run() -> Result<Finish, String> {
     if args.command == "jfr" && inputs.len() > 1 && args.common.output_dir.is_none() {
         return Err("jfr copies each recording on its own: give --output-dir DIR for several".to_owned());
     }
-    let (recordings, mut finish) = read_all(&args, &inputs)?;
+    let Read { recordings, mut finish, kinds } = read_all(&args, &inputs)?;
+    if args.event.is_none() && args.command != "jfr" {
+        // Decided once for every input and window: the recordings' one
+        // kind of samples, else CPU.
+        let kind = match kinds.iter().collect::<Vec<_>>().as_slice() {
+            [only] => **only,
+            _ => EventKind::default(),
+        };
+        if kind != EventKind::default() {
+            eprintln!("note: showing {} (the recordings' only kind of samples; --event chooses)", kind.describe());
+        }
+        args.event = Some(kind);
+    }
     if let Some(dir) = &args.common.output_dir {
         let mut outputs: HashMap<PathBuf, &str> = HashMap::new();
         for (name, _) in &recordings {
@@ -463,14 +486,8 @@ fn produce(
         }
         return Ok(());
     }
-    let kinds = recording.kinds();
-    // Not given: the recording's one kind, else CPU.
-    let kind = match (args.event, kinds.keys().collect::<Vec<_>>().as_slice()) {
-        (Some(kind), _) => kind,
-        (None, [only]) => **only,
-        (None, _) => EventKind::default(),
-    };
-    if !kinds.contains_key(&kind) {
+    let kind = args.event.unwrap_or_default();
+    if !recording.kinds().contains_key(&kind) {
         return Err(no_events(name, recording, kind));
     }
     let (profile, report) = profile::build(recording, kind, Some(resolver));

@@ -38,8 +38,9 @@ pub enum Mask {
     /// None but `signo` itself.
     Empty,
     /// Those the handler we chain to blocks, with its alternate-stack flag,
-    /// and the profiling signals: a chained handler runs as it would have
-    /// run alone, and no sampling handler nests in it. A sampling handler
+    /// and the profiling signals (HotSpot's mask holds them already; a
+    /// foreign handler's may not): a chained handler runs under the mask
+    /// it asked for, and no sampling handler nests in it. A sampling handler
     /// nested in a SIGSEGV handler would read memory while SIGSEGV is
     /// blocked, and a fault there is fatal without any handler running
     /// (the kernel resets a blocked synchronous signal to its default).

@@ -53,17 +53,32 @@ pub struct Library {
     rules: Option<Arc<CompiledRules>>,
 }
 
+/// An object without a file (the vDSO) as its memory holds it: through its
+/// section header table, which lies past its loaded segment (the kernel
+/// maps the whole image), else the loaded segment alone (no symbols).
+fn read_in_memory_image(loaded: &Range<u64>) -> Option<Vec<u8>> {
+    let read = |len: u64| {
+        let mut bytes = vec![0u8; usize::try_from(len).ok()?];
+        scan::read_own_memory(loaded.start, &mut bytes).then_some(bytes)
+    };
+    let segment = loaded.end.checked_sub(loaded.start)?;
+    // ELF64 header: e_shoff at 0x28, e_shentsize at 0x3a, e_shnum at 0x3c.
+    let header = read(64)?;
+    let field = |at: usize, len: usize| {
+        header.get(at..at + len).map(|b| b.iter().rev().fold(0u64, |v, &x| v << 8 | u64::from(x)))
+    };
+    let (Some(offset), Some(size), Some(count)) = (field(0x28, 8), field(0x3a, 2), field(0x3c, 2)) else {
+        return read(segment);
+    };
+    let whole = offset.checked_add(size * count).filter(|&end| end > segment && end <= 1 << 20);
+    whole.and_then(read).or_else(|| read(segment))
+}
+
 impl Library {
     fn load(index: u32, object: &LoadedObject, wanted: Wanted) -> Library {
         let (image, mapped);
         let data: Option<&[u8]> = if object.in_memory {
-            // The whole pages: the vDSO's section headers (and so its
-            // symbol table's) lie past its loaded segment's end.
-            // SAFETY: sysconf only reads a constant.
-            let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
-            let end = object.image.end.div_ceil(page) * page;
-            let mut bytes = vec![0u8; (end - object.image.start) as usize];
-            image = scan::read_own_memory(object.image.start, &mut bytes).then_some(bytes);
+            image = read_in_memory_image(&object.image);
             image.as_deref()
         } else {
             mapped = FileMap::open(&object.path).ok();

@@ -149,10 +149,10 @@ impl Recording {
         self.sink.take_finished()
     }
 
-    /// At stop: the looping session's files the Java API has still to
-    /// report (see [`Sink::finished_at_stop`]).
-    pub fn finished_at_stop(&mut self) -> Vec<PathBuf> {
-        self.sink.finished_at_stop()
+    /// At stop: keeps the looping session's files the Java API has still
+    /// to report (see [`Sink::keep_finished_after_stop`]).
+    pub fn keep_finished_after_stop(&mut self, last_complete: bool) {
+        self.sink.keep_finished_after_stop(last_complete);
     }
 
     /// Whether the current period ends: on time, or early when its file

@@ -26,10 +26,12 @@ use super::retention::Retention;
 use crate::args::echo;
 use crate::counters::{self, Counter};
 use crate::log;
+use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::SystemTime;
 
 /// Chunks of the current interval kept in memory when there is no session
@@ -37,7 +39,7 @@ use std::time::SystemTime;
 const MAX_MEMORY_INTERVAL_BYTES: usize = 32 << 20;
 
 /// Finished period files remembered for the Java API between two polls.
-pub const MAX_FINISHED_LISTED: usize = 1024;
+const MAX_FINISHED_LISTED: usize = 1024;
 
 /// File systems whose files look regular but are not storage (`statfs`
 /// magic numbers: proc, sysfs, debugfs, tracefs, cgroup, cgroup2,
@@ -125,6 +127,8 @@ struct SessionFile {
 impl SessionFile {
     fn create(path: PathBuf) -> io::Result<Self> {
         let file = create_output(&path)?;
+        // Written anew: no longer a stopped session's finished file.
+        stopped_finished().retain(|finished| *finished != path);
         let metadata = file.metadata()?;
         let identity = (metadata.dev(), metadata.ino());
         Ok(Self { path, file, identity, len: 0, failure: None, chunk_starts: std::collections::VecDeque::new() })
@@ -205,6 +209,20 @@ impl SessionFile {
     }
 }
 
+/// Finished files of stopped looping sessions that the Java API has not
+/// reported yet: they outlive their session.
+static STOPPED_FINISHED: Mutex<VecDeque<PathBuf>> = Mutex::new(VecDeque::new());
+
+fn stopped_finished() -> std::sync::MutexGuard<'static, VecDeque<PathBuf>> {
+    STOPPED_FINISHED.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The files stopped sessions finished that were not reported yet, oldest
+/// first (see [`Sink::keep_finished_after_stop`]).
+pub fn take_finished_after_stop() -> Vec<PathBuf> {
+    stopped_finished().drain(..).collect()
+}
+
 pub struct Sink {
     session_file: Option<SessionFile>,
     interval: Vec<StoredChunk>,
@@ -218,7 +236,7 @@ pub struct Sink {
     pending: Option<(PathBuf, String)>,
     /// Period files finished and not yet taken (the newest
     /// [`MAX_FINISHED_LISTED`]), for the Java API.
-    finished: std::collections::VecDeque<PathBuf>,
+    finished: VecDeque<PathBuf>,
 }
 
 impl Sink {
@@ -235,7 +253,7 @@ impl Sink {
             retention: None,
             file_bound: None,
             pending: None,
-            finished: std::collections::VecDeque::new(),
+            finished: VecDeque::new(),
         })
     }
 
@@ -255,15 +273,19 @@ impl Sink {
         self.finished.drain(..).collect()
     }
 
-    /// At stop (after the last chunk was written): a looping session's
-    /// finished files not yet taken, and its last file, complete now.
-    pub fn finished_at_stop(&mut self) -> Vec<PathBuf> {
+    /// At stop: keeps a looping session's finished files not yet taken for
+    /// [`take_finished_after_stop`], and its last file too if `stop` wrote
+    /// it whole (`last_complete`, and no write to it failed).
+    pub fn keep_finished_after_stop(&mut self, last_complete: bool) {
         let mut files = self.take_finished();
-        if self.retention.is_some() {
-            let last = self.session_file.as_ref().filter(|f| f.len > 0 && f.is_at(&f.path));
+        if self.retention.is_some() && last_complete {
+            let last = self.session_file.as_ref().filter(|f| f.len > 0 && f.failure.is_none() && f.is_at(&f.path));
             files.extend(last.map(|f| f.path.clone()));
         }
-        files
+        let mut kept = stopped_finished();
+        kept.extend(files);
+        let excess = kept.len().saturating_sub(MAX_FINISHED_LISTED);
+        kept.drain(..excess);
     }
 
     /// The period files kept besides the one being written, and their bytes.
