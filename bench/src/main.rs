@@ -42,9 +42,11 @@
 //!   thread and class churn with every kind of profiling and a dump a
 //!   second; resident memory, descriptors and threads over time.
 //!   `--only soak-loop`: the same as an always-on session (`loop=1m`,
-//!   `maxfiles=10`), with the period files on disk over time.
+//!   `maxfiles=10`), with the period files on disk over time;
+//!   `--only soak-unprofiled`: the same load without the agent (the
+//!   baseline of what the JVM's own memory does under it).
 //!
-//! Usage: `cargo run --release -p bench -- [--rounds N] [--seconds S] [--threads T] [--only overhead|wall|deep|zlib|h2|governor|alloc|lock|dumps|walks|floor|native|symbolizer|dictionary|soak|soak-loop] [--soak-seconds S] [--baseline PATH]`
+//! Usage: `cargo run --release -p bench -- [--rounds N] [--seconds S] [--threads T] [--only overhead|wall|deep|zlib|h2|governor|alloc|lock|dumps|walks|floor|native|symbolizer|dictionary|soak|soak-loop|soak-unprofiled] [--soak-seconds S] [--baseline PATH]`
 //! (needs `cargo build --release` first, for the agent). `--baseline` names
 //! another build of `libprofiler.so` (say, the previous commit's): the
 //! `overhead`, `wall`, `deep`, `zlib`, `h2` and `governor` tables then run
@@ -150,11 +152,12 @@ fn main() {
         dictionary::run(&options);
     }
     // Ten minutes: only when asked for by name.
-    if let Some(looping) = options.only.as_deref().and_then(|only| match only {
-        "soak" => Some(false),
-        "soak-loop" => Some(true),
+    if let Some(mode) = options.only.as_deref().and_then(|only| match only {
+        "soak" => Some(soak::Mode::Dumps),
+        "soak-loop" => Some(soak::Mode::Loop),
+        "soak-unprofiled" => Some(soak::Mode::Unprofiled),
         _ => None,
     }) {
-        soak::run(options.soak_seconds, &agent, &scratch, looping);
+        soak::run(options.soak_seconds, &agent, &scratch, mode);
     }
 }

@@ -92,7 +92,19 @@ fn files_in(dir: &Path) -> (u64, u64) {
     (sizes.len() as u64, sizes.iter().sum())
 }
 
-pub fn run(seconds: u64, agent: &Path, scratch: &Path, looping: bool) {
+/// What the soak runs under the churn load.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Every kind of profiling, a dump a second.
+    Dumps,
+    /// An always-on session: `loop=1m,maxfiles=10`, a dump every 30 s.
+    Loop,
+    /// No agent: the baseline.
+    Unprofiled,
+}
+
+pub fn run(seconds: u64, agent: &Path, scratch: &Path, mode: Mode) {
+    let looping = mode == Mode::Loop;
     let classpath = churn_classpath(scratch);
     let dir = scratch.join("soak");
     let periods = scratch.join("soak-periods");
@@ -100,13 +112,16 @@ pub fn run(seconds: u64, agent: &Path, scratch: &Path, looping: bool) {
         let _ = std::fs::remove_dir_all(d);
         std::fs::create_dir_all(d).unwrap();
     }
-    let (extra, dump_every) = if looping {
-        (format!("alloc,lock=1ms,loop=1m,maxfiles=10,file={}/p-%t.jfr", periods.display()), "30000")
-    } else {
-        ("alloc,lock=1ms".to_owned(), "1000")
+    let (extra, dump_every) = match mode {
+        Mode::Loop => (format!("alloc,lock=1ms,loop=1m,maxfiles=10,file={}/p-%t.jfr", periods.display()), "30000"),
+        Mode::Dumps => ("alloc,lock=1ms".to_owned(), "1000"),
+        Mode::Unprofiled => ("unprofiled".to_owned(), "1000"),
     };
-    let mut child = Command::new(tool("java"))
-        .arg(format!("-agentpath:{}=", agent.display()))
+    let mut java = Command::new(tool("java"));
+    if mode != Mode::Unprofiled {
+        java.arg(format!("-agentpath:{}=", agent.display()));
+    }
+    let mut child = java
         .args(["-Xms256m", "-Xmx256m", "-XX:+AlwaysPreTouch", "-XX:NativeMemoryTracking=summary"])
         .args(["-cp", &classpath, "Churn"])
         .arg(&dir)
@@ -162,14 +177,18 @@ pub fn run(seconds: u64, agent: &Path, scratch: &Path, looping: bool) {
     let stdout = reader.join().unwrap();
     assert!(status.success(), "Churn exited with {status}: {stdout}");
     assert!(!stdout.contains("ERROR"), "Churn: {stdout}");
-    report(seconds, &readings, &stdout, looping);
+    report(seconds, &readings, &stdout, mode);
 }
 
-fn report(seconds: u64, readings: &[Reading], stdout: &str, looping: bool) {
-    let how = if looping { "loop=1m,maxfiles=10 and a dump every 30 s" } else { "a dump a second" };
-    println!(
-        "\nSoak: thread and class churn, CPU and wall clock at 1 ms, allocation and lock profiling, {how}, {seconds} s\n"
-    );
+fn report(seconds: u64, readings: &[Reading], stdout: &str, mode: Mode) {
+    let how = match mode {
+        Mode::Loop => {
+            "CPU and wall clock at 1 ms, allocation and lock profiling, loop=1m,maxfiles=10 and a dump every 30 s"
+        }
+        Mode::Dumps => "CPU and wall clock at 1 ms, allocation and lock profiling, a dump a second",
+        Mode::Unprofiled => "no profiler (the baseline)",
+    };
+    println!("\nSoak: thread and class churn, {how}, {seconds} s\n");
     println!(
         "{:.0} dumps written and read back, {:.0} threads and {:.0} classes run; {:.0} CPU, {:.0} wall-clock, {:.0} allocation samples, {:.0} monitor and {:.0} park events read from the dumps\n",
         value(stdout, "VERIFIED "),
