@@ -7,7 +7,8 @@
 
 use super::marks::mark_of;
 use frames::Mark;
-use object::{Object, ObjectSymbol, SymbolKind};
+use object::{Architecture, Object, ObjectSection, ObjectSymbol, ObjectSymbolTable, SectionKind, SymbolKind};
+use std::borrow::Cow;
 use std::ops::Range;
 
 #[derive(Clone, Copy, Debug)]
@@ -54,21 +55,23 @@ impl SymbolTable {
     pub fn from_elfs<'a>(images: impl IntoIterator<Item = &'a [u8]>) -> SymbolTable {
         let files: Vec<object::File<'a>> =
             images.into_iter().filter_map(|data| object::File::parse(data).ok()).collect();
-        let raw: Vec<(u64, u64, &str)> = files
+        let mut raw: Vec<(u64, u64, Cow<'a, str>)> = files
             .iter()
             .flat_map(|file| file.symbols().chain(file.dynamic_symbols()))
             .filter(|s| s.kind() == SymbolKind::Text && s.address() != 0)
-            .filter_map(|s| Some((s.address(), s.size(), s.name().ok().filter(|n| !n.is_empty())?)))
+            .filter_map(|s| Some((s.address(), s.size(), Cow::Borrowed(s.name().ok().filter(|n| !n.is_empty())?))))
             .collect();
+        raw.extend(files.iter().flat_map(plt_entries).map(|(start, size, name)| (start, size, Cow::Owned(name))));
         Self::from_symbols(raw)
     }
 
     /// The table of `(link-time address, size, mangled name)` symbols.
-    fn from_symbols(mut raw: Vec<(u64, u64, &str)>) -> SymbolTable {
+    fn from_symbols(mut raw: Vec<(u64, u64, Cow<'_, str>)>) -> SymbolTable {
         raw.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
         raw.dedup_by_key(|s| s.0);
         let mut table = SymbolTable { entries: Vec::with_capacity(raw.len()), ..SymbolTable::default() };
-        for (i, &(start, size, name)) in raw.iter().enumerate() {
+        for (i, (start, size, name)) in raw.iter().enumerate() {
+            let (start, size, name) = (*start, *size, name.as_ref());
             let next = raw.get(i + 1).map_or(u64::MAX, |n| n.0);
             // Saturating: a damaged file may place a symbol at the top of the address space.
             let end =
@@ -115,6 +118,48 @@ impl SymbolTable {
             _ => Mark::None,
         }
     }
+}
+
+/// `name@plt` for each entry of an x86-64 procedure linkage table, as
+/// async-profiler names them: a call through the PLT is sampled there, and
+/// the symbol before it (`_init`) is not what runs. `.rela.plt` holds one
+/// relocation per entry, in order (a JUMP_SLOT names its function; an
+/// IFUNC's IRELATIVE has no name); the entries callers reach are
+/// `.plt.sec`'s (with IBT) or `.plt`'s after its 16-byte header. Nothing
+/// if the counts differ.
+fn plt_entries(file: &object::File<'_>) -> Vec<(u64, u64, String)> {
+    const R_X86_64_JUMP_SLOT: u64 = 7;
+    const RELA: usize = 24;
+    const ENTRY: u64 = 16;
+    if file.architecture() != Architecture::X86_64 || !file.is_little_endian() {
+        return Vec::new();
+    }
+    let (Some(rela), Some(symbols)) = (file.section_by_name(".rela.plt"), file.dynamic_symbol_table()) else {
+        return Vec::new();
+    };
+    let (table, header) = match file.section_by_name(".plt.sec") {
+        Some(section) => (section, 0),
+        None => match file.section_by_name(".plt") {
+            Some(section) => (section, 1),
+            None => return Vec::new(),
+        },
+    };
+    let Ok(data) = rela.data() else { return Vec::new() };
+    let word = |entry: &[u8], at: usize| entry.get(at..at + 8).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes);
+    let slots: Vec<Option<String>> = data
+        .chunks_exact(RELA)
+        .map(|entry| {
+            let info = word(entry, 8)?;
+            let symbol = symbols.symbol_by_index(object::SymbolIndex((info >> 32) as usize)).ok()?;
+            (info & 0xffff_ffff == R_X86_64_JUMP_SLOT).then(|| symbol.name().ok().map(str::to_owned)).flatten()
+        })
+        .collect();
+    if table.kind() != SectionKind::Text || slots.is_empty() || table.size() / ENTRY != slots.len() as u64 + header {
+        return Vec::new();
+    }
+    let first = table.address() + header * ENTRY;
+    let named = slots.into_iter().enumerate().filter_map(|(i, name)| Some((i, name.filter(|n| !n.is_empty())?)));
+    named.map(|(i, name)| (first + i as u64 * ENTRY, ENTRY, format!("{name}@plt"))).collect()
 }
 
 /// The link-time address of the symbol `name` of the ELF file `data`, of
@@ -177,16 +222,43 @@ mod tests {
     #[test]
     fn marks_cover_the_marked_symbols_up_to_the_next_symbol() {
         let call_helper = "_ZN9JavaCalls11call_helperEP9JavaValueRK12methodHandleP17JavaCallArgumentsP10JavaThread";
-        let table = SymbolTable::from_symbols(vec![
-            (0x2000, 0x10, "_ZN18InterpreterRuntime3newEP10JavaThreadP12ConstantPooli"),
-            (0x1000, 0x100, call_helper),
-            (0x1080, 0x10, "nested"),
-            (0x3000, 0, "unsized"),
-        ]);
+        let table = SymbolTable::from_symbols(
+            [
+                (0x2000, 0x10, "_ZN18InterpreterRuntime3newEP10JavaThreadP12ConstantPooli"),
+                (0x1000, 0x100, call_helper),
+                (0x1080, 0x10, "nested"),
+                (0x3000, 0, "unsized"),
+            ]
+            .map(|(start, size, name)| (start, size, Cow::Borrowed(name)))
+            .to_vec(),
+        );
         let marks = [0xfff, 0x1000, 0x107f, 0x1080, 0x1090, 0x2000, 0x200f, 0x2010, 0x3000].map(|a| table.mark_at(a));
         use Mark::{Interpreter as I, None as N, VmRuntime as V};
         assert_eq!(marks, [N, V, V, N, N, I, I, N, N]);
         assert_eq!(table.find(0x1085).map(|h| h.mangled), Some("nested"));
+    }
+
+    /// Calls through the PLT are named after the function called: libc's
+    /// JUMP_SLOT entries (its IFUNCs' entries have no name), and this test
+    /// binary's, which has no `.plt.sec`.
+    #[test]
+    fn plt_entries_are_named_after_the_function_called() {
+        for path in ["/lib/x86_64-linux-gnu/libc.so.6".into(), std::env::current_exe().unwrap()] {
+            let Ok(data) = std::fs::read(&path) else {
+                test_skip::skip(&format!("{} is not here", path.display()), test_skip::InCi::Optional);
+                continue;
+            };
+            let file = object::File::parse(&*data).unwrap();
+            let entries = plt_entries(&file);
+            assert!(!entries.is_empty(), "{}: no PLT entry named", path.display());
+            let table = SymbolTable::from_elf(&data);
+            for (start, size, name) in &entries {
+                assert!(name.ends_with("@plt") && !name.starts_with('@'), "{name}");
+                assert_eq!(table.find(start + size - 1).map(|h| h.mangled), Some(name.as_str()));
+            }
+            let plt = file.section_by_name(".plt.sec").or_else(|| file.section_by_name(".plt")).unwrap();
+            assert!(entries.iter().all(|(start, _, _)| plt.address() <= *start && *start < plt.address() + plt.size()));
+        }
     }
 
     /// A local data symbol is found at its link-time address.
