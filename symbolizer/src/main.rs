@@ -35,22 +35,11 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Collapsed stacks: a `root;…;leaf count` line per stack (FlameGraph's and async-profiler's format)
-    Collapsed {
-        #[command(flatten)]
-        common: Common,
-        #[command(flatten)]
-        event: EventArg,
-        #[command(flatten)]
-        threads: Threads,
-    },
+    Collapsed(Stacks),
     /// An HTML flame graph (icicle view and search in the page)
     Flamegraph {
         #[command(flatten)]
-        common: Common,
-        #[command(flatten)]
-        event: EventArg,
-        #[command(flatten)]
-        threads: Threads,
+        stacks: Stacks,
         /// The page's title (the event kind is added to it)
         #[arg(long, value_name = "TITLE")]
         title: Option<String>,
@@ -130,8 +119,13 @@ struct EventArg {
     event: Option<EventKind>,
 }
 
+/// What the commands that print stacks take.
 #[derive(ClapArgs)]
-struct Threads {
+struct Stacks {
+    #[command(flatten)]
+    common: Common,
+    #[command(flatten)]
+    event: EventArg,
     /// Each thread's name as a root frame
     #[arg(long)]
     threads: bool,
@@ -168,9 +162,9 @@ fn parse_args() -> Result<Option<Args>, String> {
         }
     };
     let (command, common, event, threads, title) = match cli.command {
-        Command::Collapsed { common, event, threads } => ("collapsed", common, event.event, threads.threads, None),
-        Command::Flamegraph { common, event, threads, title } => {
-            ("flamegraph", common, event.event, threads.threads, title)
+        Command::Collapsed(Stacks { common, event, threads }) => ("collapsed", common, event.event, threads, None),
+        Command::Flamegraph { stacks: Stacks { common, event, threads }, title } => {
+            ("flamegraph", common, event.event, threads, title)
         }
         Command::Pprof { common, event } => ("pprof", common, event.event, false, None),
         Command::Jfr { common } => ("jfr", common, None, false, None),
