@@ -226,6 +226,9 @@ pub struct Options {
     pub overhead: u32,
     pub log_file: Option<String>,
     pub log_level: LogLevel,
+    /// This command's answer (its message or its error) goes to this file,
+    /// not to the JVM's stdout and stderr (`reply=`; `jprofile` reads it).
+    pub reply: Option<String>,
     /// Accepted settings that cost a lot, to be logged at `start`.
     pub warnings: Vec<String>,
 }
@@ -254,6 +257,7 @@ impl Default for Options {
             overhead: DEFAULT_OVERHEAD_PERCENT,
             log_file: None,
             log_level: LogLevel::Warn,
+            reply: None,
             warnings: Vec::new(),
         }
     }
@@ -326,6 +330,12 @@ fn limit(key: &str, value: Duration, limits: &Limits, warnings: &mut Vec<String>
     Ok(value)
 }
 
+/// The `reply=` file of an option string, found even when the string is
+/// refused, so that the refusal reaches whoever asked for the reply.
+pub fn reply_path(input: &str) -> Option<&str> {
+    input.split(',').find_map(|item| item.strip_prefix("reply=")).filter(|path| !path.is_empty())
+}
+
 /// Every option key [`parse`] accepts, in the order the unknown-option
 /// message lists them. A key not here is refused before the parser's
 /// `match` sees it, so a key added to the `match` must be added here too
@@ -366,6 +376,7 @@ pub const KEYS: &[&str] = &[
     "overhead",
     "log",
     "loglevel",
+    "reply",
 ];
 
 fn unknown_option(key: &str) -> OptionError {
@@ -565,6 +576,7 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
                 options.overhead = percent;
             }
             "log" => options.log_file = Some(required(key, value)?.to_owned()),
+            "reply" => options.reply = Some(required(key, value)?.to_owned()),
             "loglevel" => options.log_level = parse_log_level(key, required(key, value)?)?,
             other => {
                 if !parse_continuous(other, value, &mut options.continuous)? {
@@ -1134,6 +1146,14 @@ mod tests {
         {
             assert_eq!(parse(action.0).unwrap().action, Some(action.1));
         }
+    }
+
+    #[test]
+    fn the_reply_file_is_found_even_in_a_refused_option_string() {
+        assert_eq!(parse("status,reply=/tmp/r").unwrap().reply.as_deref(), Some("/tmp/r"));
+        assert_eq!(reply_path("start,interval=fast,reply=/tmp/r"), Some("/tmp/r"));
+        assert_eq!(reply_path("start,reply="), None);
+        assert_eq!(err("status,reply").option, "reply");
     }
 
     fn err(input: &str) -> OptionError {

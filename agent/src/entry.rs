@@ -42,30 +42,80 @@ fn options_string(options: *const c_char) -> String {
     unsafe { CStr::from_ptr(options) }.to_string_lossy().into_owned()
 }
 
-fn parse_or_report(text: &str) -> Option<Options> {
-    match args::parse(text) {
-        Ok(options) => {
-            log::configure(options.log_level, options.log_file.as_deref());
-            Some(options)
-        }
-        Err(e) => {
-            eprintln!("[profiler] ERROR: invalid agent option {e}");
-            None
-        }
-    }
+/// Where a command's answer goes: the `reply=` file when the option string
+/// names one (`jprofile` reads it), else the JVM's stdout (messages) and
+/// stderr (errors), or only the log (`Shown::Logged`).
+struct Answer<'a> {
+    reply: Option<&'a str>,
+    shown: Shown,
 }
 
-fn report(result: Result<String, profiler::CommandError>) -> jint {
-    match result {
-        Ok(message) => {
-            if !message.is_empty() {
-                log::info!("{message}");
-            }
-            JNI_OK
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Shown {
+    /// A command a person typed (`-agentpath`, attach): its message is printed.
+    Printed,
+    /// A command carried out later (a `start` at VM init): its message is logged.
+    Logged,
+}
+
+impl<'a> Answer<'a> {
+    fn to(options_text: &'a str, shown: Shown) -> Self {
+        Self { reply: args::reply_path(options_text), shown }
+    }
+
+    fn message(&self, text: &str) {
+        if text.is_empty() || self.replied(text) {
+            return;
         }
-        Err(e) => {
-            eprintln!("[profiler] ERROR: {e}");
-            JNI_ERR
+        match self.shown {
+            Shown::Printed => println!("{text}"),
+            Shown::Logged => log::info!("{text}"),
+        }
+    }
+
+    fn error(&self, text: &str) {
+        let line = format!("[profiler] ERROR: {text}");
+        if !self.replied(&line) {
+            eprintln!("{line}");
+        }
+    }
+
+    /// Writes the answer to the `reply=` file; false when there is none or
+    /// it cannot be written (the answer is then printed as without one).
+    fn replied(&self, text: &str) -> bool {
+        let Some(path) = self.reply else { return false };
+        match std::fs::write(path, format!("{text}\n")) {
+            Ok(()) => true,
+            Err(e) => {
+                log::warn!("reply={}: cannot write the answer there ({e})", args::echo(path));
+                false
+            }
+        }
+    }
+
+    fn options(&self, text: &str) -> Option<Options> {
+        match args::parse(text) {
+            Ok(options) => {
+                log::configure(options.log_level, options.log_file.as_deref());
+                Some(options)
+            }
+            Err(e) => {
+                self.error(&format!("invalid agent option {e}"));
+                None
+            }
+        }
+    }
+
+    fn report(&self, result: Result<String, profiler::CommandError>) -> jint {
+        match result {
+            Ok(message) => {
+                self.message(&message);
+                JNI_OK
+            }
+            Err(e) => {
+                self.error(&e.to_string());
+                JNI_ERR
+            }
         }
     }
 }
@@ -80,30 +130,30 @@ fn report(result: Result<String, profiler::CommandError>) -> jint {
 #[no_mangle]
 pub unsafe extern "C" fn Agent_OnLoad(vm: *mut JavaVM, options: *const c_char, _reserved: *mut c_void) -> jint {
     ffi_boundary("Agent_OnLoad", JNI_ERR, || {
-        let Some(mut options) = parse_or_report(&options_string(options)) else {
+        let text = options_string(options);
+        let answer = Answer::to(&text, Shown::Printed);
+        let Some(mut options) = answer.options(&text) else {
             return JNI_ERR;
         };
         // SAFETY: the JavaVM* given to this entry point.
         if let Err(e) = unsafe { vm::init(vm, callbacks) } {
-            eprintln!("[profiler] ERROR: {e}");
+            answer.error(&e.to_string());
             return if matches!(e, vm::InitError::UnsupportedJdk(_)) { JNI_OK } else { JNI_ERR };
         }
         match options.action {
             Some(Action::Start) => {
                 if let Err(e) = profiler::prepare_output(&mut options) {
-                    eprintln!("[profiler] ERROR: {e}");
+                    answer.error(&e.to_string());
                     return JNI_ERR;
                 }
                 *PENDING_START.lock().unwrap_or_else(|p| p.into_inner()) = Some(options);
                 JNI_OK
             }
             Some(Action::Stop | Action::Dump) => {
-                eprintln!(
-                    "[profiler] ERROR: stop and dump need a running profiler (use them through jcmd or the Java API)"
-                );
+                answer.error("stop and dump need a running profiler (use them through jcmd or the Java API)");
                 JNI_ERR
             }
-            _ => report(profiler::execute(&options, None).map(print_to_stdout)),
+            _ => answer.report(profiler::execute(&options, None)),
         }
     })
 }
@@ -116,14 +166,16 @@ pub unsafe extern "C" fn Agent_OnLoad(vm: *mut JavaVM, options: *const c_char, _
 #[no_mangle]
 pub unsafe extern "C" fn Agent_OnAttach(vm: *mut JavaVM, options: *const c_char, _reserved: *mut c_void) -> jint {
     ffi_boundary("Agent_OnAttach", JNI_ERR, || {
-        let Some(options) = parse_or_report(&options_string(options)) else {
+        let text = options_string(options);
+        let answer = Answer::to(&text, Shown::Printed);
+        let Some(options) = answer.options(&text) else {
             return JNI_ERR;
         };
         // SAFETY: the JavaVM* given to this entry point.
         let vm = match unsafe { vm::init(vm, callbacks) } {
             Ok(vm) => vm,
             Err(e) => {
-                eprintln!("[profiler] ERROR: {e}");
+                answer.error(&e.to_string());
                 return JNI_ERR;
             }
         };
@@ -132,7 +184,7 @@ pub unsafe extern "C" fn Agent_OnAttach(vm: *mut JavaVM, options: *const c_char,
         if let Some(env) = env {
             java_api::bind_loaded(vm.jvmti(), env);
         }
-        report(profiler::execute(&options, env).map(print_to_stdout))
+        answer.report(profiler::execute(&options, env))
     })
 }
 
@@ -150,13 +202,6 @@ pub unsafe extern "C" fn JNI_OnLoad(vm: *mut JavaVM, _reserved: *mut c_void) -> 
             JNI_ERR
         }
     })
-}
-
-fn print_to_stdout(message: String) -> String {
-    if !message.is_empty() {
-        println!("{message}");
-    }
-    String::new()
 }
 
 fn callbacks() -> EventCallbacks {
@@ -240,7 +285,8 @@ unsafe extern "C" fn on_vm_init(_jvmti: *mut c_void, env: *mut JNIEnv, thread: j
         if let Some(options) = pending {
             // SAFETY: the VMInit thread's own env.
             let env = unsafe { JniEnv::from_raw(env) };
-            report(profiler::execute(&options, env));
+            let reply = options.reply.as_deref();
+            Answer { reply, shown: Shown::Logged }.report(profiler::execute(&options, env));
         }
     })
 }
