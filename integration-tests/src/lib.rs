@@ -62,6 +62,13 @@ pub fn symbolize_binary() -> PathBuf {
     path
 }
 
+/// The `jprofile` launcher under test, the workspace's release build.
+pub fn jprofile_binary() -> PathBuf {
+    let path = workspace_root().join("target/release/jprofile");
+    assert!(path.exists(), "{} is missing: run `cargo build --release` first", path.display());
+    path
+}
+
 /// Java source of a fixture, for looking up marked lines.
 pub fn fixture_source(class: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("java/fixtures").join(format!("{class}.java"));
