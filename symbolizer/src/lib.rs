@@ -1,6 +1,7 @@
 //! Offline processing of recordings: reading our JFR files, resolving
 //! remote native frames from debug files found by build-id, and writing
-//! collapsed stacks, flame graphs, pprof profiles and JFR copies.
+//! collapsed stacks, flame graphs (differential ones too), timelines,
+//! pprof profiles and JFR copies.
 
 pub mod collapsed;
 pub mod debuginfo;
@@ -17,3 +18,4 @@ pub mod resolve;
 pub mod symbols;
 #[cfg(test)]
 mod testing;
+pub mod timeline;

@@ -295,9 +295,41 @@ fn cut_marker() -> StackFrame {
     }
 }
 
+/// One sample of a [`build_timed`] profile in time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timed {
+    /// When it was taken, in unix nanoseconds.
+    pub at: i64,
+    /// The [`Profile::samples`] entry it was folded into.
+    pub sample: u32,
+    /// Its weight, in the kind's unit.
+    pub weight: u64,
+}
+
 /// Builds the profile of the samples of `kind`, resolving remote frames
 /// with `resolver` (when given), and reports how they resolved.
-pub fn build(recording: &Recording, kind: EventKind, mut resolver: Option<&mut Resolver>) -> (Profile, Report) {
+pub fn build(recording: &Recording, kind: EventKind, resolver: Option<&mut Resolver>) -> (Profile, Report) {
+    build_with(recording, kind, resolver, None)
+}
+
+/// As [`build`], with when each sample was taken and where it went, in
+/// the recording's order.
+pub fn build_timed(
+    recording: &Recording,
+    kind: EventKind,
+    resolver: Option<&mut Resolver>,
+) -> (Profile, Report, Vec<Timed>) {
+    let mut times = Vec::new();
+    let (profile, report) = build_with(recording, kind, resolver, Some(&mut times));
+    (profile, report, times)
+}
+
+fn build_with(
+    recording: &Recording,
+    kind: EventKind,
+    mut resolver: Option<&mut Resolver>,
+    mut times: Option<&mut Vec<Timed>>,
+) -> (Profile, Report) {
     let libraries = library_names(recording);
     if let Some(r) = resolver.as_deref_mut() {
         r.prepare([recording]);
@@ -314,8 +346,8 @@ pub fn build(recording: &Recording, kind: EventKind, mut resolver: Option<&mut R
     // Samples of one stack and thread are one profile sample.
     let mut folded: FxHashMap<(u32, Option<ClassLeaf>, u32), usize> = FxHashMap::default();
     let chunks = recording.chunks.iter().zip(weighings.into_iter().zip(rules));
-    let samples = chunks.flat_map(|(chunk, how)| chunk.samples.iter().map(move |sample| (sample, how)));
-    for (sample, (weighing, rule)) in samples.filter(|(s, _)| s.kind == kind) {
+    let samples = chunks.flat_map(|(chunk, how)| chunk.samples.iter().map(move |sample| (sample, &chunk.clock, how)));
+    for (sample, clock, (weighing, rule)) in samples.filter(|(s, _, _)| s.kind == kind) {
         let weight = weighing.weigh(sample.weight);
         let count = report.frame_count(weight);
         let recorded = recording.stack(sample);
@@ -377,6 +409,9 @@ pub fn build(recording: &Recording, kind: EventKind, mut resolver: Option<&mut R
         }
         profile.samples[index].weight += weight;
         profile.samples[index].events += 1;
+        if let Some(times) = times.as_deref_mut() {
+            times.push(Timed { at: clock.nanos_at(sample.start_ticks), sample: index as u32, weight });
+        }
     }
     for (build_id, library) in &mut report.libraries {
         library.name = names.remove(build_id).unwrap_or_default();

@@ -192,6 +192,15 @@ pub struct Clock {
     pub duration_nanos: i64,
 }
 
+impl Clock {
+    /// When the chunk's tick `ticks` was, in unix nanoseconds (a tick
+    /// before the chunk's start reads as its start).
+    pub fn nanos_at(&self, ticks: i64) -> i64 {
+        let since = ticks_to_nanos(ticks.saturating_sub(self.start_ticks), self.ticks_per_second);
+        self.start_nanos.saturating_add(i64::try_from(since).unwrap_or(i64::MAX))
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Chunk {
     pub clock: Clock,
@@ -339,10 +348,7 @@ impl Recording {
         for chunk in &mut self.chunks {
             let clock = chunk.clock;
             chunk.samples.retain(|sample| {
-                let at = clock.start_nanos.saturating_add(ticks_to_nanos(
-                    sample.start_ticks.saturating_sub(clock.start_ticks),
-                    clock.ticks_per_second,
-                ) as i64);
+                let at = clock.nanos_at(sample.start_ticks);
                 from.is_none_or(|from| at >= from) && to.is_none_or(|to| at < to)
             });
             kept += chunk.samples.len();

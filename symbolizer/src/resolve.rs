@@ -26,6 +26,18 @@ pub struct ResolvedFrame {
     pub line: Option<u32>,
 }
 
+/// How far [`Resolver::prepare_reporting`] has come.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Fetching the debug files of this many libraries (those not found
+    /// locally, from debuginfod servers).
+    Fetching { libraries: usize },
+    /// About to resolve this many distinct addresses.
+    Resolving { addresses: usize },
+    /// This many more of them resolved (one library's).
+    Resolved { addresses: usize },
+}
+
 /// Why a frame has no name (or no line).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Unresolved {
@@ -225,6 +237,16 @@ impl Resolver {
     /// debuginfod servers, concurrently, and resolves every distinct remote
     /// frame, each library's addresses on all cores.
     pub fn prepare<'r>(&mut self, recordings: impl IntoIterator<Item = &'r Recording>) {
+        self.prepare_reporting(recordings, &mut |_| {});
+    }
+
+    /// [`Resolver::prepare`], saying how far it has come to `report` (a
+    /// progress bar).
+    pub fn prepare_reporting<'r>(
+        &mut self,
+        recordings: impl IntoIterator<Item = &'r Recording>,
+        report: &mut dyn FnMut(Step),
+    ) {
         let mut offsets: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
         for recording in recordings {
             for library in recording.libraries() {
@@ -237,9 +259,17 @@ impl Resolver {
             }
         }
         let ids: Vec<String> = offsets.keys().map(|&id| id.to_owned()).collect();
+        report(Step::Fetching { libraries: ids.len() });
         self.prefetch(&ids);
+        for offsets in offsets.values_mut() {
+            offsets.sort_unstable();
+            offsets.dedup();
+        }
+        report(Step::Resolving { addresses: offsets.values().map(Vec::len).sum() });
         for (build_id, offsets) in offsets {
+            let addresses = offsets.len();
             self.resolve_all(build_id, offsets);
+            report(Step::Resolved { addresses });
         }
     }
 
