@@ -10,7 +10,10 @@ use symbolizer::debuginfod::{default_cache, urls_from_env, Debuginfod};
 use symbolizer::events::EventKind;
 use symbolizer::recording::Recording;
 use symbolizer::resolve::{Resolver, Tier};
-use symbolizer::{collapsed, flamegraph, jfr_out, pprof, profile, recording};
+use symbolizer::{collapsed, flamegraph, jfr_out, pprof, profile, recording, timeline};
+
+mod progress;
+use progress::Progress;
 
 /// The exit status of a run that wrote its output from a damaged
 /// recording's complete chunks (without `--partial`).
@@ -23,8 +26,8 @@ cut short or unreadable), or from the readable recordings of several (the others
 out), unless --partial; also when, with --output-dir, some recordings gave no output.";
 
 /// Resolves remote native frames (by build-id: local debug files,
-/// debuginfod) and converts JFR recordings into flame graphs, collapsed
-/// stacks, pprof profiles or resolved JFR.
+/// debuginfod) and converts JFR recordings into flame graphs (differential
+/// ones too), timelines, collapsed stacks, pprof profiles or resolved JFR.
 #[derive(Parser)]
 #[command(name = "symbolize", version, after_help = EXIT_STATUS)]
 struct Cli {
@@ -40,6 +43,45 @@ enum Command {
     Flamegraph {
         #[command(flatten)]
         stacks: Stacks,
+        /// The page's title (the event kind is added to it)
+        #[arg(long, value_name = "TITLE")]
+        title: Option<String>,
+    },
+    /// A differential flame graph: AFTER's and BEFORE's call trees as one, each frame as wide as the
+    /// mean of its shares of the two profiles and coloured by how its share changed (red: grew,
+    /// blue: shrank); --from/--to apply to both
+    Diff {
+        /// The profile before: a recording, or a directory standing for its *.jfr files (merged)
+        #[arg(value_name = "BEFORE")]
+        before: PathBuf,
+        /// The profile after (the same forms)
+        #[arg(value_name = "AFTER")]
+        after: PathBuf,
+        #[command(flatten)]
+        options: Options,
+        #[command(flatten)]
+        event: EventArg,
+        /// Each thread's name as a root frame
+        #[arg(long)]
+        threads: bool,
+        /// The page's title (the event kind is added to it)
+        #[arg(long, value_name = "TITLE")]
+        title: Option<String>,
+    },
+    /// An HTML timeline (heatmap): time in buckets across, a row for each method most often on top
+    /// of the stack with its share of each bucket, a row of all samples; choosing columns in the
+    /// page shows the --from/--to options that cut the recording to them
+    Timeline {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        event: EventArg,
+        /// How many methods get a row: those with the most self weight (innermost frame)
+        #[arg(long, value_name = "N", default_value_t = 15)]
+        rows: usize,
+        /// Each bucket's length: 250ms, 1s, 500us, 2m… [default: a round length giving about 150 buckets]
+        #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
+        bucket: Option<i64>,
         /// The page's title (the event kind is added to it)
         #[arg(long, value_name = "TITLE")]
         title: Option<String>,
@@ -70,7 +112,7 @@ enum Command {
     },
 }
 
-/// What every converting command takes.
+/// What every converting command but `diff` takes.
 #[derive(ClapArgs)]
 struct Common {
     /// Recordings, or directories standing for their *.jfr files: merged into one profile (in the
@@ -78,12 +120,20 @@ struct Common {
     /// fetched and parsed once for all
     #[arg(required = true, value_name = "RECORDING.jfr|DIR")]
     inputs: Vec<PathBuf>,
-    /// Where to write [default: stdout]
-    #[arg(short, long, value_name = "PATH", conflicts_with = "output_dir")]
-    output: Option<PathBuf>,
-    /// One output per recording: DIR/<name>.collapsed, .html, .pb.gz, .symbolized.jfr or .txt
-    #[arg(long, value_name = "DIR")]
+    /// One output per recording: DIR/<name>.collapsed, .html, .timeline.html, .pb.gz, .symbolized.jfr
+    /// or .txt
+    #[arg(long, value_name = "DIR", conflicts_with = "output")]
     output_dir: Option<PathBuf>,
+    #[command(flatten)]
+    options: Options,
+}
+
+/// What every converting command takes.
+#[derive(ClapArgs)]
+struct Options {
+    /// Where to write [default: stdout]
+    #[arg(short, long, value_name = "PATH")]
+    output: Option<PathBuf>,
     /// A tree with .build-id/ab/cdef….debug files (repeatable)
     #[arg(long = "debug-dir", value_name = "DIR")]
     debug_dirs: Vec<PathBuf>,
@@ -103,7 +153,8 @@ struct Common {
     /// A damaged recording's complete chunks are enough: exit status 0, not 3
     #[arg(long)]
     partial: bool,
-    /// Only the samples taken from TIME on: 2026-12-06T14:00[:SS] in UTC, or seconds since 1970
+    /// Only the samples taken from TIME on: 2026-12-06T14:00[:SS[.fff]] in UTC, or seconds since 1970
+    /// (fractions too: 1764000000.25)
     #[arg(long, value_name = "TIME", value_parser = time_arg("--from"))]
     from: Option<i64>,
     /// Only the samples taken before TIME (same forms as --from)
@@ -139,15 +190,25 @@ fn time_arg(flag: &'static str) -> impl Fn(&str) -> Result<i64, String> + Clone 
     move |text| parse_time(flag, text)
 }
 
+fn duration_arg(text: &str) -> Result<i64, String> {
+    parse_duration(text)
+}
+
 /// A converting command's arguments, whatever the command.
 struct Args {
     command: &'static str,
-    common: Common,
+    /// The recordings (for `diff`: BEFORE and AFTER).
+    inputs: Vec<PathBuf>,
+    output_dir: Option<PathBuf>,
+    common: Options,
     event: Option<EventKind>,
     by_thread: bool,
     title: Option<String>,
     /// `--from`, `--to`: unix nanoseconds.
     window: (Option<i64>, Option<i64>),
+    /// `timeline`: its rows, and its bucket length (nanoseconds).
+    rows: usize,
+    bucket: Option<i64>,
 }
 
 /// The converting command's arguments; `None` when nothing is left to do
@@ -161,10 +222,19 @@ fn parse_args() -> Result<Option<Args>, String> {
             return if e.use_stderr() { Err(String::new()) } else { Ok(None) };
         }
     };
+    let (mut rows, mut bucket) = (0, None);
     let (command, common, event, threads, title) = match cli.command {
         Command::Collapsed(Stacks { common, event, threads }) => ("collapsed", common, event.event, threads, None),
         Command::Flamegraph { stacks: Stacks { common, event, threads }, title } => {
             ("flamegraph", common, event.event, threads, title)
+        }
+        Command::Diff { before, after, options, event, threads, title } => {
+            let common = Common { inputs: vec![before, after], output_dir: None, options };
+            ("diff", common, event.event, threads, title)
+        }
+        Command::Timeline { common, event, rows: wanted, bucket: length, title } => {
+            (rows, bucket) = (wanted, length);
+            ("timeline", common, event.event, false, title)
         }
         Command::Pprof { common, event } => ("pprof", common, event.event, false, None),
         Command::Jfr { common } => ("jfr", common, None, false, None),
@@ -174,25 +244,63 @@ fn parse_args() -> Result<Option<Args>, String> {
             return Ok(None);
         }
     };
-    let window = (common.from, common.to);
+    let Common { inputs, output_dir, options } = common;
+    let window = (options.from, options.to);
     if let (Some(from), Some(to)) = window {
         if from >= to {
             return Err("--from must come before --to".to_owned());
         }
     }
-    Ok(Some(Args { command, common, event, by_thread: threads, title, window }))
+    let by_thread = threads;
+    Ok(Some(Args { command, inputs, output_dir, common: options, event, by_thread, title, window, rows, bucket }))
+}
+
+/// A bucket length as `--bucket` takes it, in nanoseconds: a number
+/// (fractions too) and its unit, ns, us, ms, s, m or h.
+fn parse_duration(text: &str) -> Result<i64, String> {
+    let bad = || format!("--bucket {text}: not a duration (accepted: 250ms, 1s, 1.5s, 500us, 2m, 1h)");
+    let digits = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or_else(bad)?;
+    let (number, unit) = text.split_at(digits);
+    let nanos_per: f64 = match unit {
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        "m" => 60e9,
+        "h" => 3600e9,
+        _ => return Err(bad()),
+    };
+    let number: f64 = number.parse().map_err(|_| bad())?;
+    let nanos = (number * nanos_per).round();
+    if !(1.0..=1e18).contains(&nanos) {
+        return Err(bad());
+    }
+    Ok(nanos as i64)
 }
 
 /// A time as `--from` and `--to` take it, in unix nanoseconds:
 /// `YYYY-MM-DDTHH:MM[:SS]` (or with a space for `T`, an optional `Z`) in
 /// UTC, or whole seconds since 1970.
 fn parse_time(flag: &str, text: &str) -> Result<i64, String> {
-    let bad = || format!("{flag} {text}: not a time (accepted: 2026-12-06T14:00[:SS] in UTC, or seconds since 1970)");
-    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
-        let seconds: i64 = text.parse().map_err(|_| bad())?;
-        return seconds.checked_mul(1_000_000_000).ok_or_else(bad);
+    let bad =
+        || format!("{flag} {text}: not a time (accepted: 2026-12-06T14:00[:SS[.fff]] in UTC, or seconds since 1970)");
+    let whole = text.strip_suffix('Z').unwrap_or(text);
+    // A fraction of a second: up to nine digits after the seconds.
+    let (whole, fraction) = match whole.rsplit_once('.') {
+        Some((whole, digits)) => {
+            if digits.is_empty() || digits.len() > 9 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(bad());
+            }
+            (whole, Some(format!("{digits:0<9}").parse::<i64>().map_err(|_| bad())?))
+        }
+        None => (whole, None),
+    };
+    let with_fraction = |nanos: i64| nanos.checked_add(fraction.unwrap_or(0)).ok_or_else(bad);
+    if !whole.is_empty() && !text.ends_with('Z') && whole.bytes().all(|b| b.is_ascii_digit()) {
+        let seconds: i64 = whole.parse().map_err(|_| bad())?;
+        return with_fraction(seconds.checked_mul(1_000_000_000).ok_or_else(bad)?);
     }
-    let text = text.strip_suffix('Z').unwrap_or(text);
+    let text = whole;
     let (date, time) = text.split_once(['T', ' ']).ok_or_else(bad)?;
     let numbers = |part: &str, sep: char| -> Option<Vec<i64>> { part.split(sep).map(|n| n.parse().ok()).collect() };
     let (date, time) = (numbers(date, '-').ok_or_else(bad)?, numbers(time, ':').ok_or_else(bad)?);
@@ -200,7 +308,7 @@ fn parse_time(flag: &str, text: &str) -> Result<i64, String> {
         return Err(bad());
     };
     let second = match second {
-        [] => 0,
+        [] if fraction.is_none() => 0,
         [s] => *s,
         _ => return Err(bad()),
     };
@@ -222,7 +330,7 @@ fn parse_time(flag: &str, text: &str) -> Result<i64, String> {
         y.rem_euclid(400) * 365 + y.rem_euclid(400) / 4 - y.rem_euclid(400) / 100 + (153 * m + 2) / 5 + day - 1;
     let days = era * 146_097 + day_of_era - 719_468;
     let seconds = days * 86_400 + hour * 3_600 + minute * 60 + second;
-    seconds.checked_mul(1_000_000_000).ok_or_else(bad)
+    with_fraction(seconds.checked_mul(1_000_000_000).ok_or_else(bad)?)
 }
 
 fn resolver(args: &Args) -> Resolver {
@@ -316,37 +424,40 @@ struct Read {
     kinds: std::collections::BTreeSet<EventKind>,
 }
 
-fn read_all(args: &Args, inputs: &[PathBuf]) -> Result<Read, String> {
+fn read_all(args: &Args, inputs: &[PathBuf], progress: &Progress) -> Result<Read, String> {
     let mut kinds = std::collections::BTreeSet::new();
     let mut finish = Finish::Success;
     let mut recordings = Vec::new();
+    progress.phase("reading recordings", Some(inputs.len() as u64));
     for input in inputs {
-        let outcome = match recording::read(input) {
+        let read = recording::read(input);
+        progress.inc(1);
+        let outcome = match read {
             Ok(outcome) => outcome,
             Err(e) if inputs.len() > 1 => {
-                eprintln!("warning: {e}; left out");
+                progress.note(format!("warning: {e}; left out"));
                 finish = Finish::Damaged;
                 continue;
             }
             Err(e) => return Err(e.to_string()),
         };
         if outcome.undefined > 0 {
-            eprintln!(
+            progress.note(format!(
                 "warning: {}: {} references to constants that no chunk defines, read as null (as the JDK's parser reads them)",
                 input.display(),
                 outcome.undefined
-            );
+            ));
         }
         for damage in &outcome.damage {
             let after = if damage.last { "; nothing after it can be read" } else { "; left out" };
-            eprintln!("warning: {}: {damage}{after}", input.display());
+            progress.note(format!("warning: {}: {damage}{after}", input.display()));
         }
         if !outcome.damage.is_empty() {
-            eprintln!(
+            progress.note(format!(
                 "warning: {} is damaged: the output holds the {} of its chunks that are complete",
                 input.display(),
                 outcome.recording.chunks.len(),
-            );
+            ));
             finish = Finish::Damaged;
         }
         let mut read = outcome.recording;
@@ -361,7 +472,9 @@ fn read_all(args: &Args, inputs: &[PathBuf]) -> Result<Read, String> {
         return Err(format!("no recording{within} could be read"));
     }
     if let (Finish::Damaged, false) = (&finish, args.common.partial) {
-        eprintln!("exit status {EXIT_DAMAGED}: written from what could be read (--partial accepts this with status 0)");
+        progress.note(format!(
+            "exit status {EXIT_DAMAGED}: written from what could be read (--partial accepts this with status 0)"
+        ));
     }
     let finish = if args.common.partial { Finish::Success } else { finish };
     Ok(Read { recordings, finish, kinds })
@@ -374,6 +487,7 @@ fn output_in(dir: &Path, input: &str, command: &str) -> PathBuf {
     let extension = match command {
         "collapsed" => "collapsed",
         "flamegraph" => "html",
+        "timeline" => "timeline.html",
         "pprof" => "pb.gz",
         "jfr" => "symbolized.jfr",
         _ => "txt",
@@ -383,28 +497,45 @@ fn output_in(dir: &Path, input: &str, command: &str) -> PathBuf {
 
 fn run() -> Result<Finish, String> {
     let Some(mut args) = parse_args()? else { return Ok(Finish::Success) };
+    let mut progress = Progress::start();
+    let finish = match args.command {
+        "diff" => diff(&mut args, &progress),
+        _ => convert(&mut args, &progress),
+    };
+    progress.finish();
+    finish
+}
+
+/// Decides the kind of events shown, when `--event` did not, once for
+/// every input and window: the recordings' one kind of samples, else CPU.
+fn decide_event(args: &mut Args, kinds: &std::collections::BTreeSet<EventKind>, progress: &Progress) {
+    if args.event.is_some() || args.command == "jfr" {
+        return;
+    }
+    let kind = match kinds.iter().collect::<Vec<_>>().as_slice() {
+        [only] => **only,
+        _ => EventKind::default(),
+    };
+    if kind != EventKind::default() {
+        progress
+            .note(format!("note: showing {} (the recordings' only kind of samples; --event chooses)", kind.describe()));
+    }
+    args.event = Some(kind);
+}
+
+/// Every command but `diff`.
+fn convert(args: &mut Args, progress: &Progress) -> Result<Finish, String> {
     let binary = ["pprof", "jfr"].contains(&args.command);
-    if binary && args.common.output.is_none() && args.common.output_dir.is_none() {
+    if binary && args.common.output.is_none() && args.output_dir.is_none() {
         return Err(format!("{} writes a binary file: give -o PATH", args.command));
     }
-    let inputs = expand_inputs(&args.common.inputs)?;
-    if args.command == "jfr" && inputs.len() > 1 && args.common.output_dir.is_none() {
+    let inputs = expand_inputs(&args.inputs)?;
+    if args.command == "jfr" && inputs.len() > 1 && args.output_dir.is_none() {
         return Err("jfr copies each recording on its own: give --output-dir DIR for several".to_owned());
     }
-    let Read { recordings, mut finish, kinds } = read_all(&args, &inputs)?;
-    if args.event.is_none() && args.command != "jfr" {
-        // Decided once for every input and window: the recordings' one
-        // kind of samples, else CPU.
-        let kind = match kinds.iter().collect::<Vec<_>>().as_slice() {
-            [only] => **only,
-            _ => EventKind::default(),
-        };
-        if kind != EventKind::default() {
-            eprintln!("note: showing {} (the recordings' only kind of samples; --event chooses)", kind.describe());
-        }
-        args.event = Some(kind);
-    }
-    if let Some(dir) = &args.common.output_dir {
+    let Read { recordings, mut finish, kinds } = read_all(args, &inputs, progress)?;
+    decide_event(args, &kinds, progress);
+    if let Some(dir) = &args.output_dir {
         let mut outputs: HashMap<PathBuf, &str> = HashMap::new();
         for (name, _) in &recordings {
             if let Some(other) = outputs.insert(output_in(dir, name, args.command), name) {
@@ -413,17 +544,17 @@ fn run() -> Result<Finish, String> {
         }
         std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
-    let mut resolver = resolver(&args);
+    let mut resolver = resolver(args);
     // Every recording's remote frames at once: each debug file found,
     // fetched and parsed once, each library's addresses on all cores.
-    resolver.prepare(recordings.iter().map(|(_, r)| r));
-    match &args.common.output_dir {
+    resolver.prepare_reporting(recordings.iter().map(|(_, r)| r), &mut |step| progress.step(step));
+    match &args.output_dir {
         Some(dir) => {
             let mut failed = 0;
             for (name, recording) in &recordings {
                 let output = output_in(dir, name, args.command);
-                if let Err(e) = produce(&args, name, recording, &mut resolver, Some(&output)) {
-                    eprintln!("error: {e}; no output for it");
+                if let Err(e) = produce(args, name, recording, &mut resolver, Some(&output), progress) {
+                    progress.note(format!("error: {e}; no output for it"));
                     failed += 1;
                 }
             }
@@ -431,7 +562,10 @@ fn run() -> Result<Finish, String> {
                 return Err("no recording gave an output".to_owned());
             }
             if failed > 0 {
-                eprintln!("exit status {EXIT_DAMAGED}: {failed} of {} recordings gave no output", recordings.len());
+                progress.note(format!(
+                    "exit status {EXIT_DAMAGED}: {failed} of {} recordings gave no output",
+                    recordings.len()
+                ));
                 finish = Finish::Damaged;
             }
         }
@@ -440,11 +574,61 @@ fn run() -> Result<Finish, String> {
                 [(name, _)] => name.clone(),
                 _ => format!("{} recordings", recordings.len()),
             };
-            let mut recordings = recordings;
-            // In time order (a `%n` pattern's names sort 10 before 2).
-            recordings.sort_by_key(|(_, r)| r.start_nanos());
-            let merged = Recording::merge(recordings.into_iter().map(|(_, r)| r));
-            produce(&args, &name, &merged, &mut resolver, args.common.output.as_deref())?;
+            let merged = merge(recordings);
+            produce(args, &name, &merged, &mut resolver, args.common.output.as_deref(), progress)?;
+        }
+    }
+    Ok(finish)
+}
+
+/// Recordings as one, in time order (a `%n` pattern's names sort 10
+/// before 2).
+fn merge(mut recordings: Vec<(String, Recording)>) -> Recording {
+    recordings.sort_by_key(|(_, r)| r.start_nanos());
+    Recording::merge(recordings.into_iter().map(|(_, r)| r))
+}
+
+/// `diff`: BEFORE's and AFTER's profiles (each side's recordings merged,
+/// the window applied to both) as one differential flame graph.
+fn diff(args: &mut Args, progress: &Progress) -> Result<Finish, String> {
+    let mut finish = Finish::Success;
+    let mut kinds = std::collections::BTreeSet::new();
+    let mut sides = Vec::new();
+    for input in args.inputs.clone() {
+        let side = || format!("{}: ", input.display());
+        let files = expand_inputs(std::slice::from_ref(&input)).map_err(|e| side() + &e)?;
+        let read = read_all(args, &files, progress).map_err(|e| side() + &e)?;
+        if let Finish::Damaged = read.finish {
+            finish = Finish::Damaged;
+        }
+        kinds.extend(read.kinds);
+        sides.push(read.recordings);
+    }
+    decide_event(args, &kinds, progress);
+    let mut resolver = resolver(args);
+    resolver.prepare_reporting(sides.iter().flatten().map(|(_, r)| r), &mut |step| progress.step(step));
+    let kind = args.event.unwrap_or_default();
+    let names: Vec<String> = args.inputs.iter().map(|p| p.display().to_string()).collect();
+    progress.phase("building the profiles", None);
+    let mut profiles = Vec::new();
+    for (recordings, name) in sides.into_iter().zip(&names) {
+        let recording = merge(recordings);
+        if !recording.kinds().contains_key(&kind) {
+            return Err(no_events(name, &recording, kind));
+        }
+        profiles.push(profile::build(&recording, kind, Some(&mut resolver)));
+    }
+    let (after, after_report) = profiles.pop().expect("two sides");
+    let (before, before_report) = profiles.pop().expect("two sides");
+    let title = match &args.title {
+        Some(title) => format!("{title}: {}", kind.describe()),
+        None => format!("Differential flame graph of {} → {}: {}", names[0], names[1], kind.describe()),
+    };
+    let page = flamegraph::render_diff(&before, &after, [&names[0], &names[1]], &title, args.by_thread);
+    write(args.common.output.as_deref(), page.as_bytes())?;
+    for (name, report) in names.iter().zip([before_report, after_report]) {
+        if report.remote_frames > 0 || !report.categories.is_empty() {
+            progress.note(format!("{name}:\n{report}"));
         }
     }
     Ok(finish)
@@ -458,24 +642,25 @@ fn produce(
     recording: &Recording,
     resolver: &mut Resolver,
     output: Option<&Path>,
+    progress: &Progress,
 ) -> Result<(), String> {
     if args.command == "jfr" {
         let jfr_out::Rewritten { bytes, tiers, skipped } = jfr_out::rewrite_counting(recording, Some(resolver));
         write(output, &bytes)?;
         if !skipped.is_empty() {
             let kinds: Vec<String> = skipped.iter().map(|(kind, n)| format!("{n} {kind}")).collect();
-            eprintln!(
+            progress.note(format!(
                 "warning: {name}: not copied: {} sample events (the copy carries this profiler's CPU and wall-clock samples)",
                 kinds.join(", ")
-            );
+            ));
         }
         let total: u64 = tiers.values().sum();
         if total > 0 {
             let counts: Vec<String> =
                 Tier::ALL.iter().map(|t| format!("{} {}", tiers.get(t).copied().unwrap_or(0), t.describe())).collect();
-            eprintln!("{total} remote frames: {}", counts.join(", "));
+            progress.note(format!("{total} remote frames: {}", counts.join(", ")));
             for problem in resolver.problems() {
-                eprintln!("  {problem}");
+                progress.note(format!("  {problem}"));
             }
         }
         return Ok(());
@@ -484,7 +669,14 @@ fn produce(
     if !recording.kinds().contains_key(&kind) {
         return Err(no_events(name, recording, kind));
     }
-    let (profile, report) = profile::build(recording, kind, Some(resolver));
+    progress.phase("building the profile", None);
+    let (profile, report, times) = match args.command {
+        "timeline" => profile::build_timed(recording, kind, Some(resolver)),
+        _ => {
+            let (profile, report) = profile::build(recording, kind, Some(resolver));
+            (profile, report, Vec::new())
+        }
+    };
     let bytes = match args.command {
         "collapsed" => collapsed::collapse(&profile, args.by_thread).into_bytes(),
         "flamegraph" => {
@@ -492,12 +684,18 @@ fn produce(
                 format!("{}: {}", args.title.as_deref().unwrap_or(&format!("Flame graph of {name}")), kind.describe());
             flamegraph::render(&profile, &title, args.by_thread).into_bytes()
         }
+        "timeline" => {
+            let title =
+                format!("{}: {}", args.title.as_deref().unwrap_or(&format!("Timeline of {name}")), kind.describe());
+            let timeline = timeline::build(&profile, &times, args.rows, args.bucket);
+            timeline::render(&timeline, &title, profile.kind.unit().name(), name).into_bytes()
+        }
         "pprof" => pprof::encode(&pprof::to_pprof(&profile, profile.period)),
         _ => report.to_string().into_bytes(),
     };
     write(output, &bytes)?;
     if args.command != "report" && (report.remote_frames > 0 || !report.categories.is_empty()) {
-        eprint!("{report}");
+        progress.note(report.to_string().trim_end());
     }
     Ok(())
 }
@@ -517,7 +715,7 @@ fn main() -> ExitCode {
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_time, Cli};
+    use super::{parse_duration, parse_time, Cli};
     use clap::CommandFactory;
 
     #[test]
@@ -541,6 +739,10 @@ mod tests {
         assert_eq!(at("1700000000"), Ok(1_700_000_000_000_000_000));
         assert_eq!(at("2000-02-29T00:00"), Ok(951_782_400_000_000_000));
         assert_eq!(at("1969-12-31T23:59:59"), Ok(-1_000_000_000));
+        // Fractions of a second, as the timeline prints them.
+        assert_eq!(at("2023-11-14T22:13:20.25"), Ok(1_700_000_000_250_000_000));
+        assert_eq!(at("2023-11-14T22:13:20.000000001Z"), Ok(1_700_000_000_000_000_001));
+        assert_eq!(at("1700000000.037"), Ok(1_700_000_000_037_000_000));
         for bad in [
             "",
             "yesterday",
@@ -552,9 +754,29 @@ mod tests {
             "2023-11-14T10:00:00:00",
             "99999-01-01T00:00",
             "99999999999",
+            "1700000000Z",
+            "1700000000.",
+            "1700000000.1234567890",
+            "1700000000.-1",
+            "2023-11-14T22:13.5",
+            "2023-11-14T22:13:20.x",
         ] {
             let e = at(bad).expect_err(bad);
             assert!(e.starts_with("--from") && e.contains("accepted"), "{e}");
+        }
+    }
+
+    #[test]
+    fn bucket_lengths_take_a_unit() {
+        assert_eq!(parse_duration("250ms"), Ok(250_000_000));
+        assert_eq!(parse_duration("1.5s"), Ok(1_500_000_000));
+        assert_eq!(parse_duration("500us"), Ok(500_000));
+        assert_eq!(parse_duration("2m"), Ok(120_000_000_000));
+        assert_eq!(parse_duration("1h"), Ok(3_600_000_000_000));
+        assert_eq!(parse_duration("10ns"), Ok(10));
+        for bad in ["", "1", "s", "0s", "0.1ns", "1d", "1..5s", "-1s", "1e3s"] {
+            let e = parse_duration(bad).expect_err(bad);
+            assert!(e.starts_with("--bucket") && e.contains("accepted"), "{e}");
         }
     }
 }
