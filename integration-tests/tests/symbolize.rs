@@ -717,3 +717,114 @@ fn cut_stacks_sit_under_a_marker_root_and_chunked_recordings_read_whole() {
     );
     println!("{chunks} chunks, {samples} samples, {cut} cut, {towers} towers in the converter's");
 }
+
+/// The JSON a page embeds in its `<script type="application/json" id=ID>`.
+fn embedded_json(page: &Path, id: &str) -> serde_json::Value {
+    let html = std::fs::read_to_string(page).expect("the page");
+    let open = format!("<script type=\"application/json\" id=\"{id}\">");
+    let start = html.find(&open).unwrap_or_else(|| panic!("{} holds no element {id}", page.display())) + open.len();
+    let json = &html[start..start + html[start..].find("</script>").expect("the element's end")];
+    serde_json::from_str(json).unwrap_or_else(|e| panic!("{}: the data is not JSON: {e}", page.display()))
+}
+
+fn u64s(value: &serde_json::Value) -> Vec<u64> {
+    value.as_array().expect("an array").iter().map(|v| v.as_u64().expect("a count")).collect()
+}
+
+/// A fixture whose hot method moves from `hotBefore` to `hotAfter` after
+/// 2 s (it prints when), recorded once at 1 ms: cut at the switch into two
+/// recordings (`jfr --to` and `--from`, to the millisecond), `diff` reads
+/// `hotBefore` as shrinking and `hotAfter` as growing, each by most of the
+/// profile; the timeline has `hotBefore`'s row dominate every bucket
+/// before the switch and `hotAfter`'s every bucket after it, the change
+/// in the data no more than a bucket from where the fixture said it was.
+#[test]
+fn a_hot_method_that_moves_reads_as_shrinking_and_growing_and_the_timeline_shows_when() {
+    let dir = scratch_dir("symbolize_hot_switch");
+    let file = dir.join("switch.jfr");
+    let options = format!("start,cpu=1ms,file={}", file.display());
+    let output = run_java(Some(&options), "HotSwitch", &["2000"], Duration::from_secs(60));
+    assert_success(&output);
+    let switch_ms: i64 = stdout(&output)
+        .lines()
+        .find_map(|l| l.strip_prefix("switch "))
+        .and_then(|ms| ms.trim().parse().ok())
+        .expect("the fixture prints when its hot method moves");
+    let at = format!("{}.{:03}", switch_ms / 1000, switch_ms % 1000);
+    let (before, after, page) = (dir.join("before.jfr"), dir.join("after.jfr"), dir.join("diff.html"));
+    assert_success(&symbolize(&["jfr", path(&file), "--to", &at, "-o", path(&before)]));
+    assert_success(&symbolize(&["jfr", path(&file), "--from", &at, "-o", path(&after)]));
+    assert_success(&symbolize(&["diff", path(&before), path(&after), "-o", path(&page)]));
+
+    let data = embedded_json(&page, symbolizer::flamegraph::DIFF_DATA_ID);
+    assert_eq!(data["before"]["name"], path(&before));
+    let nodes = data["nodes"].as_array().expect("nodes");
+    // A method's share of each side: its nodes' (one per frame type and
+    // call path), outermost only — nested ones are counted within them.
+    let share = |name: &str, side: &str| -> f64 {
+        let named = |i: usize| nodes[i]["name"] == name;
+        let nested = |mut i: usize| loop {
+            i = nodes[i]["parent"].as_u64().expect("a parent") as usize;
+            if i == 0 {
+                return false;
+            }
+            if named(i) {
+                return true;
+            }
+        };
+        (0..nodes.len()).filter(|&i| named(i) && !nested(i)).map(|i| nodes[i][side].as_f64().expect("a share")).sum()
+    };
+    let (a, b) = ("HotSwitch.hotBefore", "HotSwitch.hotAfter");
+    let delta = |name| share(name, "after") - share(name, "before");
+    println!(
+        "diff: {a} {:.3} → {:.3}, {b} {:.3} → {:.3} of {} and {} samples",
+        share(a, "before"),
+        share(a, "after"),
+        share(b, "before"),
+        share(b, "after"),
+        data["before"]["total"],
+        data["after"]["total"]
+    );
+    assert!(delta(a) < -0.5, "{a} shrinks: {}", delta(a));
+    assert!(delta(b) > 0.5, "{b} grows: {}", delta(b));
+    assert_eq!(nodes[0]["before"].as_f64(), Some(1.0), "the root holds each side whole");
+
+    let page = dir.join("timeline.html");
+    assert_success(&symbolize(&["timeline", path(&file), "-o", path(&page)]));
+    let data = embedded_json(&page, symbolizer::timeline::DATA_ID);
+    let (start, bucket) = (data["start"].as_i64().expect("start"), data["bucket"].as_i64().expect("bucket"));
+    let starts: Vec<i64> = data["buckets"].as_array().expect("buckets").iter().map(|v| v.as_i64().unwrap()).collect();
+    assert!(starts.iter().enumerate().all(|(i, &s)| s == start + i as i64 * bucket), "buckets one after another");
+    assert!((50..=400).contains(&starts.len()), "about 150 buckets over the span: {}", starts.len());
+    let row = |name: &str| {
+        let rows = data["rows"].as_array().expect("rows");
+        u64s(&rows.iter().find(|r| r["name"] == name).unwrap_or_else(|| panic!("no row for {name}"))["counts"])
+    };
+    let (a_counts, b_counts, totals) = (row(a), row(b), u64s(&data["total"]));
+    assert!(a_counts.iter().zip(&b_counts).zip(&totals).all(|((a, b), t)| a + b <= *t), "rows within the total");
+    let switch = usize::try_from((switch_ms * 1_000_000 - start) / bucket).expect("the switch within the span");
+    let last_a = (0..starts.len()).rfind(|&i| a_counts[i] > b_counts[i]).expect("hotBefore dominates some bucket");
+    let first_b = (0..starts.len()).find(|&i| b_counts[i] > a_counts[i]).expect("hotAfter dominates some bucket");
+    println!(
+        "timeline: {} buckets of {} ms; {a} on top until bucket {last_a}, {b} from {first_b}; the switch in {switch}",
+        starts.len(),
+        bucket / 1_000_000
+    );
+    assert!(last_a < first_b, "one change, from {a} to {b}: {a} last on top in {last_a}, {b} first in {first_b}");
+    assert!(
+        switch.abs_diff(first_b) <= 1 && switch.abs_diff(last_a) <= 1,
+        "the change ({last_a} to {first_b}) is where the fixture switched ({switch})"
+    );
+    // Each method's samples on its side of the switch.
+    let before_switch =
+        |counts: &[u64]| counts[..switch].iter().sum::<u64>() as f64 / counts.iter().sum::<u64>() as f64;
+    assert!(before_switch(&a_counts) > 0.95 && before_switch(&b_counts) < 0.05);
+
+    // --rows and --bucket.
+    let page = dir.join("timeline-rows.html");
+    assert_success(&symbolize(&["timeline", path(&file), "--rows", "2", "--bucket", "250ms", "-o", path(&page)]));
+    let data = embedded_json(&page, symbolizer::timeline::DATA_ID);
+    let mut names: Vec<&str> = data["rows"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
+    names.sort();
+    assert_eq!((names, data["bucket"].as_i64()), (vec![b, a], Some(250_000_000)));
+}
