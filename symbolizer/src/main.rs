@@ -628,7 +628,7 @@ fn diff(args: &mut Args, progress: &Progress) -> Result<Finish, String> {
     write(args.common.output.as_deref(), page.as_bytes())?;
     for (name, report) in names.iter().zip([before_report, after_report]) {
         if report.remote_frames > 0 || !report.categories.is_empty() {
-            progress.note(format!("{name}:\n{report}"));
+            progress.note(format!("{name}:\n{}", report.to_string().trim_end()));
         }
     }
     Ok(finish)
