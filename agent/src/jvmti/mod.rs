@@ -86,10 +86,14 @@ slots! {
     GET_LINE_NUMBER_TABLE = 70 "GetLineNumberTable";
     GET_LOADED_CLASSES = 78 "GetLoadedClasses";
     GET_VERSION_NUMBER = 88 "GetVersionNumber";
+    GET_THREAD_LOCAL_STORAGE = 102 "GetThreadLocalStorage";
+    SET_THREAD_LOCAL_STORAGE = 103 "SetThreadLocalStorage";
     GET_STACK_TRACE = 104 "GetStackTrace";
     SET_JNI_FUNCTION_TABLE = 120 "SetJNIFunctionTable";
     GET_JNI_FUNCTION_TABLE = 121 "GetJNIFunctionTable";
     SET_EVENT_CALLBACKS = 122 "SetEventCallbacks";
+    GET_EXTENSION_EVENTS = 125 "GetExtensionEvents";
+    SET_EXTENSION_EVENT_CALLBACK = 126 "SetExtensionEventCallback";
     GET_ERROR_NAME = 128 "GetErrorName";
     GET_PHASE = 133 "GetPhase";
     ADD_CAPABILITIES = 142 "AddCapabilities";
@@ -130,6 +134,31 @@ pub struct FrameInfo {
     pub method: jmethodID,
     pub location: jlong,
 }
+
+/// `jvmtiExtensionEventInfo`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct RawExtensionEvent {
+    index: jint,
+    id: *mut c_char,
+    description: *mut c_char,
+    param_count: jint,
+    params: *mut RawParamInfo,
+}
+
+/// `jvmtiParamInfo`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct RawParamInfo {
+    name: *mut c_char,
+    kind: jint,
+    base_type: jint,
+    null_ok: jboolean,
+}
+
+/// The callback of an extension event whose parameters are the JNI
+/// environment and a thread (HotSpot's virtual thread mount and unmount).
+pub type ThreadExtensionEventFn = unsafe extern "C" fn(*mut c_void, *mut jni::sys::JNIEnv, jthread);
 
 /// One row of a method's line number table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -284,12 +313,88 @@ impl Jvmti {
 
     /// Enables or disables delivery of `event` for all threads.
     pub fn set_event_enabled(&self, event: events::Event, enabled: bool) -> JvmtiResult<()> {
+        self.set_notification_mode(event as jint, enabled)
+    }
+
+    /// Enables or disables delivery of the extension event of `index` (as
+    /// [`Jvmti::extension_events`] lists it) for all threads.
+    pub fn set_extension_event_enabled(&self, index: jint, enabled: bool) -> JvmtiResult<()> {
+        self.set_notification_mode(index, enabled)
+    }
+
+    fn set_notification_mode(&self, event: jint, enabled: bool) -> JvmtiResult<()> {
         type F = unsafe extern "C" fn(*mut c_void, jint, jint, jthread, ...) -> jint;
         // SAFETY: slot 2 has this (variadic) signature.
         let f: F = unsafe { std::mem::transmute(self.function(SET_EVENT_NOTIFICATION_MODE)) };
         let mode = if enabled { 1 } else { 0 };
         // SAFETY: valid env; a null thread means all threads.
-        self.check(unsafe { f(self.as_raw(), mode, event as jint, ptr::null_mut()) })
+        self.check(unsafe { f(self.as_raw(), mode, event, ptr::null_mut()) })
+    }
+
+    /// The extension events of this JVM: their indexes and ids
+    /// (`com.sun.hotspot.events.VirtualThreadMount`, ...).
+    pub fn extension_events(&self) -> JvmtiResult<Vec<(jint, String)>> {
+        type F = unsafe extern "C" fn(*mut c_void, *mut jint, *mut *mut RawExtensionEvent) -> jint;
+        let (mut count, mut events) = (0, ptr::null_mut());
+        // SAFETY: slot 125 has this signature.
+        let f: F = unsafe { std::mem::transmute(self.function(GET_EXTENSION_EVENTS)) };
+        // SAFETY: valid env and out pointers.
+        self.check(unsafe { f(self.as_raw(), &mut count, &mut events) })?;
+        // SAFETY: JVMTI allocated `count` entries, each with its strings
+        // and parameter array, all ours to deallocate.
+        let raw = unsafe { self.take_array(events, count) };
+        Ok(raw
+            .into_iter()
+            .map(|event| {
+                // SAFETY: as above.
+                let params = unsafe { self.take_array(event.params, event.param_count) };
+                for param in params {
+                    // SAFETY: as above.
+                    drop(unsafe { self.take_string(param.name) });
+                }
+                // SAFETY: as above.
+                drop(unsafe { self.take_string(event.description) });
+                // SAFETY: as above.
+                (event.index, unsafe { self.take_string(event.id) })
+            })
+            .collect())
+    }
+
+    /// Sets (or, with `None`, clears) the callback of the extension event
+    /// of `index`, which must take the JNI environment and a thread.
+    pub fn set_extension_event_callback(
+        &self,
+        index: jint,
+        callback: Option<ThreadExtensionEventFn>,
+    ) -> JvmtiResult<()> {
+        type F = unsafe extern "C" fn(*mut c_void, jint, *const c_void) -> jint;
+        // SAFETY: slot 126 has this signature.
+        let f: F = unsafe { std::mem::transmute(self.function(SET_EXTENSION_EVENT_CALLBACK)) };
+        let callback = callback.map_or(ptr::null(), |c| c as *const c_void);
+        // SAFETY: valid env; the callback has the event's parameters.
+        self.check(unsafe { f(self.as_raw(), index, callback) })
+    }
+
+    /// The calling thread's JVMTI thread-local value (a virtual thread's
+    /// own, on a virtual thread).
+    pub fn thread_local(&self) -> JvmtiResult<usize> {
+        type F = unsafe extern "C" fn(*mut c_void, jthread, *mut *mut c_void) -> jint;
+        let mut value = ptr::null_mut();
+        // SAFETY: slot 102 has this signature.
+        let f: F = unsafe { std::mem::transmute(self.function(GET_THREAD_LOCAL_STORAGE)) };
+        // SAFETY: valid env; a null thread is the current one.
+        self.check(unsafe { f(self.as_raw(), ptr::null_mut(), &mut value) })?;
+        Ok(value as usize)
+    }
+
+    /// Sets the calling thread's JVMTI thread-local value.
+    pub fn set_thread_local(&self, value: usize) -> JvmtiResult<()> {
+        type F = unsafe extern "C" fn(*mut c_void, jthread, *const c_void) -> jint;
+        // SAFETY: slot 103 has this signature.
+        let f: F = unsafe { std::mem::transmute(self.function(SET_THREAD_LOCAL_STORAGE)) };
+        // SAFETY: valid env; a null thread is the current one; the value is
+        // only stored.
+        self.check(unsafe { f(self.as_raw(), ptr::null_mut(), value as *const c_void) })
     }
 
     /// The calling thread's java.lang.Thread (a local reference).

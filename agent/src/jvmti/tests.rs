@@ -1,7 +1,7 @@
 //! Checks our slot numbers, capability bits, event numbers and callback
 //! table size against the JDK's `jvmti.h`.
 
-use super::capabilities::REQUESTED;
+use super::capabilities::{self, REQUESTED};
 use super::events::{Event, EventCallbacks, FIRST_EVENT, LAST_EVENT};
 use super::BOUND_SLOTS;
 use std::collections::HashMap;
@@ -68,6 +68,12 @@ fn capability_bits_match_jvmti_h() {
         .collect();
     for capability in REQUESTED {
         assert_eq!(names.get(capability.bit).copied(), Some(capability.name));
+    }
+    // JDK 21 appended it; an older header ends just before its bit.
+    let virtual_threads = capabilities::CAN_SUPPORT_VIRTUAL_THREADS;
+    match names.get(virtual_threads.bit) {
+        Some(name) => assert_eq!(*name, virtual_threads.name),
+        None => assert_eq!(names.len(), virtual_threads.bit, "{names:?}"),
     }
 }
 
