@@ -366,12 +366,14 @@ unsafe extern "C" fn on_garbage_collection_finish(_jvmti: *mut c_void) {
 
 /// The calling thread begins waiting for a contended monitor (`lock=`).
 unsafe extern "C" fn on_monitor_contended_enter(
-    _jvmti: *mut c_void,
+    jvmti: *mut c_void,
     _env: *mut JNIEnv,
     _thread: jthread,
     _object: jobject,
 ) {
-    ffi_boundary("MonitorContendedEnter", (), jvmti_samples::contended_enter)
+    // SAFETY: the jvmtiEnv the JVM passes to its callback.
+    let jvmti = unsafe { crate::jvmti::Jvmti::from_raw(jvmti) };
+    ffi_boundary("MonitorContendedEnter", (), || jvmti_samples::contended_enter(&jvmti))
 }
 
 /// The calling thread entered the monitor it waited for (`lock=`).

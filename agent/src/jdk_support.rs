@@ -15,7 +15,7 @@ const INTERFACE_JVMTI: jint = 0x3000_0000;
 
 /// The major version of a JVMTI version number: the JDK feature release
 /// from JDK 9 on (`0x300B0000` is JDK 11), 1 for JDK 8 and older (`1.2`).
-fn major(version: jint) -> u32 {
+pub fn major(version: jint) -> u32 {
     ((version & 0x0FFF_0000) >> 16) as u32
 }
 

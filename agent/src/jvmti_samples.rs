@@ -28,6 +28,7 @@ use crate::storage::samples::{SampleKind, SampleRecord};
 use crate::storage::thread_slots::Context;
 use frames::{Frame, BCI_NATIVE_METHOD};
 use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Classes a session names; later ones are recorded as unknown (id 0).
 const CLASS_CAPACITY: u32 = 65_536;
@@ -281,9 +282,63 @@ pub unsafe fn record_allocation(
     });
 }
 
+/// Whether waits' starts are kept in threads' JVMTI thread-local values
+/// (while virtual threads' waits are timed: a virtual thread may begin a
+/// wait on one carrier and end it on another), else in the OS thread's.
+static WAIT_STARTS_IN_JVMTI: AtomicBool = AtomicBool::new(false);
+/// Since when: a start from before (an earlier session's) is dropped.
+static WAIT_STARTS_SINCE_NS: AtomicU64 = AtomicU64::new(u64::MAX);
+/// A JVMTI thread-local wait start is monotonic ns with this bit set for a
+/// contended monitor (ended by `MonitorContendedEntered`) and clear for a
+/// park (ended by the virtual thread's mount).
+const MONITOR_WAIT: usize = 1;
+
+/// Keeps waits' starts in JVMTI thread-local values from now on, or (off)
+/// in OS threads' again.
+pub fn keep_wait_starts_in_jvmti(on: bool) {
+    WAIT_STARTS_SINCE_NS.store(clock::monotonic_ns(), Ordering::SeqCst);
+    WAIT_STARTS_IN_JVMTI.store(on, Ordering::SeqCst);
+}
+
 /// The calling thread starts waiting for a contended monitor.
-pub fn contended_enter() {
-    WAIT_START.set(clock::monotonic_ns());
+pub fn contended_enter(jvmti: &Jvmti) {
+    let now = clock::monotonic_ns();
+    if WAIT_STARTS_IN_JVMTI.load(Ordering::Relaxed) && jvmti.set_thread_local(now as usize | MONITOR_WAIT).is_ok() {
+        return;
+    }
+    WAIT_START.set(now);
+}
+
+/// When the calling thread began waiting for the monitor it entered (0:
+/// not known).
+fn contended_start(jvmti: &Jvmti) -> u64 {
+    let kept = jvmti.thread_local().unwrap_or(0);
+    if kept & MONITOR_WAIT == 0 {
+        return WAIT_START.replace(0);
+    }
+    let _ = jvmti.set_thread_local(0);
+    let start = (kept & !MONITOR_WAIT) as u64;
+    if start < WAIT_STARTS_SINCE_NS.load(Ordering::Relaxed) {
+        0
+    } else {
+        start
+    }
+}
+
+/// A virtual thread leaves its carrier: a park (if it parks) starts now,
+/// unless it leaves waiting for a monitor.
+pub fn unmounting(jvmti: &Jvmti) {
+    if jvmti.thread_local().is_ok_and(|kept| kept & MONITOR_WAIT == 0) {
+        let _ = jvmti.set_thread_local(clock::monotonic_ns() as usize & !MONITOR_WAIT);
+    }
+}
+
+/// A virtual thread is back on a carrier: when its park began, if it
+/// left to park.
+pub fn mounted(jvmti: &Jvmti) -> Option<u64> {
+    let kept = jvmti.thread_local().ok().filter(|&kept| kept != 0 && kept & MONITOR_WAIT == 0)?;
+    let _ = jvmti.set_thread_local(0);
+    Some(kept as u64).filter(|&start| start >= WAIT_STARTS_SINCE_NS.load(Ordering::Relaxed))
 }
 
 /// The calling thread `tid` entered the contended monitor `object`: its
@@ -293,7 +348,7 @@ pub fn contended_enter() {
 /// # Safety
 /// `object` must be the monitor reference the JVMTI callback received.
 pub unsafe fn contended_entered(sampler: &Sampler, jvmti: &Jvmti, env: JniEnv, object: jni::sys::jobject, tid: u32) {
-    let start = WAIT_START.replace(0);
+    let start = contended_start(jvmti);
     let Some(samples) = sampler.jvmti_samples.as_ref() else { return };
     let Some(lock) = samples.lock else { return };
     let waited = clock::monotonic_ns().saturating_sub(start);

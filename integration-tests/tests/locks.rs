@@ -136,6 +136,55 @@ fn short_frequent_contention_is_sampled_and_weighs_what_was_waited() {
     }
 }
 
+/// Eight virtual threads on a monitor and eight on a `ReentrantLock`
+/// (JDK 21+), each holding it 300 µs and napping 1 ms, with the default
+/// `lock`: the monitor waits (pinned on 21, unmounted from 24) weigh within
+/// 20% of what the threads measured, the `ReentrantLock` waits (timed from
+/// unmount to mount) within 30%, and every recorded wait carries the
+/// virtual thread's own stack, from `VirtualThread.run` up to the
+/// fixture's method.
+#[test]
+fn virtual_threads_lock_waits_add_up_to_what_they_measured() {
+    let dir = scratch_dir("lock_virtual");
+    let file = dir.join("virtual.jfr");
+    let output = run_java(
+        Some(&format!("start,lock,file={}", file.display())),
+        "LockShares",
+        &["3", "300000", "1000000", "virtual"],
+        Duration::from_secs(60),
+    );
+    assert_success(&output);
+    let out = stdout(&output);
+    if out.contains("NO_VIRTUAL_THREADS") {
+        skip("this JDK has no virtual threads", InCi::Optional);
+        return;
+    }
+    let measured = |what: &str| -> f64 {
+        let prefix = format!("waited {what} ");
+        out.lines().find_map(|l| l.strip_prefix(&prefix)).expect(&prefix).trim().parse().unwrap()
+    };
+    let recording = read_recording(&file);
+    let collapsed = symbolize_collapsed(&file, &["--event", "lock"]);
+    let checks = [
+        ("monitor", "LockShares.waitForMonitor", "waitForMonitor", "jdk.JavaMonitorEnter", 0.2),
+        ("lock", "LockShares.waitForLock", "waitForLock", "jdk.ThreadPark", 0.3),
+    ];
+    for (what, frame, method, kind, tolerance) in checks {
+        let truth = measured(what);
+        let weighed = weight_of(&collapsed, |frames| has_frame(frames, frame));
+        let waits: Vec<&Event> =
+            recording.events.iter().filter(|e| e.kind == kind && e.frames.iter().any(|f| f.method == method)).collect();
+        println!("{what}: {} events weigh {weighed} ns of {truth:.0} ns measured", waits.len());
+        assert!(waits.len() >= 20, "{what}: only {} waits recorded", waits.len());
+        let ratio = weighed as f64 / truth;
+        assert!((1.0 - tolerance..=1.0 + tolerance).contains(&ratio), "{what}: weighed {weighed} ns of {truth:.0} ns");
+        for wait in waits {
+            let virtual_run = wait.frames.iter().any(|f| f.class == "java.lang.VirtualThread" && f.method == "run");
+            assert!(virtual_run, "{what}: not the virtual thread's stack: {:?}", wait.frames);
+        }
+    }
+}
+
 #[test]
 fn bad_lock_values_are_option_errors() {
     for bad in ["lock=abc", "lock=0"] {

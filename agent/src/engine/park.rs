@@ -13,12 +13,21 @@
 //! Bound once per JVM and never unbound, as async-profiler leaves it:
 //! with no session tracing parks the hook is one atomic load and a jump
 //! to the original, and no rebinding ever races threads parked inside it.
+//!
+//! A virtual thread (JDK 21+) parks by unmounting from its carrier, not
+//! in `Unsafe.park` (unless pinned): its wait is timed from JVMTI's
+//! `VirtualThreadUnmount` to the `VirtualThreadMount` that resumes it,
+//! perhaps on another carrier, the start kept in the virtual thread's own
+//! JVMTI thread-local value, and handed to `jvmti_samples::parked` at the
+//! mount, where the virtual thread runs with its own stack.
 
 use crate::clock;
 use crate::entry::ffi_boundary;
 use crate::jni_env::JniEnv;
-use crate::jvmti::{ClassRef, Jvmti, RegisterNativesFn};
+use crate::jvmti::capabilities::{Capabilities, CAN_SUPPORT_VIRTUAL_THREADS};
+use crate::jvmti::{jthread, ClassRef, Jvmti, RegisterNativesFn, ThreadExtensionEventFn};
 use crate::jvmti_samples::{self, LockSampling};
+use crate::log;
 use crate::os_thread::current_tid;
 use crate::sampling;
 use crate::vm;
@@ -53,6 +62,14 @@ static INTERVAL_NS: AtomicU64 = AtomicU64::new(u64::MAX);
 static THRESHOLD_NS: AtomicU64 = AtomicU64::new(u64::MAX);
 /// The outcome of binding the hook, once per JVM.
 static BOUND: Mutex<Option<Result<(), String>>> = Mutex::new(None);
+/// The extension events that time virtual threads' parks (mount, unmount),
+/// found once per JVM; `None` inside on a JDK without virtual threads.
+static VIRTUAL_EVENTS: Mutex<Option<Result<Option<[jint; 2]>, String>>> = Mutex::new(None);
+
+const MOUNT_EVENT: &str = "com.sun.hotspot.events.VirtualThreadMount";
+const UNMOUNT_EVENT: &str = "com.sun.hotspot.events.VirtualThreadUnmount";
+/// JDK 21 made virtual threads final (and JVMTI's support of them).
+const VIRTUAL_THREADS_SINCE: u32 = 21;
 
 /// Starts recording parks on `java.util.concurrent` locks, binding the
 /// hook the first time. Fails with the reason when this JVM's `Unsafe`
@@ -63,12 +80,95 @@ pub fn arm(jvmti: Jvmti, env: JniEnv, lock: LockSampling) -> Result<(), String> 
     INTERVAL_NS.store(lock.interval_ns, Ordering::SeqCst);
     THRESHOLD_NS.store(lock.threshold_ns, Ordering::SeqCst);
     TRACING.store(true, Ordering::SeqCst);
+    let mut virtual_events = VIRTUAL_EVENTS.lock().unwrap_or_else(|p| p.into_inner());
+    match virtual_events.get_or_insert_with(|| bind_virtual(jvmti)) {
+        Ok(Some(events)) => {
+            jvmti_samples::keep_wait_starts_in_jvmti(true);
+            for &index in events.iter() {
+                if let Err(e) = jvmti.set_extension_event_enabled(index, true) {
+                    log::warn!("lock: virtual threads' java.util.concurrent lock waits are not profiled ({e})");
+                }
+            }
+        }
+        Ok(None) => {}
+        Err(e) => log::warn!("lock: virtual threads' java.util.concurrent lock waits are not profiled ({e})"),
+    }
     Ok(())
 }
 
-/// Stops recording parks (the hook stays bound and passes through).
-pub fn disarm() {
+/// Stops recording parks (the hook stays bound and passes through; the
+/// virtual threads' events are turned off).
+pub fn disarm(jvmti: Jvmti) {
     TRACING.store(false, Ordering::SeqCst);
+    jvmti_samples::keep_wait_starts_in_jvmti(false);
+    if let Some(Ok(Some(events))) = VIRTUAL_EVENTS.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+        for &index in events.iter() {
+            let _ = jvmti.set_extension_event_enabled(index, false);
+        }
+    }
+}
+
+/// Sets up the timing of virtual threads' parks: the capability (granted
+/// at load and attach alike) and the mount and unmount callbacks. `None`
+/// on a JDK without virtual threads.
+fn bind_virtual(jvmti: Jvmti) -> Result<Option<[jint; 2]>, String> {
+    let version = jvmti.version_number().map_err(|e| format!("GetVersionNumber: {e}"))?;
+    if crate::jdk_support::major(version) < VIRTUAL_THREADS_SINCE {
+        return Ok(None);
+    }
+    jvmti
+        .add_capabilities(&Capabilities::default().with(CAN_SUPPORT_VIRTUAL_THREADS))
+        .map_err(|e| format!("{}: {e}", CAN_SUPPORT_VIRTUAL_THREADS.name))?;
+    let events = jvmti.extension_events().map_err(|e| format!("GetExtensionEvents: {e}"))?;
+    let index = |id: &str| {
+        events.iter().find(|(_, name)| name == id).map(|&(index, _)| index).ok_or(format!("{id} not offered"))
+    };
+    let (mount, unmount) = (index(MOUNT_EVENT)?, index(UNMOUNT_EVENT)?);
+    let callbacks: [(jint, ThreadExtensionEventFn); 2] = [(mount, on_mount), (unmount, on_unmount)];
+    for (index, callback) in callbacks {
+        jvmti.set_extension_event_callback(index, Some(callback)).map_err(|e| format!("{e} setting a callback"))?;
+    }
+    Ok(Some([mount, unmount]))
+}
+
+/// `VirtualThreadUnmount`, on the virtual thread about to leave its
+/// carrier: notes when, in the virtual thread's thread-local value.
+unsafe extern "C" fn on_unmount(jvmti: *mut c_void, _env: *mut JNIEnv, _thread: jthread) {
+    if TRACING.load(Ordering::Relaxed) {
+        // SAFETY: the jvmtiEnv the JVM passes to its callback.
+        jvmti_samples::unmounting(&unsafe { Jvmti::from_raw(jvmti) });
+    }
+}
+
+/// `VirtualThreadMount`, on the virtual thread back on a carrier: the time
+/// since its unmount, sampled as a park's (`jvmti_samples::parked` keeps
+/// it if the park blocker is a lock).
+unsafe extern "C" fn on_mount(jvmti: *mut c_void, env: *mut JNIEnv, _thread: jthread) {
+    if !TRACING.load(Ordering::Relaxed) {
+        return;
+    }
+    // SAFETY: the jvmtiEnv the JVM passes to its callback.
+    let jvmti = unsafe { Jvmti::from_raw(jvmti) };
+    let Some(start) = jvmti_samples::mounted(&jvmti) else { return };
+    let waited = clock::monotonic_ns().saturating_sub(start);
+    let sampling = LockSampling {
+        interval_ns: INTERVAL_NS.load(Ordering::Relaxed),
+        threshold_ns: THRESHOLD_NS.load(Ordering::Relaxed),
+    };
+    if !sampling.takes_now(waited) {
+        return;
+    }
+    ffi_boundary("VirtualThreadMount", (), || {
+        // SAFETY: the env the JVM passed to this callback.
+        let Some(env) = (unsafe { JniEnv::from_raw(env) }) else { return };
+        let blocker: jfieldID = PARK_BLOCKER.load(Ordering::Relaxed).cast();
+        // The timeout of a virtual thread's park is not known here.
+        let timeout = jvmti_samples::ParkTimeout(0);
+        sampling::with_active(|sampler| {
+            // SAFETY: the env of this thread and Thread.parkBlocker's id.
+            unsafe { jvmti_samples::parked(sampler, &jvmti, env, blocker, start, waited, timeout, current_tid()) }
+        });
+    })
 }
 
 /// Finds `Unsafe.park`'s entry and binds [`park_hook`] in its place.
