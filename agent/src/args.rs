@@ -198,6 +198,9 @@ pub struct Options {
     pub lock: Option<Duration>,
     /// Lock waits shorter than this are never recorded (`lockthreshold=`).
     pub lock_threshold: Duration,
+    /// Virtual threads' parks on `java.util.concurrent` locks are timed
+    /// (`lockvirtual`, on by default with `lock`; JDK 21+).
+    pub lock_virtual: bool,
     /// Threads signalled per wall-clock interval (`walltpt=`).
     pub wall_threads_per_tick: u32,
     /// Idle threads' wall-clock samples are folded instead of signalled
@@ -243,6 +246,7 @@ impl Default for Options {
             live: false,
             lock: None,
             lock_threshold: Duration::ZERO,
+            lock_virtual: true,
             wall_threads_per_tick: DEFAULT_WALL_THREADS_PER_TICK,
             wall_batch: true,
             file: None,
@@ -353,6 +357,7 @@ pub const KEYS: &[&str] = &[
     "live",
     "lock",
     "lockthreshold",
+    "lockvirtual",
     "walltpt",
     "wallbatch",
     "interval",
@@ -553,6 +558,7 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
                 // below it (checked first, so an error shows the value given).
                 options.lock_threshold = Duration::from_micros(threshold.as_nanos().div_ceil(1_000) as u64);
             }
+            "lockvirtual" => options.lock_virtual = parse_bool(key, value)?,
             "remotesym" => options.remote_symbolication = parse_bool(key, value)?,
             "filter" => options.filter = parse_bool(key, value)?,
             "verifywalk" => options.verify_walk = parse_bool(key, value)?,
@@ -653,8 +659,10 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
     if options.live && options.alloc.is_none() {
         return Err(error("live", "tracks the objects allocation sampling samples: add alloc[=BYTES]"));
     }
-    if !item("lockthreshold").is_empty() && options.lock.is_none() {
-        return Err(error("lockthreshold", "applies to lock profiling: add lock[=INTERVAL]"));
+    for key in ["lockthreshold", "lockvirtual"] {
+        if !item(key).is_empty() && options.lock.is_none() {
+            return Err(error(key, "applies to lock profiling: add lock[=INTERVAL]"));
+        }
     }
     if let Some(wall) = options.wall {
         let per_second = u64::from(options.wall_threads_per_tick) * 1_000_000_000 / (wall.as_nanos() as u64).max(1);
@@ -1198,6 +1206,11 @@ mod tests {
         }
         for bad in ["lock,lockthreshold=abc", "lock,lockthreshold", "lock,lockthreshold=2min", "lockthreshold=1ms"] {
             assert_eq!(err(bad).option, "lockthreshold", "{bad}");
+        }
+        assert!(parse("start,lock").unwrap().lock_virtual, "on by default");
+        assert!(!parse("start,lock,lockvirtual=false").unwrap().lock_virtual);
+        for bad in ["lock,lockvirtual=maybe", "lockvirtual"] {
+            assert_eq!(err(bad).option, "lockvirtual", "{bad}");
         }
     }
 

@@ -293,6 +293,7 @@ fn settings(options: &Options, cpu_engine: Option<&str>, cstack: StackPlan) -> V
     if let Some(lock) = options.lock {
         settings.push(("lock".into(), nanos(lock)));
         settings.push(("lockthreshold".into(), nanos(options.lock_threshold)));
+        settings.push(("lockvirtual".into(), options.lock_virtual.to_string()));
     }
     if let Some(wall) = options.wall {
         settings.push(("wall".into(), nanos(wall)));
@@ -360,7 +361,11 @@ fn arm_engines(
     }
     let jvmti_engines = [
         (options.alloc.map(|interval| engine::jvmti_events::arm_alloc(vm.jvmti(), interval, options.live)), "alloc"),
-        (lock_sampling(options).map(|lock| engine::jvmti_events::arm_lock(vm.jvmti(), env, lock)), "lock"),
+        (
+            lock_sampling(options)
+                .map(|lock| engine::jvmti_events::arm_lock(vm.jvmti(), env, lock, options.lock_virtual)),
+            "lock",
+        ),
     ];
     for (armed, name) in jvmti_engines {
         match armed {

@@ -183,6 +183,16 @@ fn virtual_threads_lock_waits_add_up_to_what_they_measured() {
             assert!(virtual_run, "{what}: not the virtual thread's stack: {:?}", wait.frames);
         }
     }
+    assert_eq!(recording.settings.get("lockvirtual").map(String::as_str), Some("true"));
+
+    // lockvirtual=false: virtual threads' parks are not timed.
+    let off = dir.join("off.jfr");
+    let options = format!("start,lock,lockvirtual=false,file={}", off.display());
+    let output =
+        run_java(Some(&options), "LockShares", &["1", "300000", "1000000", "virtual"], Duration::from_secs(60));
+    assert_success(&output);
+    let parks = read_recording(&off).events.iter().filter(|e| e.kind == "jdk.ThreadPark").count();
+    assert_eq!(parks, 0, "lockvirtual=false recorded virtual threads' parks");
 }
 
 #[test]

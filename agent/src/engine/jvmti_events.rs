@@ -26,13 +26,15 @@ pub fn arm_alloc(jvmti: Jvmti, interval: u32, live: bool) -> Result<(), String> 
 
 /// Delivers contended monitor waits and, given the calling thread's
 /// `env`, parks on `java.util.concurrent` locks (without them, with a
-/// warning saying why, if `Unsafe.park` cannot be hooked).
-pub fn arm_lock(jvmti: Jvmti, env: Option<JniEnv>, lock: LockSampling) -> Result<(), String> {
+/// warning saying why, if `Unsafe.park` cannot be hooked), virtual
+/// threads' too if `virtual_threads`.
+pub fn arm_lock(jvmti: Jvmti, env: Option<JniEnv>, lock: LockSampling, virtual_threads: bool) -> Result<(), String> {
     enable(jvmti, Event::MonitorContendedEnter)
         .and_then(|()| enable(jvmti, Event::MonitorContendedEntered))
         .map_err(|e| format!("lock: {e}"))?;
-    let parks =
-        env.ok_or_else(|| "no JNI environment on this thread".to_owned()).and_then(|env| park::arm(jvmti, env, lock));
+    let parks = env
+        .ok_or_else(|| "no JNI environment on this thread".to_owned())
+        .and_then(|env| park::arm(jvmti, env, lock, virtual_threads));
     if let Err(e) = parks {
         log::warn!("lock: java.util.concurrent locks are not profiled ({e}); Java monitors are");
     }

@@ -72,14 +72,18 @@ const UNMOUNT_EVENT: &str = "com.sun.hotspot.events.VirtualThreadUnmount";
 const VIRTUAL_THREADS_SINCE: u32 = 21;
 
 /// Starts recording parks on `java.util.concurrent` locks, binding the
-/// hook the first time. Fails with the reason when this JVM's `Unsafe`
+/// hook the first time, and virtual threads' (JDK 21+) if
+/// `virtual_threads`. Fails with the reason when this JVM's `Unsafe`
 /// cannot be traced (monitor waits are still recorded then).
-pub fn arm(jvmti: Jvmti, env: JniEnv, lock: LockSampling) -> Result<(), String> {
+pub fn arm(jvmti: Jvmti, env: JniEnv, lock: LockSampling, virtual_threads: bool) -> Result<(), String> {
     let mut bound = BOUND.lock().unwrap_or_else(|p| p.into_inner());
     bound.get_or_insert_with(|| bind(jvmti, env)).clone()?;
     INTERVAL_NS.store(lock.interval_ns, Ordering::SeqCst);
     THRESHOLD_NS.store(lock.threshold_ns, Ordering::SeqCst);
     TRACING.store(true, Ordering::SeqCst);
+    if !virtual_threads {
+        return Ok(());
+    }
     let mut virtual_events = VIRTUAL_EVENTS.lock().unwrap_or_else(|p| p.into_inner());
     match virtual_events.get_or_insert_with(|| bind_virtual(jvmti)) {
         Ok(Some(events)) => {
