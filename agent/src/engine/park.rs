@@ -155,19 +155,28 @@ unsafe extern "C" fn on_mount(jvmti: *mut c_void, env: *mut JNIEnv, _thread: jth
     let jvmti = unsafe { Jvmti::from_raw(jvmti) };
     let Some(start) = jvmti_samples::mounted(&jvmti) else { return };
     let waited = clock::monotonic_ns().saturating_sub(start);
+    if sampled(waited) {
+        // The timeout of a virtual thread's park is not known here.
+        record("VirtualThreadMount", jvmti, env, start, waited, jvmti_samples::ParkTimeout(0));
+    }
+}
+
+/// Whether a park of `waited` ns is sampled now (`lock=`, `lockthreshold=`).
+fn sampled(waited: u64) -> bool {
     let sampling = LockSampling {
         interval_ns: INTERVAL_NS.load(Ordering::Relaxed),
         threshold_ns: THRESHOLD_NS.load(Ordering::Relaxed),
     };
-    if !sampling.takes_now(waited) {
-        return;
-    }
-    ffi_boundary("VirtualThreadMount", (), || {
-        // SAFETY: the env the JVM passed to this callback.
+    sampling.takes_now(waited)
+}
+
+/// Hands the calling thread's sampled park to `jvmti_samples::parked`
+/// (`what` names the JVM's call for a panic's log line).
+fn record(what: &str, jvmti: Jvmti, env: *mut JNIEnv, start: u64, waited: u64, timeout: jvmti_samples::ParkTimeout) {
+    ffi_boundary(what, (), || {
+        // SAFETY: the env the JVM passed to the calling hook or callback.
         let Some(env) = (unsafe { JniEnv::from_raw(env) }) else { return };
         let blocker: jfieldID = PARK_BLOCKER.load(Ordering::Relaxed).cast();
-        // The timeout of a virtual thread's park is not known here.
-        let timeout = jvmti_samples::ParkTimeout(0);
         sampling::with_active(|sampler| {
             // SAFETY: the env of this thread and Thread.parkBlocker's id.
             unsafe { jvmti_samples::parked(sampler, &jvmti, env, blocker, start, waited, timeout, current_tid()) }
@@ -286,23 +295,9 @@ unsafe extern "system" fn park_hook(env: *mut JNIEnv, this: jobject, absolute: j
     // SAFETY: as above.
     unsafe { original(env, this, absolute, time) };
     let waited = clock::monotonic_ns().saturating_sub(start);
-    let sampling = LockSampling {
-        interval_ns: INTERVAL_NS.load(Ordering::Relaxed),
-        threshold_ns: THRESHOLD_NS.load(Ordering::Relaxed),
-    };
-    if !sampling.takes_now(waited) {
-        return;
+    if let (true, Some(vm)) = (sampled(waited), vm::get()) {
+        record("Unsafe.park", vm.jvmti(), env, start, waited, jvmti_samples::ParkTimeout::of(absolute, time));
     }
-    ffi_boundary("Unsafe.park", (), || {
-        // SAFETY: the env the JVM passed to this native method.
-        let (Some(vm), Some(env)) = (vm::get(), unsafe { JniEnv::from_raw(env) }) else { return };
-        let timeout = jvmti_samples::ParkTimeout::of(absolute, time);
-        let blocker: jfieldID = PARK_BLOCKER.load(Ordering::Relaxed).cast();
-        sampling::with_active(|sampler| {
-            // SAFETY: the env of this thread and Thread.parkBlocker's id.
-            unsafe { jvmti_samples::parked(sampler, &vm.jvmti(), env, blocker, start, waited, timeout, current_tid()) }
-        });
-    })
 }
 
 /// The class file of `dev.jvmprofiler.boot.ParkBinder` (Java 11, version
