@@ -334,10 +334,10 @@ pub fn unmounting(jvmti: &Jvmti) {
 }
 
 /// A virtual thread is back on a carrier: when its park began, if it
-/// left to park.
+/// left to park. The start stays (every mount follows an unmount, which
+/// writes a new one), saving a JVMTI call on each mount.
 pub fn mounted(jvmti: &Jvmti) -> Option<u64> {
     let kept = jvmti.thread_local().ok().filter(|&kept| kept != 0 && kept & MONITOR_WAIT == 0)?;
-    let _ = jvmti.set_thread_local(0);
     Some(kept as u64).filter(|&start| start >= WAIT_STARTS_SINCE_NS.load(Ordering::Relaxed))
 }
 

@@ -1,5 +1,6 @@
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.concurrent.SynchronousQueue;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -10,7 +11,11 @@ import java.util.concurrent.locks.ReentrantLock;
  * and summing them and keeping the last 1,024 of each thread reachable (a
  * busy service's rate, not a tight loop's: it prints the bytes allocated). lock: four threads taking turns on a
  * {@link ReentrantLock} and four on a monitor, each holding it for about
- * 200 µs of work, so that waits are around a millisecond. Prints the operations completed, and the peak
+ * 200 µs of work, so that waits are around a millisecond. vlock (JDK 21+):
+ * virtual threads, 16 pairs playing ping-pong through {@link SynchronousQueue}s
+ * (every hand-over parks and unmounts one of them) and 8 taking turns on a
+ * {@link ReentrantLock} held about 20 µs: many short parks, the cost of
+ * timing virtual threads' parks. Prints the operations completed, and the peak
  * resident memory.
  */
 public class AllocLockWorkload {
@@ -18,9 +23,9 @@ public class AllocLockWorkload {
     static final Object MONITOR = new Object();
     static volatile long sink;
 
-    /** About 200 µs of arithmetic: a lock holder's work. */
-    static long work(long x) {
-        for (int i = 0; i < 200_000; i++) {
+    /** About 200 µs of arithmetic (20 µs with {@code iterations} 20,000): a lock holder's work. */
+    static long work(long x, int iterations) {
+        for (int i = 0; i < iterations; i++) {
             x ^= x >>> 33;
             x *= 0xff51afd7ed558ccdL;
             x += i;
@@ -63,13 +68,13 @@ public class AllocLockWorkload {
         return ops;
     }
 
-    static long withLock(long deadline) {
+    static long withLock(long deadline, int iterations) {
         long ops = 0;
         long x = Thread.currentThread().getId();
         while (System.nanoTime() < deadline) {
             LOCK.lock();
             try {
-                x = work(x);
+                x = work(x, iterations);
             } finally {
                 LOCK.unlock();
             }
@@ -84,12 +89,71 @@ public class AllocLockWorkload {
         long x = Thread.currentThread().getId();
         while (System.nanoTime() < deadline) {
             synchronized (MONITOR) {
-                x = work(x);
+                x = work(x, 200_000);
             }
             ops++;
         }
         sink = x;
         return ops;
+    }
+
+    /**
+     * One side of a ping-pong pair: the even side serves first. Both
+     * sides stop at the deadline after a whole round trip (a sentinel
+     * from the server ends the partner).
+     */
+    static Loop pingPong(SynchronousQueue<Long> there, SynchronousQueue<Long> back, boolean serves) {
+        return deadline -> {
+            long ops = 0;
+            try {
+                while (true) {
+                    if (serves) {
+                        long token = System.nanoTime() < deadline ? ops : -1;
+                        there.put(token);
+                        if (token < 0) {
+                            return ops;
+                        }
+                        back.take();
+                    } else {
+                        long token = there.take();
+                        if (token < 0) {
+                            return ops;
+                        }
+                        back.put(token);
+                    }
+                    ops++;
+                }
+            } catch (InterruptedException e) {
+                return ops;
+            }
+        };
+    }
+
+    static Loop[] virtualLoops() {
+        Loop[] loops = new Loop[40];
+        for (int pair = 0; pair < 16; pair++) {
+            SynchronousQueue<Long> there = new SynchronousQueue<>();
+            SynchronousQueue<Long> back = new SynchronousQueue<>();
+            loops[2 * pair] = pingPong(there, back, true);
+            loops[2 * pair + 1] = pingPong(there, back, false);
+        }
+        for (int i = 32; i < 40; i++) {
+            loops[i] = deadline -> withLock(deadline, 20_000);
+        }
+        return loops;
+    }
+
+    static boolean virtual;
+
+    /** A thread running {@code task}: virtual in vlock mode (by reflection, for JDK 17's javac). */
+    static Thread thread(Runnable task, String name) throws Exception {
+        if (!virtual) {
+            return new Thread(task, name);
+        }
+        Class<?> builder = Class.forName("java.lang.Thread$Builder");
+        Object virtualBuilder = Thread.class.getMethod("ofVirtual").invoke(null);
+        virtualBuilder = builder.getMethod("name", String.class).invoke(virtualBuilder, name);
+        return (Thread) builder.getMethod("unstarted", Runnable.class).invoke(virtualBuilder, task);
     }
 
     interface Loop {
@@ -103,7 +167,7 @@ public class AllocLockWorkload {
         for (int i = 0; i < count; i++) {
             int index = i;
             Loop loop = loops[i % loops.length];
-            threads[i] = new Thread(() -> ops[index] = loop.run(deadline), "worker-" + i);
+            threads[i] = thread(() -> ops[index] = loop.run(deadline), "worker-" + i);
             threads[i].start();
         }
         long total = 0;
@@ -116,12 +180,20 @@ public class AllocLockWorkload {
 
     public static void main(String[] args) throws Exception {
         boolean alloc = args[0].equals("alloc");
+        virtual = args[0].equals("vlock");
         double seconds = Double.parseDouble(args[1]);
         Loop[] loops = alloc
                 ? new Loop[] {AllocLockWorkload::allocate}
-                : new Loop[] {AllocLockWorkload::withLock, AllocLockWorkload::withMonitor};
+                : new Loop[] {deadline -> withLock(deadline, 200_000), AllocLockWorkload::withMonitor};
         int threads = alloc ? 2 : 8;
+        if (virtual) {
+            loops = virtualLoops();
+            threads = loops.length;
+        }
         runThreads(threads, loops, 1.0); // warm-up
+        if (virtual) {
+            loops = virtualLoops();
+        }
         BYTES.set(0);
         System.out.println("ops " + runThreads(threads, loops, seconds));
         if (alloc) {

@@ -60,6 +60,15 @@ const LOCK_CONFIGS: &[Config] = &[
     },
 ];
 
+/// Virtual threads' many short parks (`vlock`, JDK 21+): what timing
+/// them costs.
+const VIRTUAL_LOCK_CONFIGS: &[Config] = &[
+    Config { name: "unprofiled", profiler: Profiler::None, settings: "" },
+    Config { name: "ours lock (10us, the default)", profiler: Profiler::Ours, settings: "lock" },
+    Config { name: "async-profiler lock=10us", profiler: Profiler::Peer, settings: "lock=10us" },
+    Config { name: "ours lock,lockvirtual=false", profiler: Profiler::Ours, settings: "lock,lockvirtual=false" },
+];
+
 #[derive(Default, Clone)]
 struct Run {
     ops: f64,
@@ -110,11 +119,16 @@ fn run_once(config: &Config, mode: &str, seconds: f64, classes: &Path, scratch: 
     run
 }
 
-/// The allocation table (`mode` `alloc`) or the lock table (`lock`).
+/// The allocation table (`mode` `alloc`), the lock table (`lock`) or the
+/// virtual threads' lock table (`vlock`).
 pub fn run(options: &Options, agent: &Path, scratch: &Path, mode: &str) {
     let classes = scratch.join("classes");
     javac(&classes, &[root().join("bench/java/AllocLockWorkload.java")]);
-    let configs = if mode == "alloc" { ALLOC_CONFIGS } else { LOCK_CONFIGS };
+    let configs = match mode {
+        "alloc" => ALLOC_CONFIGS,
+        "lock" => LOCK_CONFIGS,
+        _ => VIRTUAL_LOCK_CONFIGS,
+    };
     let mut runs: Vec<Vec<Run>> = vec![Vec::new(); configs.len()];
     for round in 0..options.rounds {
         for (i, config) in configs.iter().enumerate() {

@@ -127,8 +127,9 @@ fn main() {
     if options.wants("governor") {
         overhead::run_governor(&options, &agent, &scratch);
     }
-    for mode in ["alloc", "lock"] {
-        if options.wants(mode) {
+    // vlock needs virtual threads (a JDK 21+ as JAVA_HOME): only when named.
+    for mode in ["alloc", "lock", "vlock"] {
+        if options.wants(mode) && (mode != "vlock" || options.only.is_some()) {
             alloc_lock::run(&options, &agent, &scratch, mode);
         }
     }
