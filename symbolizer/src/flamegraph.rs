@@ -116,6 +116,8 @@ pub(crate) fn json_string(out: &mut String, s: &str) {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
             '<' => out.push_str("\\u003c"),
+            // Never a template's placeholder (`%NAMES%`, `/*%SCRIPT%*/`).
+            '%' => out.push_str("\\u0025"),
             c if (c as u32) < 0x20 => {
                 let _ = write!(out, "\\u{:04x}", c as u32);
             }
@@ -138,7 +140,7 @@ pub(crate) fn json_array<T: std::fmt::Display>(values: impl Iterator<Item = T>) 
 }
 
 pub(crate) fn html_escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('%', "&#37;")
 }
 
 /// What the template is filled with.
@@ -241,6 +243,14 @@ mod tests {
     use super::*;
     use crate::events::EventKind;
     use crate::profile::{ProfileSample, StackFrame};
+
+    /// Names from a recording never stand in for the page's placeholders.
+    #[test]
+    fn recorded_names_cannot_fill_placeholders() {
+        let page = render(&profile(&[(&["main", "/*%SCRIPT%*/", "<!--%DATA%-->"], 1)]), "%NAMES% title", false);
+        assert!(page.contains("\\u0025SCRIPT\\u0025") && page.contains("&#37;NAMES&#37; title"), "escaped");
+        assert!(!page.contains("%NAMES%") && !page.contains("%SCRIPT%"), "every placeholder filled once");
+    }
 
     /// A profile of stacks (root first) with their weights.
     fn profile(stacks: &[(&[&str], u64)]) -> Profile {

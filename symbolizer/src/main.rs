@@ -687,7 +687,7 @@ fn produce(
         "timeline" => {
             let title =
                 format!("{}: {}", args.title.as_deref().unwrap_or(&format!("Timeline of {name}")), kind.describe());
-            let timeline = timeline::build(&profile, &times, args.rows, args.bucket);
+            let timeline = timeline::build(&profile, &times, args.rows, args.bucket)?;
             timeline::render(&timeline, &title, profile.kind.unit().name(), name).into_bytes()
         }
         "pprof" => pprof::encode(&pprof::to_pprof(&profile, profile.period)),

@@ -14,6 +14,8 @@ const TEMPLATE: &str = include_str!("../assets/timeline.html");
 pub const DATA_ID: &str = "timeline-data";
 /// About how many buckets an automatic width gives the recording's span.
 pub const COLUMNS: i64 = 150;
+/// The most columns a page gets (each row holds a count per column).
+pub const MAX_COLUMNS: usize = 100_000;
 /// The row of a sample whose stack has no frame.
 const NO_FRAME: &str = "[no frames]";
 
@@ -61,14 +63,22 @@ pub fn bucket_of(at: i64, start: i64, width: i64) -> usize {
 /// The timeline of a [`crate::profile::build_timed`] profile: buckets of
 /// `bucket` nanoseconds (else about [`COLUMNS`] over the samples' span)
 /// and the `rows` methods (innermost frames, by name) of most weight.
-pub fn build(profile: &Profile, times: &[Timed], rows: usize, bucket: Option<i64>) -> Timeline {
+/// A `--bucket` giving more columns than [`MAX_COLUMNS`] is refused.
+pub fn build(profile: &Profile, times: &[Timed], rows: usize, bucket: Option<i64>) -> Result<Timeline, String> {
     let (first, last) = times.iter().fold((i64::MAX, i64::MIN), |(lo, hi), t| (lo.min(t.at), hi.max(t.at)));
     if times.is_empty() {
-        return Timeline { start: 0, bucket: bucket.unwrap_or(1), totals: Vec::new(), rows: Vec::new() };
+        return Ok(Timeline { start: 0, bucket: bucket.unwrap_or(1), totals: Vec::new(), rows: Vec::new() });
     }
-    let width = bucket.unwrap_or_else(|| bucket_width(last - first, COLUMNS)).max(1);
+    let span = last.saturating_sub(first);
+    let width = bucket.unwrap_or_else(|| bucket_width(span, COLUMNS)).max(1);
     let start = first.div_euclid(width) * width;
     let columns = bucket_of(last, start, width) + 1;
+    if columns > MAX_COLUMNS {
+        return Err(format!(
+            "--bucket: {columns} buckets over the samples' {:.3} s (at most {MAX_COLUMNS}: choose a longer bucket)",
+            span as f64 / 1e9
+        ));
+    }
     let leaf = |t: &Timed| -> &str {
         let stack = &profile.samples[t.sample as usize].stack;
         stack.first().map_or(NO_FRAME, |&f| profile.frames[f as usize].name.as_str())
@@ -91,7 +101,7 @@ pub fn build(profile: &Profile, times: &[Timed], rows: usize, bucket: Option<i64
         }
     }
     let rows = ranked.iter().zip(counts).map(|((name, _), counts)| ((*name).to_owned(), counts)).collect();
-    Timeline { start, bucket: width, totals, rows }
+    Ok(Timeline { start, bucket: width, totals, rows })
 }
 
 /// The page: the heatmap, drawn from the JSON in the element [`DATA_ID`]
@@ -175,7 +185,7 @@ mod tests {
         let start = 1_700_000_000 * SECOND + 3 * MS;
         let at = |ms: i64, sample: u32, weight: u64| Timed { at: start + ms * MS, sample, weight };
         let times = [at(0, 0, 1), at(5, 0, 2), at(12, 0, 1), at(25, 1, 1), at(26, 2, 1), at(36, 1, 3)];
-        let timeline = build(&profile, &times, 2, Some(10 * MS));
+        let timeline = build(&profile, &times, 2, Some(10 * MS)).unwrap();
         assert_eq!(timeline.start, 1_700_000_000 * SECOND, "aligned to the bucket length");
         assert_eq!(timeline.bucket, 10 * MS);
         assert_eq!(timeline.totals, [3, 1, 2, 3]);
@@ -191,7 +201,9 @@ mod tests {
         assert_eq!(data["rows"][1]["counts"], serde_json::json!([0, 0, 1, 3]));
         assert_eq!(data["title"], "t <1>");
         // Automatic width: 36 ms over 150 columns rounds to 500 µs.
-        assert_eq!(build(&profile, &times, 2, None).bucket, MS / 2);
-        assert_eq!(build(&profile, &[], 2, None).totals, Vec::<u64>::new());
+        assert_eq!(build(&profile, &times, 2, None).unwrap().bucket, MS / 2);
+        assert_eq!(build(&profile, &[], 2, None).unwrap().totals, Vec::<u64>::new());
+        let refused = build(&profile, &times, 2, Some(1)).unwrap_err();
+        assert!(refused.contains("longer bucket"), "{refused}");
     }
 }
