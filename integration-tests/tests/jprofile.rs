@@ -63,6 +63,32 @@ fn a_refused_option_exits_non_zero_with_the_agents_message() {
     assert!(!stderr(&output).contains("fast"), "the answer went to jprofile, not the JVM: {}", stderr(&output));
 }
 
+/// A process that maps libjvm.so but has not installed HotSpot's signal
+/// handlers (a JVM still starting; here Python holding the library) would
+/// die of the attach handshake's SIGQUIT: refused, and it lives on.
+#[test]
+fn a_process_that_does_not_catch_sigquit_is_not_signalled() {
+    let mut jvm = ChildGuard::spawn(&mut gated_java_command(None, "CpuShares", &["1"]));
+    jvm.wait_for_line("READY");
+    let maps = std::fs::read_to_string(format!("/proc/{}/maps", jvm.id())).unwrap();
+    let libjvm = maps.lines().find_map(|l| l.split_whitespace().nth(5).filter(|p| p.ends_with("/libjvm.so"))).unwrap();
+    let script = format!("import ctypes, sys; ctypes.CDLL('{libjvm}'); print('READY', flush=True); sys.stdin.read()");
+    let mut holder = ChildGuard::spawn(
+        Command::new("python3")
+            .args(["-c", &script])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
+    holder.wait_for_line("READY");
+    let output = jprofile(&[&holder.id().to_string(), "status"]);
+    assert_eq!(output.status.code(), Some(1), "{}{}", stdout(&output), stderr(&output));
+    assert!(stderr(&output).contains("does not handle SIGQUIT"), "{}", stderr(&output));
+    assert_success(&holder.wait(Duration::from_secs(30)));
+    jvm.go();
+    assert_success(&jvm.wait(Duration::from_secs(60)));
+}
+
 #[test]
 fn a_timed_collection_writes_a_recording() {
     let dir = scratch_dir("jprofile_collect");

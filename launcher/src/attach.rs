@@ -7,11 +7,10 @@
 //! from the host as one beside us: files named by the pid the JVM sees, the
 //! signal sent to the pid we see.
 
+use crate::inroot::Dir;
 use crate::jvms::Jvm;
-use std::fs::{self, File};
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
-use std::path::PathBuf;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -45,9 +44,9 @@ pub fn load(jvm: &Jvm, library: &str, options: &str) -> Result<Loaded, String> {
         request.push(0);
     }
     socket.write_all(&request).map_err(|e| format!("sending the load command: {e}"))?;
-    let mut reply = String::new();
-    socket.read_to_string(&mut reply).map_err(|e| format!("reading the JVM's answer: {e}"))?;
-    parse_reply(&reply)
+    let mut reply = Vec::new();
+    socket.read_to_end(&mut reply).map_err(|e| format!("reading the JVM's answer: {e}"))?;
+    parse_reply(&String::from_utf8_lossy(&reply))
 }
 
 /// The JVM's answer to `load`: the attach status on the first line (0: the
@@ -69,11 +68,22 @@ fn parse_reply(reply: &str) -> Result<Loaded, String> {
 
 /// The JVM's attach socket, opened first if it is not listening.
 fn connect(jvm: &Jvm) -> Result<UnixStream, String> {
-    let socket = jvm.host_path(&format!("/tmp/.java_pid{}", jvm.ns_pid));
-    if let Ok(stream) = UnixStream::connect(&socket) {
-        return Ok(stream);
+    let tmp = Dir::in_root(jvm.pid, "/tmp").map_err(|e| format!("the JVM's /tmp: {e}"))?;
+    let name = format!(".java_pid{}", jvm.ns_pid);
+    let socket = tmp.path_of(&name);
+    // Only a socket (a link planted there is not followed by connect).
+    let is_socket = || tmp.stat(&name).is_ok_and(|s| s.st_mode & libc::S_IFMT == libc::S_IFSOCK);
+    if is_socket() {
+        if let Ok(stream) = UnixStream::connect(&socket) {
+            return Ok(stream);
+        }
     }
-    let trigger = Trigger::create(jvm)?;
+    if !jvm.handles_sigquit() {
+        return Err("the JVM does not handle SIGQUIT (started with -Xrs, or still starting): asking it to open \
+                    its attach socket would end it"
+            .to_owned());
+    }
+    let trigger = Trigger::create(jvm, &tmp)?;
     // SAFETY: kill(2) with a pid and a signal number; no memory is passed.
     if unsafe { libc::kill(jvm.pid as libc::pid_t, libc::SIGQUIT) } != 0 {
         return Err(format!("signalling the JVM: {}", std::io::Error::last_os_error()));
@@ -82,9 +92,11 @@ fn connect(jvm: &Jvm) -> Result<UnixStream, String> {
     let mut pause = Duration::from_millis(10);
     loop {
         // The socket file appears before the JVM listens on it: connect, not exists.
-        if let Ok(stream) = UnixStream::connect(&socket) {
-            drop(trigger);
-            return Ok(stream);
+        if is_socket() {
+            if let Ok(stream) = UnixStream::connect(&socket) {
+                drop(trigger);
+                return Ok(stream);
+            }
         }
         if !jvm.is_alive() {
             return Err("the JVM exited while it was asked to attach".to_owned());
@@ -103,28 +115,32 @@ fn connect(jvm: &Jvm) -> Result<UnixStream, String> {
 
 /// The `.attach_pid<pid>` file that tells the JVM's SIGQUIT handler to open
 /// the attach socket (instead of printing a thread dump); removed when
-/// dropped. HotSpot looks for it in its working directory, then in /tmp.
-struct Trigger(PathBuf);
+/// dropped if we made it (another attacher's stays). HotSpot looks for it
+/// in its working directory, then in /tmp.
+struct Trigger(Option<(Dir, String)>);
 
 impl Trigger {
-    fn create(jvm: &Jvm) -> Result<Self, String> {
+    fn create(jvm: &Jvm, tmp: &Dir) -> Result<Self, String> {
         let name = format!(".attach_pid{}", jvm.ns_pid);
-        let places =
-            [PathBuf::from(format!("/proc/{}/cwd", jvm.pid)).join(&name), jvm.host_path(&format!("/tmp/{name}"))];
+        let cwd = Dir::cwd(jvm.pid);
         let mut errors = Vec::new();
-        for path in places {
-            match File::create(&path) {
-                Ok(_) => return Ok(Self(path)),
-                Err(e) => errors.push(format!("{}: {e}", path.display())),
+        for (place, dir) in [("working directory", cwd.as_ref().ok()), ("/tmp", Some(tmp))] {
+            let Some(dir) = dir else { continue };
+            match dir.create_new(&name, 0o600) {
+                Ok(_) => return Ok(Self(Some((dir.try_clone().map_err(|e| e.to_string())?, name)))),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(Self(None)),
+                Err(e) => errors.push(format!("{place}: {e}")),
             }
         }
-        Err(format!("cannot create the attach trigger file ({})", errors.join("; ")))
+        Err(format!("cannot create the attach trigger file {name} ({})", errors.join("; ")))
     }
 }
 
 impl Drop for Trigger {
     fn drop(&mut self) {
-        let _ = fs::remove_file(&self.0);
+        if let Some((dir, name)) = &self.0 {
+            let _ = dir.remove(name);
+        }
     }
 }
 

@@ -45,6 +45,14 @@ impl Jvm {
         files
     }
 
+    /// Whether the JVM catches SIGQUIT (`SigCgt`): one started with `-Xrs`,
+    /// or not yet past installing its handlers, would be ended by it.
+    pub fn handles_sigquit(&self) -> bool {
+        let status = fs::read_to_string(format!("/proc/{}/status", self.pid)).unwrap_or_default();
+        let caught = status.lines().find_map(|l| l.strip_prefix("SigCgt:")).map(str::trim).unwrap_or("0");
+        u64::from_str_radix(caught, 16).is_ok_and(|mask| mask & (1 << (libc::SIGQUIT - 1)) != 0)
+    }
+
     pub fn is_alive(&self) -> bool {
         Path::new(&format!("/proc/{}", self.pid)).exists()
     }

@@ -3,6 +3,7 @@
 //! needed), into containers too, and prints the agent's answer.
 
 mod attach;
+mod inroot;
 mod jvms;
 mod library;
 mod reply;
@@ -62,7 +63,8 @@ struct Cli {
     /// Continuous recording: a new file every DURATION (the agent's `loop=`)
     #[arg(long = "loop", value_name = "DURATION")]
     loop_period: Option<String>,
-    /// The agent library [default: libprofiler.so beside jprofile]
+    /// The agent library, used even if the JVM has another loaded [default: libprofiler.so beside
+    /// jprofile, or the one the JVM has loaded]
     #[arg(long, value_name = "PATH")]
     lib: Option<PathBuf>,
     /// More agent options, as -agentpath takes them (docs/options.md)
@@ -119,12 +121,10 @@ fn run(cli: &Cli) -> Result<(), String> {
         return Ok(());
     }
     let jvm = jvms::find(&cli.target)?;
+    // Read while we are still ourselves (the JVM's user may not read it).
+    let agent = library::Agent::find(cli.lib.as_deref())?;
     act_as_owner(&jvm)?;
-    let ours = match &cli.lib {
-        Some(path) => std::fs::canonicalize(path).map_err(|e| format!("--lib {}: {e}", path.display()))?,
-        None => library::beside_us()?,
-    };
-    let library = library::for_jvm(&jvm, &ours)?;
+    let library = library::for_jvm(&jvm, &agent)?;
     let action = cli.action.unwrap_or(Action::Collect);
     let file = recording_path(cli, &jvm, action)?;
     match action {
@@ -301,9 +301,11 @@ fn act_as_owner(jvm: &Jvm) -> Result<(), String> {
             jvm.pid, jvm.uid
         ));
     }
-    // SAFETY: setegid/seteuid with plain ids; the group first, while we
-    // are still root and may change it.
-    let changed = unsafe { libc::setegid(jvm.gid) == 0 && libc::seteuid(jvm.uid) == 0 };
+    // SAFETY: setgroups/setegid/seteuid with plain ids and a one-element
+    // array; the groups first, while we are still root and may change them
+    // (root's supplementary groups must not stay with the JVM's user).
+    let changed =
+        unsafe { libc::setgroups(1, &jvm.gid) == 0 && libc::setegid(jvm.gid) == 0 && libc::seteuid(jvm.uid) == 0 };
     if !changed {
         return Err(format!("taking the JVM's user {}: {}", jvm.uid, std::io::Error::last_os_error()));
     }
