@@ -309,26 +309,47 @@ pub fn contended_enter(jvmti: &Jvmti) {
     WAIT_START.set(now);
 }
 
+/// What the calling thread's JVMTI thread-local value says of its wait.
+enum Kept {
+    /// Nothing, or a start older than [`WAIT_STARTS_SINCE_NS`] (left by an
+    /// earlier session, whose events ended before the wait did).
+    None,
+    Park(u64),
+    Monitor(u64),
+}
+
+fn kept(jvmti: &Jvmti) -> Kept {
+    let value = jvmti.thread_local().unwrap_or(0);
+    let start = (value & !MONITOR_WAIT) as u64;
+    if value == 0 || start < WAIT_STARTS_SINCE_NS.load(Ordering::Relaxed) {
+        Kept::None
+    } else if value & MONITOR_WAIT != 0 {
+        Kept::Monitor(start)
+    } else {
+        Kept::Park(start)
+    }
+}
+
 /// When the calling thread began waiting for the monitor it entered (0:
 /// not known).
 fn contended_start(jvmti: &Jvmti) -> u64 {
-    let kept = jvmti.thread_local().unwrap_or(0);
-    if kept & MONITOR_WAIT == 0 {
-        return WAIT_START.replace(0);
+    let start = WAIT_START.replace(0);
+    if !WAIT_STARTS_IN_JVMTI.load(Ordering::Relaxed) {
+        return start;
     }
-    let _ = jvmti.set_thread_local(0);
-    let start = (kept & !MONITOR_WAIT) as u64;
-    if start < WAIT_STARTS_SINCE_NS.load(Ordering::Relaxed) {
-        0
-    } else {
-        start
+    match kept(jvmti) {
+        Kept::Monitor(start) => {
+            let _ = jvmti.set_thread_local(0);
+            start
+        }
+        Kept::None | Kept::Park(_) => start,
     }
 }
 
 /// A virtual thread leaves its carrier: a park (if it parks) starts now,
 /// unless it leaves waiting for a monitor.
 pub fn unmounting(jvmti: &Jvmti) {
-    if jvmti.thread_local().is_ok_and(|kept| kept & MONITOR_WAIT == 0) {
+    if !matches!(kept(jvmti), Kept::Monitor(_)) {
         let _ = jvmti.set_thread_local(clock::monotonic_ns() as usize & !MONITOR_WAIT);
     }
 }
@@ -337,8 +358,10 @@ pub fn unmounting(jvmti: &Jvmti) {
 /// left to park. The start stays (every mount follows an unmount, which
 /// writes a new one), saving a JVMTI call on each mount.
 pub fn mounted(jvmti: &Jvmti) -> Option<u64> {
-    let kept = jvmti.thread_local().ok().filter(|&kept| kept != 0 && kept & MONITOR_WAIT == 0)?;
-    Some(kept as u64).filter(|&start| start >= WAIT_STARTS_SINCE_NS.load(Ordering::Relaxed))
+    match kept(jvmti) {
+        Kept::Park(start) => Some(start),
+        Kept::None | Kept::Monitor(_) => None,
+    }
 }
 
 /// The calling thread `tid` entered the contended monitor `object`: its
