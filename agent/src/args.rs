@@ -199,8 +199,9 @@ pub struct Options {
     /// Lock waits shorter than this are never recorded (`lockthreshold=`).
     pub lock_threshold: Duration,
     /// Virtual threads' parks on `java.util.concurrent` locks are timed
-    /// (`lockvirtual`, on by default with `lock`; JDK 21+).
-    pub lock_virtual: bool,
+    /// (`lockvirtual`; JDK 21+); by default where that is cheap (see
+    /// `engine::park`).
+    pub lock_virtual: Option<bool>,
     /// Threads signalled per wall-clock interval (`walltpt=`).
     pub wall_threads_per_tick: u32,
     /// Idle threads' wall-clock samples are folded instead of signalled
@@ -246,7 +247,7 @@ impl Default for Options {
             live: false,
             lock: None,
             lock_threshold: Duration::ZERO,
-            lock_virtual: true,
+            lock_virtual: None,
             wall_threads_per_tick: DEFAULT_WALL_THREADS_PER_TICK,
             wall_batch: true,
             file: None,
@@ -558,7 +559,7 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
                 // below it (checked first, so an error shows the value given).
                 options.lock_threshold = Duration::from_micros(threshold.as_nanos().div_ceil(1_000) as u64);
             }
-            "lockvirtual" => options.lock_virtual = parse_bool(key, value)?,
+            "lockvirtual" => options.lock_virtual = Some(parse_bool(key, value)?),
             "remotesym" => options.remote_symbolication = parse_bool(key, value)?,
             "filter" => options.filter = parse_bool(key, value)?,
             "verifywalk" => options.verify_walk = parse_bool(key, value)?,
@@ -1207,8 +1208,9 @@ mod tests {
         for bad in ["lock,lockthreshold=abc", "lock,lockthreshold", "lock,lockthreshold=2min", "lockthreshold=1ms"] {
             assert_eq!(err(bad).option, "lockthreshold", "{bad}");
         }
-        assert!(parse("start,lock").unwrap().lock_virtual, "on by default");
-        assert!(!parse("start,lock,lockvirtual=false").unwrap().lock_virtual);
+        assert_eq!(parse("start,lock").unwrap().lock_virtual, None, "decided by the JDK");
+        assert_eq!(parse("start,lock,lockvirtual=false").unwrap().lock_virtual, Some(false));
+        assert_eq!(parse("start,lock,lockvirtual").unwrap().lock_virtual, Some(true));
         for bad in ["lock,lockvirtual=maybe", "lockvirtual"] {
             assert_eq!(err(bad).option, "lockvirtual", "{bad}");
         }

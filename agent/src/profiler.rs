@@ -293,7 +293,8 @@ fn settings(options: &Options, cpu_engine: Option<&str>, cstack: StackPlan) -> V
     if let Some(lock) = options.lock {
         settings.push(("lock".into(), nanos(lock)));
         settings.push(("lockthreshold".into(), nanos(options.lock_threshold)));
-        settings.push(("lockvirtual".into(), options.lock_virtual.to_string()));
+        let lock_virtual = options.lock_virtual.map_or("default".to_owned(), |on| on.to_string());
+        settings.push(("lockvirtual".into(), lock_virtual));
     }
     if let Some(wall) = options.wall {
         settings.push(("wall".into(), nanos(wall)));

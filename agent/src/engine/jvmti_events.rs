@@ -27,8 +27,13 @@ pub fn arm_alloc(jvmti: Jvmti, interval: u32, live: bool) -> Result<(), String> 
 /// Delivers contended monitor waits and, given the calling thread's
 /// `env`, parks on `java.util.concurrent` locks (without them, with a
 /// warning saying why, if `Unsafe.park` cannot be hooked), virtual
-/// threads' too if `virtual_threads`.
-pub fn arm_lock(jvmti: Jvmti, env: Option<JniEnv>, lock: LockSampling, virtual_threads: bool) -> Result<(), String> {
+/// threads' too as `virtual_threads` says (`None`: where it is cheap).
+pub fn arm_lock(
+    jvmti: Jvmti,
+    env: Option<JniEnv>,
+    lock: LockSampling,
+    virtual_threads: Option<bool>,
+) -> Result<(), String> {
     enable(jvmti, Event::MonitorContendedEnter)
         .and_then(|()| enable(jvmti, Event::MonitorContendedEntered))
         .map_err(|e| format!("lock: {e}"))?;
