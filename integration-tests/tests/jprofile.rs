@@ -103,6 +103,41 @@ fn a_timed_collection_writes_a_recording() {
     assert!(heavy > 50, "2 s of a busy thread at 10 ms: {heavy} samples");
 }
 
+/// Lock profiling of virtual threads started by attach (the JVMTI
+/// capability and events taken at run time): the `ReentrantLock` waits of
+/// the virtual threads are recorded with their own stacks.
+#[test]
+fn virtual_threads_lock_waits_are_recorded_after_an_attach() {
+    let dir = scratch_dir("jprofile_virtual_locks");
+    let file = dir.join("virtual-locks.jfr");
+    let mut run =
+        ChildGuard::spawn(&mut gated_java_command(None, "LockShares", &["2", "300000", "1000000", "virtual"]));
+    let first = run.wait_for(Stream::Stdout, |line| line == "READY" || line == "NO_VIRTUAL_THREADS");
+    if first == "NO_VIRTUAL_THREADS" {
+        skip("this JDK has no virtual threads", InCi::Optional);
+        return;
+    }
+    let pid = run.id().to_string();
+    let file_text = file.to_str().unwrap();
+    assert_answer(&jprofile(&[&pid, "start", "-e", "lock", "-f", file_text, "--", "lockvirtual"]), "Profiling started");
+    run.go();
+    let output = run.wait(Duration::from_secs(60));
+    assert_success(&output);
+    let parks: Vec<Event> = read_recording(&file)
+        .events
+        .into_iter()
+        .filter(|e| e.kind == "jdk.ThreadPark" && e.frames.iter().any(|f| f.method == "waitForLock"))
+        .collect();
+    assert!(parks.len() >= 20, "only {} virtual threads' lock waits after an attach", parks.len());
+    for park in &parks {
+        assert!(
+            park.frames.iter().any(|f| f.class == "java.lang.VirtualThread" && f.method == "run"),
+            "{:?}",
+            park.frames
+        );
+    }
+}
+
 /// A JVM in its own pid and mount namespaces with a private /tmp, as in a
 /// container: attached from here, the agent copied into its /tmp (our copy
 /// lives in a /tmp it cannot see), the recording reached through /proc.
