@@ -737,7 +737,7 @@ fn u64s(value: &serde_json::Value) -> Vec<u64> {
 /// `hotBefore` as shrinking and `hotAfter` as growing, each by most of the
 /// profile; the timeline has `hotBefore`'s row dominate every bucket
 /// before the switch and `hotAfter`'s every bucket after it, the change
-/// in the data no more than a bucket from where the fixture said it was.
+/// in the data no more than two buckets from where the fixture said it was.
 #[test]
 fn a_hot_method_that_moves_reads_as_shrinking_and_growing_and_the_timeline_shows_when() {
     let dir = scratch_dir("symbolize_hot_switch");
@@ -811,8 +811,10 @@ fn a_hot_method_that_moves_reads_as_shrinking_and_growing_and_the_timeline_shows
         bucket / 1_000_000
     );
     assert!(last_a < first_b, "one change, from {a} to {b}: {a} last on top in {last_a}, {b} first in {first_b}");
+    // Within two buckets (100 ms): on JDK 11 the bucket after the switch
+    // can go to neither method while the new one is compiled.
     assert!(
-        switch.abs_diff(first_b) <= 1 && switch.abs_diff(last_a) <= 1,
+        switch.abs_diff(first_b) <= 2 && switch.abs_diff(last_a) <= 2,
         "the change ({last_a} to {first_b}) is where the fixture switched ({switch})"
     );
     // Each method's samples on its side of the switch.
