@@ -166,7 +166,9 @@ fn virtual_threads_lock_waits_add_up_to_what_they_measured() {
     let recording = read_recording(&file);
     let collapsed = symbolize_collapsed(&file, &["--event", "lock"]);
     let checks = [
-        ("monitor", "LockShares.waitForMonitor", "waitForMonitor", "jdk.JavaMonitorEnter", 0.2),
+        // Monitors within 25%: HotSpot spins before it blocks, and the
+        // spinning is no contended wait (JDK 21, pinned: 85-91% recorded).
+        ("monitor", "LockShares.waitForMonitor", "waitForMonitor", "jdk.JavaMonitorEnter", 0.25),
         ("lock", "LockShares.waitForLock", "waitForLock", "jdk.ThreadPark", 0.3),
     ];
     for (what, frame, method, kind, tolerance) in checks {
