@@ -65,6 +65,12 @@ const MAX_OVERHEAD_PERCENT: u32 = 1000;
 pub const DEFAULT_LOCK_INTERVAL: Duration = Duration::from_micros(10);
 /// Bytes between allocation samples by default (`alloc`).
 pub const DEFAULT_ALLOC_INTERVAL: u32 = 512 * 1024;
+/// Bytes between native allocation samples by default (`nativemem`):
+/// async-profiler's default interval, as a mean.
+pub const DEFAULT_NATIVEMEM_INTERVAL: u32 = 512 * 1024;
+/// `nativemem=` below this is accepted with a warning: each sample walks
+/// the allocating thread's stack inside its `malloc`.
+const COSTLY_NATIVEMEM_INTERVAL: u32 = 4 * 1024;
 /// `alloc=` below this is refused: nearly every small object would be
 /// sampled, each with a JVMTI stack walk on the allocating thread.
 pub const MIN_ALLOC_INTERVAL: u32 = 1024;
@@ -194,6 +200,11 @@ pub struct Options {
     /// Sampled objects still alive are written at each dump (`live`, with
     /// `alloc`).
     pub live: bool,
+    /// Native allocation sampling: mean bytes between samples
+    /// (`nativemem=`).
+    pub nativemem: Option<u32>,
+    /// Frees of sampled native allocations are not recorded (`nofree`).
+    pub nofree: bool,
     /// Lock waits are sampled every this much time waited (`lock=`).
     pub lock: Option<Duration>,
     /// Lock waits shorter than this are never recorded (`lockthreshold=`).
@@ -245,6 +256,8 @@ impl Default for Options {
             wall: None,
             alloc: None,
             live: false,
+            nativemem: None,
+            nofree: false,
             lock: None,
             lock_threshold: Duration::ZERO,
             lock_virtual: None,
@@ -356,6 +369,8 @@ pub const KEYS: &[&str] = &[
     "wall",
     "alloc",
     "live",
+    "nativemem",
+    "nofree",
     "lock",
     "lockthreshold",
     "lockvirtual",
@@ -541,6 +556,17 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
                 options.alloc = Some(bytes);
             }
             "live" => options.live = parse_bool(key, value)?,
+            "nativemem" => {
+                let bytes = value.map_or(Ok(DEFAULT_NATIVEMEM_INTERVAL), |v| parse_bytes(key, v))?;
+                if bytes < COSTLY_NATIVEMEM_INTERVAL {
+                    options.warnings.push(format!(
+                        "nativemem={bytes}: a sample (with a stack walk inside malloc) every {bytes} bytes \
+                         allocated costs noticeable time on allocating threads; 4k or more is recommended"
+                    ));
+                }
+                options.nativemem = Some(bytes);
+            }
+            "nofree" => options.nofree = parse_bool(key, value)?,
             "wallbatch" => options.wall_batch = parse_bool(key, value)?,
             "lock" => {
                 let interval = value.map_or(Ok(DEFAULT_LOCK_INTERVAL), |v| parse_interval(key, v))?;
@@ -622,7 +648,8 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
         Some("cpu") => Some(CpuEngineKind::PerfCpuClock),
         _ => None,
     };
-    let other_event = options.wall.is_some() || options.alloc.is_some() || options.lock.is_some();
+    let other_event =
+        options.wall.is_some() || options.alloc.is_some() || options.lock.is_some() || options.nativemem.is_some();
     let cpu_on = cpu_event.is_some() || cpu_requested || (options.action == Some(Action::Start) && !other_event);
     if let (Some(i), Some(c), false) = (interval, cpu_interval, wall_event) {
         if i != c {
@@ -630,11 +657,15 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
         }
     }
     if interval.is_some() && !wall_event && !cpu_on && other_event {
-        let selected: Vec<&str> =
-            [("wall", options.wall.is_some()), ("alloc", options.alloc.is_some()), ("lock", options.lock.is_some())]
-                .iter()
-                .filter_map(|&(name, on)| on.then_some(name))
-                .collect();
+        let selected: Vec<&str> = [
+            ("wall", options.wall.is_some()),
+            ("alloc", options.alloc.is_some()),
+            ("lock", options.lock.is_some()),
+            ("nativemem", options.nativemem.is_some()),
+        ]
+        .iter()
+        .filter_map(|&(name, on)| on.then_some(name))
+        .collect();
         return Err(error(
             "interval",
             format!(
@@ -659,6 +690,9 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
     }
     if options.live && options.alloc.is_none() {
         return Err(error("live", "tracks the objects allocation sampling samples: add alloc[=BYTES]"));
+    }
+    if options.nofree && options.nativemem.is_none() {
+        return Err(error("nofree", "applies to native memory profiling: add nativemem[=BYTES]"));
     }
     for key in ["lockthreshold", "lockvirtual"] {
         if !item(key).is_empty() && options.lock.is_none() {

@@ -86,6 +86,15 @@ counters! {
     JvmtiStackFailed => "jvmti_stack_failed",
     LiveObjects => "live_objects",
     LiveObjectsFull => "live_objects_full",
+    NativeMemSamples => "nativemem_samples",
+    NativeMemDroppedBusy => "nativemem_dropped_busy",
+    NativeMemDroppedBufferFull => "nativemem_dropped_buffer_full",
+    NativeMemFrees => "nativemem_frees",
+    NativeMemTracked => "nativemem_tracked_addresses",
+    NativeMemTableFull => "nativemem_table_full",
+    NativeMemLibraries => "nativemem_hooked_libraries",
+    NativeMemSlots => "nativemem_hooked_slots",
+    NativeMemPatchFailures => "nativemem_patch_failures",
     AgentHeapBytes => "agent_heap_bytes",
 }
 

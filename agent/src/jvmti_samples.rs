@@ -65,27 +65,8 @@ impl LockSampling {
     /// thread's own generator.
     pub fn takes_now(self, waited: u64) -> bool {
         // Long waits need no draw.
-        waited >= self.interval_ns && waited >= self.threshold_ns || self.takes(waited, random())
+        waited >= self.interval_ns && waited >= self.threshold_ns || self.takes(waited, crate::random::next_u64())
     }
-}
-
-/// A uniformly distributed `u64` from the calling thread's own generator
-/// (xorshift64*, seeded from the thread's id and the clock on first use).
-fn random() -> u64 {
-    thread_local! {
-        static STATE: Cell<u64> = const { Cell::new(0) };
-    }
-    STATE.with(|state| {
-        let mut x = state.get();
-        if x == 0 {
-            x = (u64::from(crate::os_thread::current_tid()) << 32 ^ clock::monotonic_ns()) | 1;
-        }
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        state.set(x);
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    })
 }
 
 /// A session's JVMTI-delivered sampling.
@@ -180,15 +161,6 @@ fn stored_trace(sampler: &Sampler, tid: u32, native_in: Option<usize>) -> TraceI
     })
 }
 
-/// Counters of one kind of JVMTI sample: taken, dropped (stripe busy,
-/// buffer full).
-struct Counters(Counter, Counter, Counter);
-
-const ALLOC_COUNTERS: Counters =
-    Counters(Counter::AllocSamples, Counter::AllocDroppedBusy, Counter::AllocDroppedBufferFull);
-const LOCK_COUNTERS: Counters =
-    Counters(Counter::LockSamples, Counter::LockDroppedBusy, Counter::LockDroppedBufferFull);
-
 /// What one sample saw: an object of `class` (allocated, or waited for)
 /// and `value` (bytes, or nanoseconds waited since `time_ns`).
 struct Observed {
@@ -208,7 +180,6 @@ fn record(
     jvmti: &Jvmti,
     observed: Observed,
     tid: u32,
-    counters: Counters,
 ) -> (u32, TraceId, Context) {
     let class = samples.class_id(jvmti, observed.class, tid);
     java_frames(sampler, jvmti);
@@ -218,7 +189,7 @@ fn record(
     let trace = stored_trace(sampler, tid, native_in);
     let context = sampler.context.sample_context(tid);
     let Some(mut stripe) = stripe else {
-        counters::increment(counters.1);
+        counters::increment(observed.kind.counters().busy);
         return (class, trace, context);
     };
     let record = SampleRecord {
@@ -231,13 +202,10 @@ fn record(
         class,
         value: observed.value,
         park_time: observed.park_time,
+        address: 0,
         context,
     };
-    if stripe.push(record) {
-        counters::increment(counters.0);
-    } else {
-        counters::increment(counters.2);
-    }
+    stripe.push_counted(record);
     (class, trace, context)
 }
 
@@ -263,7 +231,7 @@ pub unsafe fn record_allocation(
         return;
     }
     let observed = Observed { kind: SampleKind::Alloc, class, value: size, park_time: 0, time_ns };
-    let (class, trace, context) = record(sampler, samples, jvmti, observed, tid, ALLOC_COUNTERS);
+    let (class, trace, context) = record(sampler, samples, jvmti, observed, tid);
     let (Some(live), Some(env)) = (samples.live.as_ref(), env) else { return };
     STACK.with_borrow(|(_, frames)| {
         let sample = Allocation {
@@ -381,7 +349,7 @@ pub unsafe fn contended_entered(sampler: &Sampler, jvmti: &Jvmti, env: JniEnv, o
     // SAFETY: per the contract, a valid reference on this thread.
     let Some(class) = (unsafe { env.object_class(object) }) else { return };
     let observed = Observed { kind: SampleKind::Lock, class, value: waited, park_time: 0, time_ns: start };
-    record(sampler, samples, jvmti, observed, tid, LOCK_COUNTERS);
+    record(sampler, samples, jvmti, observed, tid);
     env.delete_local_ref(class);
 }
 
@@ -449,7 +417,7 @@ pub unsafe fn parked(
             return;
         }
         let observed = Observed { kind: SampleKind::Park, class, value: waited, park_time: timeout.0, time_ns: start };
-        record(sampler, samples, jvmti, observed, tid, LOCK_COUNTERS);
+        record(sampler, samples, jvmti, observed, tid);
     });
 }
 

@@ -13,6 +13,7 @@ use crate::jvmti_samples::{JvmtiSamples, LockSampling};
 use crate::libraries::sections::Wanted;
 use crate::libraries::{LibraryTable, RefreshTick};
 use crate::log;
+use crate::nativemem;
 use crate::recording::endpoints;
 use crate::recording::periods::{self, Periods};
 use crate::recording::retention::Retention;
@@ -268,6 +269,8 @@ fn session_events(options: &Options) -> Vec<u64> {
         (options.alloc.is_some(), &[id::ALLOCATION_SAMPLE]),
         (options.alloc.is_some() && options.live, &[id::LIVE_OBJECT]),
         (options.lock.is_some(), &[id::MONITOR_ENTER, id::THREAD_PARK]),
+        (options.nativemem.is_some(), &[id::MALLOC]),
+        (options.nativemem.is_some() && !options.nofree, &[id::FREE]),
     ];
     for (on, types) in modes {
         if on {
@@ -296,6 +299,10 @@ fn settings(options: &Options, cpu_engine: Option<&str>, cstack: StackPlan) -> V
         let lock_virtual = options.lock_virtual.map_or("default".to_owned(), |on| on.to_string());
         settings.push(("lockvirtual".into(), lock_virtual));
     }
+    if let Some(nativemem) = options.nativemem {
+        settings.push(("nativemem".into(), format!("{nativemem} bytes")));
+        settings.push(("nofree".into(), options.nofree.to_string()));
+    }
     if let Some(wall) = options.wall {
         settings.push(("wall".into(), nanos(wall)));
         settings.push(("walltpt".into(), options.wall_threads_per_tick.to_string()));
@@ -322,6 +329,7 @@ fn disarm() {
     if let Some(vm) = vm::get() {
         engine::jvmti_events::disarm(vm.jvmti());
     }
+    nativemem::stop();
     engine::wall::stop();
     engine::stop();
     sampling::retire();
@@ -368,7 +376,8 @@ fn arm_engines(
             "lock",
         ),
     ];
-    for (armed, name) in jvmti_engines {
+    let hook_engines = [(options.nativemem.map(|interval| nativemem::start(interval, options.nofree)), "nativemem")];
+    for (armed, name) in jvmti_engines.into_iter().chain(hook_engines) {
         match armed {
             Some(Ok(())) => engines.push(name),
             Some(Err(e)) if !engines.is_empty() => log::warn!("{e}; profiling without it"),
@@ -407,6 +416,7 @@ fn build_sampler(vm: &Vm, options: &Options, env: Option<JniEnv>, blocking: Bloc
         hotspot: hotspot_source(options.cstack, vm, &threads),
         verify_walk: options.verify_walk,
         blocking,
+        nativemem: options.nativemem,
         jvmti_samples: (options.alloc.is_some() || options.lock.is_some())
             .then(|| JvmtiSamples::new(options.alloc, options.live, lock_sampling(options)))
             .transpose()
@@ -430,8 +440,9 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
     if unsaved().take().is_some() {
         log::error!("start: the recording of the previous session, which its stop could not write, is discarded");
     }
-    if options.cpu.is_none() && options.wall.is_none() && options.alloc.is_none() && options.lock.is_none() {
-        return Err(argument("start: no event selected (cpu, wall, alloc or lock)"));
+    let events = [options.cpu.is_some(), options.wall.is_some(), options.alloc.is_some(), options.lock.is_some()];
+    if !events.contains(&true) && options.nativemem.is_none() {
+        return Err(argument("start: no event selected (cpu, wall, alloc, lock or nativemem)"));
     }
     let file = options.file.as_deref().map(output_path);
     let mut sink = Sink::new(file.clone()).map_err(|e| {
@@ -491,6 +502,9 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
     let mut ticks: Vec<Box<dyn Tick>> = Vec::new();
     if let Some(native) = &sampler.native {
         ticks.push(Box::new(RefreshTick(Arc::clone(&native.libraries))));
+    }
+    if options.nativemem.is_some() {
+        ticks.push(Box::<nativemem::RefreshTick>::default());
     }
     ticks.push(Box::new(Writer::new(vm, Arc::clone(&recording))));
     let intervals = Arc::new(InForce::new(cpu_interval, options.wall));

@@ -11,7 +11,8 @@
 //! watch; a thousand CPU samples take kernel frames from a perf ring
 //! (one filled in memory as the kernel fills it) before their walk; and
 //! the overhead governor's calibration handler counts a hundred
-//! calibration signals under it too.
+//! calibration signals under it too; and so do the native allocation
+//! hooks, sampling every allocation and recording every free.
 //!
 //! This test binary holds a single test so nothing else allocates while
 //! the counter is armed: the test thread itself only spins, reads atomics
@@ -25,6 +26,7 @@ use profiler_agent::engine;
 use profiler_agent::engine::signals::{self, Pending};
 use profiler_agent::libraries::sections::Wanted;
 use profiler_agent::libraries::LibraryTable;
+use profiler_agent::nativemem::{self, hooks};
 use profiler_agent::sampling::asgct::{AsgctFrame, AsgctTrace};
 use profiler_agent::sampling::chain::{PREVIOUS_CALIBRATION, PREVIOUS_SIGVTALRM};
 use profiler_agent::sampling::handler::{on_calibration, on_sigvtalrm, CALIBRATION_SIGNALS};
@@ -137,6 +139,7 @@ fn sampler(scenario: &Scenario) -> Arc<Sampler> {
         filter: scenario.filter,
         context: profiler_agent::context::init().unwrap(),
         blocking: BlockingMethods::default(),
+        nativemem: None,
         jvmti_samples: None,
         idle: Some(IdleThreads::new()),
     })
@@ -264,8 +267,14 @@ fn sampling_path_does_not_allocate() {
     let ring = Ring { base: ring_memory.as_mut_ptr() as usize, page: 4096, data_size: 4096 };
     let record =
         [9 | (48u64 << 48), 4, (-128i64) as u64, 0xffff_ffff_8100_0010, 0xffff_ffff_8100_0020, 0xffff_ffff_8100_0030];
-    let request =
-        SampleRequest { ucontext: std::ptr::null_mut(), weight: 1, kind: SampleKind::Cpu, kernel: Some(ring) };
+    let request = SampleRequest {
+        ucontext: std::ptr::null_mut(),
+        weight: 1,
+        kind: SampleKind::Cpu,
+        kernel: Some(ring),
+        value: 0,
+        address: 0,
+    };
     ARMED.store(true, Ordering::SeqCst);
     for i in 0..1000u64 {
         let head = i * 48;
@@ -285,6 +294,34 @@ fn sampling_path_does_not_allocate() {
         assert!(t.frames[3..].iter().all(|f| f.kind == FrameKind::Java), "then the walk's");
     });
     assert!(stacks >= 97, "{stacks} stacks");
+
+    // Native allocation hooks, every allocation sampled (its stack walked
+    // from inside the hook) and every free of one recorded.
+    let hooked = sampler(&SCENARIOS[0]);
+    sampling::publish(&hooked);
+    nativemem::start(1, false).expect("hooks installed");
+    let (samples, frees) = (counters::get(Counter::NativeMemSamples), counters::get(Counter::NativeMemFrees));
+    ARMED.store(true, Ordering::SeqCst);
+    for size in (1..=1000usize).map(|i| i * 8) {
+        // SAFETY: each block is released by the hook of its release.
+        unsafe {
+            let block = hooks::malloc(size);
+            let block = hooks::realloc(block, size * 2);
+            hooks::free(block);
+            hooks::free(hooks::calloc(size, 2));
+            hooks::free(hooks::aligned_alloc(64, size));
+            let mut aligned = std::ptr::null_mut();
+            assert_eq!(hooks::posix_memalign(&mut aligned, 64, size), 0);
+            hooks::free(aligned);
+        }
+    }
+    ARMED.store(false, Ordering::SeqCst);
+    nativemem::stop();
+    sampling::retire();
+    let (samples, frees) =
+        (counters::get(Counter::NativeMemSamples) - samples, counters::get(Counter::NativeMemFrees) - frees);
+    assert_eq!(ALLOCATIONS.load(Ordering::SeqCst), 0, "allocations during {samples} native allocation samples");
+    assert!(samples >= 4000 && frees >= 4000, "{samples} allocations and {frees} frees recorded (5000 made)");
 
     // The calibration timer's signals, as the kernel fills them in.
     signals::install(libc::SIGPROF, on_calibration, &PREVIOUS_CALIBRATION).expect("calibration handler");

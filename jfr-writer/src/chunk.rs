@@ -159,6 +159,10 @@ impl ChunkWriter {
     /// [`MAX_REPEAT`] times; readers count CPU samples), each followed by
     /// its context, if it has any, as a `jvmprofiler.SampleContext`.
     pub fn sample(&mut self, sample: &Sample<'_>) {
+        if self.dialect == Dialect::Datadog && matches!(sample.kind, SampleKind::Free { .. }) {
+            // The Datadog profiler has no free event.
+            return;
+        }
         self.note(sample.type_id());
         self.scratch.clear();
         self.scratch.put_varint(sample.type_id());
@@ -181,7 +185,9 @@ impl ChunkWriter {
                     | SampleKind::Alloc { .. }
                     | SampleKind::Live { .. }
                     | SampleKind::Lock { .. }
-                    | SampleKind::Park { .. } => 1,
+                    | SampleKind::Park { .. }
+                    | SampleKind::Malloc { .. }
+                    | SampleKind::Free { .. } => 1,
                 };
                 for _ in 0..times {
                     put_sized(&mut self.out, self.scratch.as_slice());
@@ -334,17 +340,19 @@ mod tests {
         let park = Sample { kind: park_kind, ..cpu };
         let live_kind = SampleKind::Live { class: 3, size: 1024, allocation_ticks: 1, age: 2 };
         let live = Sample { kind: live_kind, weight: 1 << 19, ..cpu };
+        let malloc = Sample { kind: SampleKind::Malloc { address: 1 << 20, size: 64 }, weight: 1 << 19, ..cpu };
+        let free = Sample { kind: SampleKind::Free { address: 1 << 20 }, ..cpu };
         let huge = Sample { weight: u64::MAX, ..cpu };
         let (e, c, w) = (id::EXECUTION_SAMPLE, id::SAMPLE_CONTEXT, id::METHOD_SAMPLE);
         let traced_twice = Sample { weight: 2, ..traced };
         let (a, m, p, l) = (id::ALLOCATION_SAMPLE, id::MONITOR_ENTER, id::THREAD_PARK, id::LIVE_OBJECT);
         assert_eq!(
-            event_types(&chunk_of(Dialect::Jdk, &[cpu, traced_twice, wall, alloc, lock, park, live])),
-            [e, e, e, e, c, e, c, w, c, a, m, p, l]
+            event_types(&chunk_of(Dialect::Jdk, &[cpu, traced_twice, wall, alloc, lock, park, live, malloc, free])),
+            [e, e, e, e, c, e, c, w, c, a, m, p, l, id::MALLOC, id::FREE]
         );
         assert_eq!(
-            event_types(&chunk_of(Dialect::Datadog, &[cpu, traced_twice, wall, alloc, lock, park, live])),
-            [e, e, w, a, m, p, l]
+            event_types(&chunk_of(Dialect::Datadog, &[cpu, traced_twice, wall, alloc, lock, park, live, malloc, free])),
+            [e, e, w, a, m, p, l, id::MALLOC]
         );
         assert_eq!(event_types(&chunk_of(Dialect::Jdk, &[huge])).len() as u64, MAX_REPEAT);
     }
@@ -370,20 +378,22 @@ mod tests {
             SampleKind::Lock { class: 3, duration_ticks: 5_000_000 },
             park,
             SampleKind::Live { class: 3, size: 1024, allocation_ticks: 1, age: 2 },
+            SampleKind::Malloc { address: 0x7f00_0000_1000, size: 4096 },
+            SampleKind::Free { address: 0x7f00_0000_1000 },
         ];
         let mut samples = vec![cpu];
         for (i, kind) in kinds.into_iter().enumerate() {
             samples.push(Sample { kind, stack_trace: stack(i as u64 + 1), ..cpu });
         }
         // A payload near 127 bytes, whose size field shrinks with its id.
-        samples.push(Sample { stack_trace: stack(6), span_id: u64::MAX, local_root_span_id: u64::MAX, ..cpu });
+        samples.push(Sample { stack_trace: stack(8), span_id: u64::MAX, local_root_span_id: u64::MAX, ..cpu });
         samples
     }
 
     #[test]
     fn renumbered_stack_ids_give_the_chunk_written_with_the_keys() {
-        let ids = [1u64 << 34, 200, 3, 70_000, 5, 128, 9];
-        let keys = [1u64, 300, 2, 1 << 30, 127, 128, 100_000];
+        let ids = [1u64 << 34, 200, 3, 70_000, 5, 128, 11, 12, 9];
+        let keys = [1u64, 300, 2, 1 << 30, 127, 128, 7, 8, 100_000];
         let key_of = |id: u64| keys[ids.iter().position(|&i| i == id).unwrap()];
         let end = ChunkEnd { duration_nanos: 1, final_chunk: true };
         for dialect in [Dialect::Jdk, Dialect::Datadog] {

@@ -34,9 +34,10 @@ impl StackIds {
 pub(crate) fn stack_field(type_id: u64) -> Option<usize> {
     match type_id {
         // start time, sampled thread
-        id::EXECUTION_SAMPLE | id::METHOD_SAMPLE | id::ALLOCATION_SAMPLE | id::LIVE_OBJECT => Some(2),
+        id::EXECUTION_SAMPLE | id::METHOD_SAMPLE | id::ALLOCATION_SAMPLE | id::LIVE_OBJECT | id::MALLOC => Some(2),
         // start time, duration, event thread
         id::MONITOR_ENTER | id::THREAD_PARK => Some(3),
+        // A free has no stack.
         _ => None,
     }
 }
@@ -82,6 +83,19 @@ pub enum SampleKind {
         timeout_ns: Option<i64>,
         until_ms: Option<i64>,
     },
+    /// A sampled native allocation of `size` bytes at `address`
+    /// (`profiler.Malloc`, `datadog.NativeMemoryAllocation`); the sample's
+    /// weight is the bytes it stands for.
+    Malloc {
+        address: u64,
+        size: u64,
+    },
+    /// The release of a sampled native allocation at `address`
+    /// (`profiler.Free`, without a stack; not in the Datadog dialect,
+    /// whose writer drops it).
+    Free {
+        address: u64,
+    },
 }
 
 /// One CPU, wall-clock or allocation sample, in either dialect: see
@@ -114,6 +128,16 @@ impl Sample<'_> {
         if self.write_wait(out, stacks) {
             return;
         }
+        if self.write_native(out, stacks) {
+            // The Datadog profiler's weight: the allocations it stands for.
+            let size = match self.kind {
+                SampleKind::Malloc { size, .. } => size,
+                _ => 0,
+            };
+            out.put_be_f32(if size == 0 { 0.0 } else { self.weight as f32 / size as f32 });
+            self.write_context(out);
+            return;
+        }
         self.write_head(out, stacks);
         let size = match self.kind {
             SampleKind::Alloc { size, .. } => Some(size),
@@ -139,12 +163,16 @@ impl Sample<'_> {
     /// `jdk.ObjectAllocationSample` / `profiler.LiveObject`: the JDK's and
     /// async-profiler's fields.
     pub(crate) fn write_jdk(&self, out: &mut ByteBuf, stacks: StackIds) {
-        if self.write_wait(out, stacks) {
+        if self.write_wait(out, stacks) || self.write_native(out, stacks) {
             return;
         }
         self.write_head(out, stacks);
         match self.kind {
-            SampleKind::Cpu | SampleKind::Lock { .. } | SampleKind::Park { .. } => {}
+            SampleKind::Cpu
+            | SampleKind::Lock { .. }
+            | SampleKind::Park { .. }
+            | SampleKind::Malloc { .. }
+            | SampleKind::Free { .. } => {}
             SampleKind::Wall => out.put_int(self.weight.min(i32::MAX as u64) as i32),
             SampleKind::Alloc { .. } => out.put_varint(self.weight),
             SampleKind::Live { size, allocation_ticks, .. } => {
@@ -162,7 +190,12 @@ impl Sample<'_> {
             SampleKind::Lock { class, duration_ticks } | SampleKind::Park { class, duration_ticks, .. } => {
                 (class, duration_ticks)
             }
-            SampleKind::Cpu | SampleKind::Wall | SampleKind::Alloc { .. } | SampleKind::Live { .. } => return false,
+            SampleKind::Cpu
+            | SampleKind::Wall
+            | SampleKind::Alloc { .. }
+            | SampleKind::Live { .. }
+            | SampleKind::Malloc { .. }
+            | SampleKind::Free { .. } => return false,
         };
         out.put_varint_signed(self.start_ticks);
         out.put_varint_signed(duration_ticks);
@@ -176,6 +209,28 @@ impl Sample<'_> {
             out.put_varint(0); // previous owner: null
         }
         out.put_varint(0); // address
+        true
+    }
+
+    /// A native allocation's or free's fields as async-profiler writes
+    /// them: time, thread, stack (none for a free: JFR's null), address,
+    /// and an allocation's size. False for the other kinds.
+    fn write_native(&self, out: &mut ByteBuf, stacks: StackIds) -> bool {
+        let (address, size) = match self.kind {
+            SampleKind::Malloc { address, size } => (address, Some(size)),
+            SampleKind::Free { address } => (address, None),
+            _ => return false,
+        };
+        out.put_varint_signed(self.start_ticks);
+        out.put_varint(self.thread);
+        match size {
+            Some(_) => stacks.put(out, self.stack_trace),
+            None => out.put_varint(0),
+        }
+        out.put_varint(address);
+        if let Some(size) = size {
+            out.put_varint(size);
+        }
         true
     }
 
@@ -194,6 +249,8 @@ impl Sample<'_> {
             SampleKind::Live { .. } => id::LIVE_OBJECT,
             SampleKind::Lock { .. } => id::MONITOR_ENTER,
             SampleKind::Park { .. } => id::THREAD_PARK,
+            SampleKind::Malloc { .. } => id::MALLOC,
+            SampleKind::Free { .. } => id::FREE,
         }
     }
 
@@ -207,7 +264,9 @@ impl Sample<'_> {
             | SampleKind::Live { class, .. }
             | SampleKind::Lock { class, .. }
             | SampleKind::Park { class, .. } => out.put_varint(class),
-            SampleKind::Cpu | SampleKind::Wall => out.put_varint(self.state.key()),
+            SampleKind::Cpu | SampleKind::Wall | SampleKind::Malloc { .. } | SampleKind::Free { .. } => {
+                out.put_varint(self.state.key())
+            }
         }
     }
 

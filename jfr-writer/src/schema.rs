@@ -55,6 +55,8 @@ pub mod id {
     pub const MONITOR_ENTER: u64 = 108;
     pub const THREAD_PARK: u64 = 109;
     pub const LIVE_OBJECT: u64 = 110;
+    pub const MALLOC: u64 = 111;
+    pub const FREE: u64 = 112;
     pub const ATTRIBUTE_VALUE: u64 = 31;
 }
 
@@ -141,6 +143,8 @@ pub mod names {
     pub const LIVE_OBJECT: &str = "profiler.LiveObject";
     pub const MONITOR_ENTER: &str = "jdk.JavaMonitorEnter";
     pub const THREAD_PARK: &str = "jdk.ThreadPark";
+    pub const MALLOC: &str = "profiler.Malloc";
+    pub const FREE: &str = "profiler.Free";
     pub const COUNTER: &str = "jvmprofiler.Counter";
     pub const ENDPOINT: &str = "jvmprofiler.Endpoint";
     pub const SAMPLE_CONTEXT: &str = "jvmprofiler.SampleContext";
@@ -150,6 +154,7 @@ pub mod names {
     pub const DATADOG_METHOD_SAMPLE: &str = "datadog.MethodSample";
     pub const DATADOG_OBJECT_SAMPLE: &str = "datadog.ObjectSample";
     pub const DATADOG_HEAP_LIVE_OBJECT: &str = "datadog.HeapLiveObject";
+    pub const DATADOG_NATIVE_ALLOCATION: &str = "datadog.NativeMemoryAllocation";
     pub const DATADOG_COUNTER: &str = "datadog.ProfilerCounter";
     pub const DATADOG_ENDPOINT: &str = "datadog.Endpoint";
 }
@@ -242,6 +247,18 @@ const THREAD_PARK: TypeDef = event(
         F::new("address", id::LONG, "Address of Object Parked").unit(Unit::Address),
     ],
 );
+/// async-profiler's category of native memory events.
+const NATIVE_MEMORY: &[&str] = &["Java Virtual Machine", "Native Memory"];
+const ADDRESS: F = F::new("address", id::LONG, "Address").unit(Unit::Address);
+const SIZE: F = F::new("size", id::LONG, "Size").unit(Unit::Bytes);
+/// `profiler.Malloc` and `profiler.Free`: async-profiler's fields, in its
+/// order (its converter reads them by position); a free has no stack.
+const JDK_MALLOC: &[F] = &[START_TIME, EVENT_THREAD, STACK_TRACE, ADDRESS, SIZE];
+const JDK_FREE: &[F] = &[START_TIME, EVENT_THREAD, STACK_TRACE, ADDRESS];
+/// `datadog.NativeMemoryAllocation`: the Datadog profiler's fields
+/// (`weight`: the allocations a sample stands for, a float).
+const DATADOG_MALLOC: &[F] =
+    &[START_TIME, EVENT_THREAD, STACK_TRACE, ADDRESS, SIZE, DATADOG_OBJECT_WEIGHT, SPAN_ID, LOCAL_ROOT_SPAN_ID];
 const DATADOG_SAMPLE: &[F] = &[
     START_TIME,
     EVENT_THREAD,
@@ -282,6 +299,8 @@ const JDK_EVENTS: &[TypeDef] = &[
     MONITOR_ENTER,
     THREAD_PARK,
     event(id::LIVE_OBJECT, names::LIVE_OBJECT, "Live Object", JAVA_APPLICATION, JDK_LIVE_OBJECT),
+    event(id::MALLOC, names::MALLOC, "malloc", NATIVE_MEMORY, JDK_MALLOC),
+    event(id::FREE, names::FREE, "free", NATIVE_MEMORY, JDK_FREE),
 ];
 
 const DATADOG_EVENTS: &[TypeDef] = &[
@@ -309,6 +328,7 @@ const DATADOG_EVENTS: &[TypeDef] = &[
         DATADOG_OBJECT_SAMPLE,
     ),
     event(id::LIVE_OBJECT, names::DATADOG_HEAP_LIVE_OBJECT, "Heap Live Object", DATADOG_PROFILING, DATADOG_LIVE_OBJECT),
+    event(id::MALLOC, names::DATADOG_NATIVE_ALLOCATION, "Native Memory Allocation", DATADOG_PROFILING, DATADOG_MALLOC),
     MONITOR_ENTER,
     THREAD_PARK,
 ];
@@ -563,6 +583,8 @@ mod tests {
             fields("profiler.WallClockSample"),
             ["startTime", "sampledThread", "stackTrace", "state", "samples"]
         );
+        assert_eq!(fields("profiler.Malloc"), ["startTime", "eventThread", "stackTrace", "address", "size"]);
+        assert_eq!(fields("profiler.Free"), ["startTime", "eventThread", "stackTrace", "address"]);
         assert_eq!(Dialect::from_name("jdk"), Some(Dialect::Jdk));
         assert_eq!(Dialect::from_name("datadog"), Some(Dialect::Datadog));
         assert_eq!(Dialect::from_name("dd"), None);

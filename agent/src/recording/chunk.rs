@@ -180,14 +180,14 @@ impl ChunkBuilder {
     /// Encodes samples (CPU, wall clock, allocations, lock waits).
     /// `thread_key` maps a kernel tid to its pool key, `class_key` an
     /// allocation or lock record's class id to its class's pool key (0:
-    /// unknown), `alloc_weight` an allocation's size to the bytes it stands
-    /// for.
+    /// unknown), `weight` an allocation's kind (heap or native) and size to
+    /// the bytes it stands for.
     pub fn add_samples(
         &mut self,
         records: &[SampleRecord],
         mut thread_key: impl FnMut(u32) -> u64,
         mut class_key: impl FnMut(u32) -> u64,
-        alloc_weight: impl Fn(u64) -> u64,
+        weight: impl Fn(SampleKind, u64) -> u64,
     ) {
         for record in records {
             let (kind, state, weight) = match record.kind {
@@ -195,8 +195,13 @@ impl ChunkBuilder {
                 SampleKind::Wall => (Kind::Wall, ThreadState::from_u8(record.state), u64::from(record.weight)),
                 SampleKind::Alloc => {
                     let kind = Kind::Alloc { class: class_key(record.class), size: record.value };
-                    (kind, ThreadState::Runnable, alloc_weight(record.value))
+                    (kind, ThreadState::Runnable, weight(record.kind, record.value))
                 }
+                SampleKind::Malloc => {
+                    let kind = Kind::Malloc { address: record.address, size: record.value };
+                    (kind, ThreadState::Runnable, weight(record.kind, record.value))
+                }
+                SampleKind::Free => (Kind::Free { address: record.address }, ThreadState::Runnable, 0),
                 SampleKind::Lock => {
                     let kind =
                         Kind::Lock { class: class_key(record.class), duration_ticks: Ticks::duration(record.value) };
@@ -225,7 +230,7 @@ impl ChunkBuilder {
         now_ns: u64,
         mut thread_key: impl FnMut(u32) -> u64,
         mut class_key: impl FnMut(u32) -> u64,
-        alloc_weight: impl Fn(u64) -> u64,
+        weight: impl Fn(SampleKind, u64) -> u64,
     ) {
         for object in objects {
             let kind = Kind::Live {
@@ -236,7 +241,7 @@ impl ChunkBuilder {
             };
             let context = Context { span_id: object.span_id, root_span_id: object.root_span_id, ..Context::default() };
             let thread = thread_key(object.tid);
-            let weight = alloc_weight(object.size);
+            let weight = weight(SampleKind::Alloc, object.size);
             self.put(kind, now_ns, thread, object.trace, ThreadState::Runnable, weight, &context);
         }
     }
@@ -254,7 +259,9 @@ impl ChunkBuilder {
         context: &Context,
     ) {
         self.threads.insert(thread);
-        *self.traces.entry(trace).or_default() += 1;
+        if !matches!(kind, Kind::Free { .. }) {
+            *self.traces.entry(trace).or_default() += 1;
+        }
         let mut values = [0u64; MAX_CONTEXT_VALUES];
         let attributes = self.format.attributes.len().min(MAX_CONTEXT_VALUES);
         for (key, &value) in values.iter_mut().zip(&context.values).take(attributes) {
@@ -429,7 +436,7 @@ mod tests {
         known.context.values[0] = 1;
         let mut unknown = known;
         unknown.context.values[0] = 2;
-        chunk.add_samples(&[known, unknown], u64::from, |_| 0, |size| size);
+        chunk.add_samples(&[known, unknown], u64::from, |_| 0, |_, size| size);
         let traces = CallTraceStorage::new(64, 1024).unwrap();
         let values = HashMap::from([(1, "/orders".to_owned())]);
         let finished = finish(chunk, &traces, &values);
@@ -475,7 +482,7 @@ mod tests {
             ));
         }
         let mut chunk = ChunkBuilder::new(Ticks::starting_at(1_000), 1_000, 0, &[], &Format::default());
-        chunk.add_samples(&records, u64::from, |_| 0, |size| size);
+        chunk.add_samples(&records, u64::from, |_| 0, |_, size| size);
         let finished = finish(chunk, &traces, &HashMap::new());
         let mut expected = vec![(1, 20); 5];
         expected.extend([(2, 30); 4]);

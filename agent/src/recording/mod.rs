@@ -41,9 +41,10 @@ use crate::clock;
 use crate::counters::{self, Counter};
 use crate::jni_env::JniEnv;
 use crate::jvmti::Jvmti;
-use crate::jvmti_samples::{self, JvmtiSamples};
+use crate::jvmti_samples;
 use crate::libraries::kernel;
-use crate::storage::samples::SampleRecord;
+use crate::sampling::Sampler;
+use crate::storage::samples::{SampleKind, SampleRecord};
 use crate::threads;
 use chunk::{ChunkBuilder, ChunkSources, LiveRecord, Ticks};
 use jfr_writer::{ConstantPools, Dialect};
@@ -179,8 +180,8 @@ impl Recording {
     pub fn drain(&mut self) {
         self.drained.clear();
         self.stores.sampler.stripes.drain_into(&mut self.drained);
-        let sampling = self.stores.sampler.jvmti_samples.as_ref();
-        let (class_key, weight) = class_keys(&mut self.pools, &mut self.class_names, sampling);
+        let sampler = &self.stores.sampler;
+        let (class_key, weight) = class_keys(&mut self.pools, &mut self.class_names, sampler);
         self.chunk.add_samples(&self.drained, threads::key_for, class_key, weight);
     }
 
@@ -215,7 +216,7 @@ impl Recording {
             live.release(env);
         }
         let now = clock::monotonic_ns();
-        let (class_key, weight) = class_keys(&mut self.pools, &mut self.class_names, sampler.jvmti_samples.as_ref());
+        let (class_key, weight) = class_keys(&mut self.pools, &mut self.class_names, sampler);
         self.chunk.add_live_objects(&objects, now, threads::key_for, class_key, weight);
     }
 
@@ -311,14 +312,16 @@ impl Recording {
 }
 
 /// A class table id's class pool key (0: unknown; `names` caches the
-/// table) and an allocation size's weight, for encoding allocation, live
-/// object and lock samples.
+/// table) and a heap or native allocation size's weight, for encoding
+/// allocation, live object, lock and native memory samples.
 fn class_keys<'a>(
     pools: &'a mut ConstantPools,
     names: &'a mut HashMap<u32, String>,
-    sampling: Option<&'a JvmtiSamples>,
-) -> (impl FnMut(u32) -> u64 + 'a, impl Fn(u64) -> u64) {
-    let interval = sampling.and_then(|s| s.alloc_interval).unwrap_or(0);
+    sampler: &'a Sampler,
+) -> (impl FnMut(u32) -> u64 + 'a, impl Fn(SampleKind, u64) -> u64) {
+    let sampling = sampler.jvmti_samples.as_ref();
+    let alloc = sampling.and_then(|s| s.alloc_interval).unwrap_or(0);
+    let native = sampler.nativemem.unwrap_or(0);
     let class_key = move |class: u32| {
         let Some(sampling) = sampling else { return 0 };
         if class != 0 && !names.contains_key(&class) {
@@ -326,5 +329,9 @@ fn class_keys<'a>(
         }
         names.get(&class).map_or(0, |name| pools.class(name, 0).key())
     };
-    (class_key, move |size| jvmti_samples::weight(size, interval))
+    let weight = move |kind, size| match kind {
+        SampleKind::Malloc => jvmti_samples::weight(size, native),
+        _ => jvmti_samples::weight(size, alloc),
+    };
+    (class_key, weight)
 }

@@ -14,10 +14,10 @@ use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Saves errno on creation and restores it when dropped.
-struct ErrnoGuard(c_int);
+pub struct ErrnoGuard(c_int);
 
 impl ErrnoGuard {
-    fn save() -> Self {
+    pub fn save() -> Self {
         // SAFETY: __errno_location returns the calling thread's errno slot.
         Self(unsafe { *libc::__errno_location() })
     }
@@ -59,7 +59,8 @@ pub extern "C" fn on_sigprof(signo: c_int, info: *mut libc::siginfo_t, ucontext:
             // signal queued before its descriptor was closed and reused
             // names another thread's).
             let kernel = ring.filter(|_| current_tid() == tid);
-            take_sample(sampler, SampleRequest { ucontext, weight, kind: SampleKind::Cpu, kernel }, tid);
+            let request = SampleRequest { ucontext, weight, kind: SampleKind::Cpu, kernel, value: 0, address: 0 };
+            take_sample(sampler, request, tid);
             true
         }
         Origin::Foreign => false,
@@ -81,7 +82,8 @@ pub extern "C" fn on_sigvtalrm(signo: c_int, info: *mut libc::siginfo_t, ucontex
     let view = unsafe { &*info.cast::<RawSiginfo>() };
     let ours = with_active(|sampler| match sampler.origins.classify_sigvtalrm(view) {
         Some(weight) => {
-            let request = SampleRequest { ucontext, weight, kind: SampleKind::Wall, kernel: None };
+            let request =
+                SampleRequest { ucontext, weight, kind: SampleKind::Wall, kernel: None, value: 0, address: 0 };
             take_sample(sampler, request, current_tid());
             true
         }

@@ -35,6 +35,7 @@ use jfr_writer::ThreadState;
 use origin::Origins;
 use safe_read::ProcessMemory;
 use std::ffi::c_void;
+use std::ops::Range;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Arc;
 use thread_state::BlockingMethods;
@@ -78,6 +79,8 @@ pub struct Sampler {
     pub verify_walk: bool,
     /// The Java methods that tell a wall-clock sample's thread state.
     pub blocking: BlockingMethods,
+    /// Mean bytes between native allocation samples (`nativemem=`), if on.
+    pub nativemem: Option<u32>,
     /// Samples JVMTI delivers (`alloc=`, `lock=`), if on.
     pub jvmti_samples: Option<crate::jvmti_samples::JvmtiSamples>,
     /// Wall-clock samples of idle threads, folded (with wall-clock
@@ -94,6 +97,9 @@ pub struct SampleRequest {
     /// The calling thread's ring of kernel call chains, if its counter
     /// records them (the ring stays mapped while the sampler is published).
     pub kernel: Option<kernel::Ring>,
+    /// A native allocation's size and address (0 for other kinds).
+    pub value: u64,
+    pub address: u64,
 }
 
 static ACTIVE: AtomicPtr<Sampler> = AtomicPtr::new(std::ptr::null_mut());
@@ -162,7 +168,7 @@ impl Sampler {
             return;
         }
         let Some(mut stripe) = self.stripes.try_acquire(tid) else {
-            counters::increment(Counter::SamplesDroppedBusy);
+            counters::increment(request.kind.counters().busy);
             discard();
             return;
         };
@@ -211,14 +217,57 @@ impl Sampler {
             state: state as u8,
             kind: request.kind,
             class: 0,
-            value: 0,
+            value: request.value,
             park_time: 0,
+            address: request.address,
             context: self.context.sample_context(tid),
         };
         stripe.push_counted(record);
         if let (Some(notes), true) = (&self.idle, idle && trace != TraceId::DROPPED) {
             notes.note(Note { tid, key, cpu_ns: crate::clock::thread_cpu_ns(), state: state as u8 });
         }
+    }
+
+    /// Records a sample of the calling thread where it is now, as if a
+    /// signal had interrupted it in the first caller outside `own` (the
+    /// agent's image): a native allocation of `size` bytes at `address`.
+    /// Signal-safe.
+    pub fn record_here(&self, size: u64, address: u64, own: &Range<u64>, tid: u32) {
+        let kind = SampleKind::Malloc;
+        let Some(regs) = native::caller_outside(unwind::arch::current_registers(), own) else {
+            counters::increment(Counter::StackWalkFailed);
+            return;
+        };
+        // SAFETY: an all-zero ucontext_t is plain data.
+        let mut context: libc::ucontext_t = unsafe { std::mem::zeroed() };
+        unwind::arch::set_registers(&mut context, regs);
+        // The thread's signal mask, as an interrupted context holds it: a
+        // walk reads no memory while faults are blocked.
+        // SAFETY: a null new set only reads the mask into ours.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, std::ptr::null(), &mut context.uc_sigmask) };
+        let ucontext = (&mut context as *mut libc::ucontext_t).cast::<c_void>();
+        let request = SampleRequest { ucontext, weight: 1, kind, kernel: None, value: size, address };
+        self.record(request, crate::clock::monotonic_ns(), tid);
+    }
+
+    /// Records the release of the sampled allocation at `address` by the
+    /// calling thread (no stack). Signal-safe.
+    pub fn record_free(&self, address: u64, tid: u32) {
+        let kind = SampleKind::Free;
+        let Some(mut stripe) = self.stripes.try_acquire(tid) else {
+            counters::increment(kind.counters().busy);
+            return;
+        };
+        let time_ns = crate::clock::monotonic_ns();
+        stripe.push_counted(SampleRecord {
+            time_ns,
+            tid,
+            trace: 0,
+            weight: 1,
+            kind,
+            address,
+            ..SampleRecord::default()
+        });
     }
 
     /// Where folded wall-clock samples are recorded: this session's stores.

@@ -11,6 +11,7 @@ use crate::libraries::{Library, LibraryTable, Snapshot};
 use frames::{Frame, Mark, RemoteFrame};
 use std::cell::UnsafeCell;
 use std::ffi::c_void;
+use std::ops::Range;
 use std::sync::Arc;
 use unwind::arch;
 use unwind::dwarf::{new_cache, DwarfCache, DwarfUnwinder, SectionData};
@@ -105,6 +106,26 @@ pub fn registers(ucontext: *mut c_void) -> Option<Registers> {
     // SAFETY: the kernel's ucontext for the signal being handled.
     let context = unsafe { &*ucontext.cast::<libc::ucontext_t>() };
     Some(arch::registers(context))
+}
+
+/// The registers of the first caller outside `own` (the agent's image)
+/// of the code whose registers `regs` are: stepped by frame pointers,
+/// which the agent's code always keeps (`force-frame-pointers`). The pc
+/// returned is the return address less one, so that a walk from there
+/// attributes the frame to its call. None when a step fails or the walk
+/// stays inside `own` for 32 frames. Signal-safe.
+pub fn caller_outside(mut regs: Registers, own: &Range<u64>) -> Option<Registers> {
+    let mut stack = ThreadStack { sp: regs.sp };
+    for _ in 0..32 {
+        if !own.contains(&regs.pc) {
+            regs.pc = regs.pc.checked_sub(1)?;
+            return Some(regs);
+        }
+        if !FramePointerUnwinder::step_fp(&mut regs, &mut stack).ok()? {
+            return None;
+        }
+    }
+    None
 }
 
 fn count(error: StepError) {

@@ -45,13 +45,21 @@ fn sampler(max_depth: usize, current_env: fn() -> *mut JNIEnv) -> Sampler {
         filter: false,
         context: crate::context::init().unwrap(),
         blocking: BlockingMethods::default(),
+        nativemem: None,
         jvmti_samples: None,
         idle: None,
     }
 }
 
 fn request() -> SampleRequest {
-    SampleRequest { ucontext: std::ptr::null_mut(), weight: 1, kind: SampleKind::Cpu, kernel: None }
+    SampleRequest {
+        ucontext: std::ptr::null_mut(),
+        weight: 1,
+        kind: SampleKind::Cpu,
+        kernel: None,
+        value: 0,
+        address: 0,
+    }
 }
 
 #[test]

@@ -271,6 +271,7 @@ fn record(sink: BatchSink<'_>, tid: u32, idle: &Idle) {
         class: 0,
         value: 0,
         park_time: 0,
+        address: 0,
         context: idle.context,
     };
     stripe.push_counted(record);

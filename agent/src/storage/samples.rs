@@ -37,6 +37,42 @@ pub enum SampleKind {
     /// A wait parked on a `java.util.concurrent` lock (the `Unsafe.park`
     /// hook): a `jdk.ThreadPark`.
     Park = 4,
+    /// A sampled native allocation (`nativemem`'s hooks): a
+    /// `profiler.Malloc` (`datadog.NativeMemoryAllocation`).
+    Malloc = 5,
+    /// The release of a sampled native allocation: a `profiler.Free`.
+    Free = 6,
+}
+
+/// The counters of one kind of sample.
+pub struct KindCounters {
+    pub taken: Counter,
+    /// Dropped: every stripe tried was busy.
+    pub busy: Counter,
+    /// Dropped: the stripe's buffer was full.
+    pub buffer_full: Counter,
+}
+
+impl SampleKind {
+    /// Its counters. Signal-safe.
+    pub const fn counters(self) -> KindCounters {
+        let (taken, busy, buffer_full) = match self {
+            SampleKind::Cpu | SampleKind::Wall => {
+                (Counter::Samples, Counter::SamplesDroppedBusy, Counter::SamplesDroppedBufferFull)
+            }
+            SampleKind::Alloc => (Counter::AllocSamples, Counter::AllocDroppedBusy, Counter::AllocDroppedBufferFull),
+            SampleKind::Lock | SampleKind::Park => {
+                (Counter::LockSamples, Counter::LockDroppedBusy, Counter::LockDroppedBufferFull)
+            }
+            SampleKind::Malloc => {
+                (Counter::NativeMemSamples, Counter::NativeMemDroppedBusy, Counter::NativeMemDroppedBufferFull)
+            }
+            SampleKind::Free => {
+                (Counter::NativeMemFrees, Counter::NativeMemDroppedBusy, Counter::NativeMemDroppedBufferFull)
+            }
+        };
+        KindCounters { taken, busy, buffer_full }
+    }
 }
 
 /// One sample, as recorded by the handler.
@@ -52,12 +88,15 @@ pub struct SampleRecord {
     pub kind: SampleKind,
     /// An allocation's, a monitor's or a lock's class (an id of the
     /// session's class table) and the allocation's size in bytes or the
-    /// wait in nanoseconds; 0 for other kinds.
+    /// wait in nanoseconds, or a native allocation's size; 0 for other
+    /// kinds.
     pub class: u32,
     pub value: u64,
     /// A park's time argument: a timeout in ns (> 0), a deadline in epoch
     /// milliseconds, negated (< 0), or none (0).
     pub park_time: i64,
+    /// A native allocation's or free's address (0 for other kinds).
+    pub address: u64,
     /// The thread's trace context when sampled.
     pub context: crate::storage::thread_slots::Context,
 }
@@ -125,14 +164,15 @@ impl StripeGuard<'_> {
         true
     }
 
-    /// [`push`](Self::push) for a CPU or wall-clock sample, counted: taken
-    /// or dropped (buffer full), and its stack if it could not be stored.
+    /// [`push`](Self::push), counted by the record's kind: taken or
+    /// dropped (buffer full), and its stack if it could not be stored.
     /// Signal-safe.
     pub fn push_counted(&mut self, record: SampleRecord) {
+        let counters = record.kind.counters();
         if self.push(record) {
-            counters::increment(Counter::Samples);
+            counters::increment(counters.taken);
         } else {
-            counters::increment(Counter::SamplesDroppedBufferFull);
+            counters::increment(counters.buffer_full);
         }
         if record.trace == TraceId::DROPPED.0 {
             counters::increment(Counter::StackWalkFailed);
@@ -235,6 +275,7 @@ mod tests {
             class: 0,
             value: 0,
             park_time: 0,
+            address: 0,
             context: Default::default(),
         }
     }

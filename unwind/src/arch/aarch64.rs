@@ -57,6 +57,16 @@ pub fn current_registers() -> Registers {
     Registers { pc, sp, fp, lr }
 }
 
+/// Makes `context` hold `regs`: a context for a walk of the calling
+/// thread's own stack, as if a signal had interrupted it there.
+pub fn set_registers(context: &mut libc::ucontext_t, regs: Registers) {
+    let m = &mut context.uc_mcontext;
+    m.pc = regs.pc;
+    m.sp = regs.sp;
+    m.regs[29] = regs.fp;
+    m.regs[30] = regs.lr;
+}
+
 /// Makes an interrupted context resume at `pc`.
 pub fn set_pc(context: &mut libc::ucontext_t, pc: u64) {
     context.uc_mcontext.pc = pc;
@@ -64,6 +74,10 @@ pub fn set_pc(context: &mut libc::ucontext_t, pc: u64) {
 
 /// `svc #0`.
 pub const SYSCALL_INSTRUCTION: &[u8] = &[0x01, 0x00, 0x00, 0xd4];
+
+/// The relocations of a dynamic object's imported functions: its PLT
+/// slots (`R_AARCH64_JUMP_SLOT`) and GOT entries (`R_AARCH64_GLOB_DAT`).
+pub const IMPORT_RELOCATIONS: [u32; 2] = [1026, 1025];
 
 /// framehop's unwinder, cache and registers for this architecture.
 pub type FramehopUnwinder<D, P> = UnwinderAarch64<D, P>;

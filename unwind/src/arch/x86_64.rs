@@ -58,6 +58,15 @@ pub fn current_registers() -> Registers {
     Registers { pc, sp, fp, lr: 0 }
 }
 
+/// Makes `context` hold `regs`: a context for a walk of the calling
+/// thread's own stack, as if a signal had interrupted it there.
+pub fn set_registers(context: &mut libc::ucontext_t, regs: Registers) {
+    let g = &mut context.uc_mcontext.gregs;
+    g[libc::REG_RIP as usize] = regs.pc as i64;
+    g[libc::REG_RSP as usize] = regs.sp as i64;
+    g[libc::REG_RBP as usize] = regs.fp as i64;
+}
+
 /// Makes an interrupted context resume at `pc`.
 pub fn set_pc(context: &mut libc::ucontext_t, pc: u64) {
     context.uc_mcontext.gregs[libc::REG_RIP as usize] = pc as i64;
@@ -65,6 +74,10 @@ pub fn set_pc(context: &mut libc::ucontext_t, pc: u64) {
 
 /// `syscall`.
 pub const SYSCALL_INSTRUCTION: &[u8] = &[0x0f, 0x05];
+
+/// The relocations of a dynamic object's imported functions: its PLT
+/// slots (`R_X86_64_JUMP_SLOT`) and GOT entries (`R_X86_64_GLOB_DAT`).
+pub const IMPORT_RELOCATIONS: [u32; 2] = [7, 6];
 
 /// framehop's unwinder, cache and registers for this architecture.
 pub type FramehopUnwinder<D, P> = UnwinderX86_64<D, P>;

@@ -1,0 +1,221 @@
+//! The import slots of loaded objects: each object's dynamic section names
+//! the relocations of the functions it imports (`.rela.plt`, `.rela.dyn`),
+//! and a slot (PLT/GOT entry) pointed at a hook sends that object's calls
+//! to it. Read from the objects as loaded (no file is opened), patched
+//! under the loader's lock (`dl_iterate_phdr`), so no object is unloaded
+//! meanwhile. Control plane only.
+
+use std::ffi::{c_int, c_void, CStr};
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// `Elf64_Dyn`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Dyn {
+    tag: i64,
+    value: u64,
+}
+
+/// `Elf64_Rela`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Rela {
+    offset: u64,
+    info: u64,
+    addend: i64,
+}
+
+/// `Elf64_Sym`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Sym {
+    name: u32,
+    info: u8,
+    other: u8,
+    shndx: u16,
+    value: u64,
+    size: u64,
+}
+
+const DT_NULL: i64 = 0;
+const DT_PLTRELSZ: i64 = 2;
+const DT_STRTAB: i64 = 5;
+const DT_SYMTAB: i64 = 6;
+const DT_RELA: i64 = 7;
+const DT_RELASZ: i64 = 8;
+const DT_STRSZ: i64 = 10;
+const DT_JMPREL: i64 = 23;
+/// Dynamic entries read at most.
+const MAX_DYNAMIC: usize = 4096;
+
+/// A function to hook: its name and the hook's address.
+pub struct Hook {
+    pub name: &'static CStr,
+    pub address: u64,
+}
+
+/// What a pass over the loaded objects did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Patched {
+    /// Objects with a slot pointing at a hook, and of them those with a
+    /// slot newly pointed at one.
+    pub objects: u64,
+    pub new_objects: u64,
+    /// Slots pointing at a hook, and of them those newly pointed.
+    pub slots: u64,
+    pub new_slots: u64,
+    /// Slots that could not be made writable.
+    pub failures: u64,
+}
+
+struct Pass<'a> {
+    hooks: &'a [Hook],
+    /// The agent's image: its own imports are never hooked.
+    own: &'a Range<u64>,
+    page: u64,
+    done: Patched,
+}
+
+/// Points every import slot of a `hooks` function in every loaded object
+/// but the one holding `own` at its hook. Slots already pointing at their
+/// hook are left alone, so a later pass patches only what was loaded
+/// since.
+pub fn patch_loaded(hooks: &[Hook], own: &Range<u64>) -> Patched {
+    // SAFETY: sysconf has no preconditions.
+    let page = u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+    let mut pass = Pass { hooks, own, page, done: Patched::default() };
+    // SAFETY: `visit` matches the callback signature; `pass` outlives the
+    // call.
+    unsafe { libc::dl_iterate_phdr(Some(visit), (&mut pass as *mut Pass).cast()) };
+    pass.done
+}
+
+unsafe extern "C" fn visit(info: *mut libc::dl_phdr_info, _size: libc::size_t, data: *mut c_void) -> c_int {
+    // SAFETY: the loader passes a valid entry, and `data` is the `Pass`
+    // of `patch_loaded`.
+    let (info, pass) = unsafe { (&*info, &mut *data.cast::<Pass>()) };
+    if info.dlpi_phdr.is_null() {
+        return 0;
+    }
+    // SAFETY: the loader's program headers of this object.
+    let headers = unsafe { std::slice::from_raw_parts(info.dlpi_phdr, usize::from(info.dlpi_phnum)) };
+    let name = if info.dlpi_name.is_null() {
+        &b""[..]
+    } else {
+        // SAFETY: the loader's NUL-terminated name of this object.
+        unsafe { CStr::from_ptr(info.dlpi_name) }.to_bytes()
+    };
+    let bias = info.dlpi_addr;
+    let range = |h: &libc::Elf64_Phdr| bias + h.p_vaddr..bias + h.p_vaddr + h.p_memsz;
+    let holds_agent = headers.iter().any(|h| h.p_type == libc::PT_LOAD && range(h).contains(&pass.own.start));
+    // The loader's own calls reach the allocator by its own pointers, and
+    // the vDSO imports nothing.
+    let skipped = name.windows(9).any(|w| w == b"ld-linux-") || name.starts_with(b"linux-vdso");
+    if holds_agent || skipped {
+        return 0;
+    }
+    let Some(dynamic) = headers.iter().find(|h| h.p_type == libc::PT_DYNAMIC) else { return 0 };
+    let relro = headers.iter().find(|h| h.p_type == libc::PT_GNU_RELRO).map(range).unwrap_or_default();
+    // The loader write-protects whole pages of the RELRO range only.
+    let protected = relro.start & !(pass.page - 1)..relro.end & !(pass.page - 1);
+    // SAFETY: the dynamic section of a loaded object, as the loader holds it.
+    let (slots, new) = unsafe { patch_object(pass, bias, range(dynamic).start, &protected) };
+    pass.done.objects += u64::from(slots > 0);
+    pass.done.new_objects += u64::from(new > 0);
+    pass.done.slots += slots;
+    pass.done.new_slots += new;
+    0
+}
+
+/// Patches one object's slots; returns how many point at hooks, and how
+/// many of them it pointed.
+///
+/// # Safety
+/// `dynamic` is the runtime address of the dynamic section of a loaded
+/// object with load bias `bias`, which stays loaded during the call.
+unsafe fn patch_object(pass: &mut Pass, bias: u64, dynamic: u64, protected: &Range<u64>) -> (u64, u64) {
+    // Dynamic addresses: the loader relocates them in place where the
+    // section is writable; others are link-time addresses.
+    let at = |value: u64| if value < bias { value + bias } else { value };
+    let (mut symtab, mut strtab, mut strsz) = (0, 0, 0);
+    let mut tables = [(0u64, 0u64); 2];
+    for i in 0..MAX_DYNAMIC {
+        // SAFETY: entries up to DT_NULL lie in the section (this
+        // function's contract).
+        let entry = unsafe { std::ptr::read_unaligned((dynamic as *const Dyn).add(i)) };
+        match entry.tag {
+            DT_NULL => break,
+            DT_SYMTAB => symtab = at(entry.value),
+            DT_STRTAB => strtab = at(entry.value),
+            DT_STRSZ => strsz = entry.value,
+            DT_JMPREL => tables[0].0 = at(entry.value),
+            DT_PLTRELSZ => tables[0].1 = entry.value,
+            DT_RELA => tables[1].0 = at(entry.value),
+            DT_RELASZ => tables[1].1 = entry.value,
+            _ => {}
+        }
+    }
+    if symtab == 0 || strtab == 0 {
+        return (0, 0);
+    }
+    let (mut hooked, mut patched) = (0, 0);
+    for (table, size) in tables.into_iter().filter(|&(table, _)| table != 0) {
+        for i in 0..size / std::mem::size_of::<Rela>() as u64 {
+            // SAFETY: the relocation table the dynamic section names.
+            let rela = unsafe { std::ptr::read_unaligned((table as *const Rela).add(i as usize)) };
+            if !unwind::arch::IMPORT_RELOCATIONS.contains(&(rela.info as u32)) {
+                continue;
+            }
+            // SAFETY: a relocation's symbol index is in the symbol table.
+            let symbol = unsafe { std::ptr::read_unaligned((symtab as *const Sym).add((rela.info >> 32) as usize)) };
+            if u64::from(symbol.name) >= strsz {
+                continue;
+            }
+            // SAFETY: a symbol's name is a NUL-terminated string in the
+            // string table, within its size (checked above).
+            let name = unsafe { CStr::from_ptr((strtab + u64::from(symbol.name)) as *const libc::c_char) };
+            let Some(hook) = pass.hooks.iter().find(|h| h.name == name) else { continue };
+            // SAFETY: the slot this relocation filled in the loaded object.
+            match unsafe {
+                point(bias + rela.offset, hook.address, protected.contains(&(bias + rela.offset)), pass.page)
+            } {
+                Some(new) => {
+                    hooked += 1;
+                    patched += u64::from(new);
+                }
+                None => pass.done.failures += 1,
+            }
+        }
+    }
+    (hooked, patched)
+}
+
+/// Points the slot at `slot` at `hook`; whether it changed it (None: its
+/// page could not be made writable). A slot in a write-protected page
+/// (`read_only`, RELRO) is made writable for the store and protected
+/// again.
+///
+/// # Safety
+/// `slot` is an aligned, mapped pointer-sized slot of a loaded object.
+unsafe fn point(slot: u64, hook: u64, read_only: bool, page: u64) -> Option<bool> {
+    // SAFETY: this function's contract; other threads read it as a word.
+    let cell = unsafe { &*(slot as *const AtomicU64) };
+    if cell.load(Ordering::Relaxed) == hook {
+        return Some(false);
+    }
+    let start = (slot & !(page - 1)) as *mut c_void;
+    let page = page as usize;
+    if read_only {
+        // SAFETY: the page of a loaded object's slot.
+        if unsafe { libc::mprotect(start, page, libc::PROT_READ | libc::PROT_WRITE) } != 0 {
+            return None;
+        }
+    }
+    cell.store(hook, Ordering::SeqCst);
+    if read_only {
+        // SAFETY: as above, back to what the loader left.
+        unsafe { libc::mprotect(start, page, libc::PROT_READ) };
+    }
+    Some(true)
+}

@@ -1,0 +1,197 @@
+//! The hooks that replace the allocation functions in every patched
+//! object. They run on every thread, Java or not, inside callers that may
+//! hold their own locks, so the rules of signal handlers apply: no
+//! allocation (the calls made here go to the allocator through the agent's
+//! own, unpatched imports), no blocking lock, bounded work, errno
+//! preserved, reentrancy guarded. Off (between sessions), a hook costs the
+//! call through and one atomic load.
+
+use super::addresses::Addresses;
+use crate::counters::{self, Counter};
+use crate::random;
+use crate::sampling::handler::ErrnoGuard;
+use crate::sampling::with_active;
+use std::cell::Cell;
+use std::ffi::{c_int, c_void};
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+/// Mean bytes between samples; 0: off. Process-wide, as the hooks are:
+/// they stay bound after a session ends.
+pub static INTERVAL: AtomicU64 = AtomicU64::new(0);
+/// Whether frees of sampled allocations are recorded (not `nofree`).
+pub static TRACK_FREES: AtomicBool = AtomicBool::new(false);
+/// Which session's gaps a thread's countdown holds: a new session draws
+/// anew (its interval may differ).
+pub static GENERATION: AtomicU64 = AtomicU64::new(0);
+/// The sampled addresses not yet freed, and the agent's image (whose
+/// frames a sample leaves out): set once, before any slot is patched.
+pub static STATE: OnceLock<(Addresses, Range<u64>)> = OnceLock::new();
+
+thread_local! {
+    /// The generation and bytes left before the thread's next sample.
+    static COUNTDOWN: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+    /// Set while the thread records a sample: an allocation made meanwhile
+    /// (none is, but a hook must not recurse if one were) is not sampled.
+    static BUSY: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether an allocation of `size` bytes is sampled: allocations are
+/// sampled as a Poisson process over bytes (exponential gaps of mean
+/// `interval`, per thread), so one of `size` bytes is with probability
+/// `1 - e^(-size/interval)` and no regular pattern of sizes aliases.
+fn due(size: u64, interval: u64) -> bool {
+    let generation = GENERATION.load(Ordering::Relaxed);
+    COUNTDOWN
+        .try_with(|countdown| {
+            let (seen, left) = countdown.get();
+            let left = if seen == generation { left } else { random::exponential(interval) };
+            if size < left {
+                countdown.set((generation, left - size));
+                false
+            } else {
+                countdown.set((generation, random::exponential(interval)));
+                true
+            }
+        })
+        .unwrap_or(false)
+}
+
+/// Runs `f` unless the thread is already inside it.
+fn guarded(f: impl FnOnce()) {
+    if BUSY.try_with(|busy| busy.replace(true)).unwrap_or(true) {
+        return;
+    }
+    let _errno = ErrnoGuard::save();
+    f();
+    let _ = BUSY.try_with(|busy| busy.set(false));
+}
+
+/// After an allocation of `size` bytes at `address` (null: failed).
+#[inline]
+fn allocated(address: *mut c_void, size: usize) {
+    let interval = INTERVAL.load(Ordering::Relaxed);
+    if interval == 0 || address.is_null() || size == 0 || !due(size as u64, interval) {
+        return;
+    }
+    let Some((addresses, own)) = STATE.get() else { return };
+    guarded(|| {
+        with_active(|sampler| {
+            let tid = crate::os_thread::current_tid();
+            if !sampler.sampled(tid) {
+                return;
+            }
+            if TRACK_FREES.load(Ordering::Relaxed) {
+                if addresses.insert(address as u64) {
+                    counters::increment(Counter::NativeMemTracked);
+                } else {
+                    counters::increment(Counter::NativeMemTableFull);
+                }
+            }
+            sampler.record_here(size as u64, address as u64, own, tid);
+        });
+    });
+}
+
+/// Before the release of the allocation at `address`: recorded if it was
+/// sampled. Before, not after: once released, the address may be another
+/// thread's new allocation.
+#[inline]
+fn releasing(address: *mut c_void) {
+    if address.is_null() || !TRACK_FREES.load(Ordering::Relaxed) {
+        return;
+    }
+    let Some((addresses, _)) = STATE.get() else { return };
+    if addresses.remove(address as u64) {
+        guarded(|| {
+            with_active(|sampler| sampler.record_free(address as u64, crate::os_thread::current_tid()));
+        });
+    }
+}
+
+/// `malloc`.
+///
+/// # Safety
+/// As `malloc`.
+pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
+    // SAFETY: the allocator's malloc, through the agent's own import.
+    let address = unsafe { libc::malloc(size) };
+    allocated(address, size);
+    address
+}
+
+/// `calloc`.
+///
+/// # Safety
+/// As `calloc`.
+pub unsafe extern "C" fn calloc(count: usize, size: usize) -> *mut c_void {
+    // SAFETY: as in `malloc`.
+    let address = unsafe { libc::calloc(count, size) };
+    allocated(address, count.saturating_mul(size));
+    address
+}
+
+/// `realloc`: the release of the old block and a new allocation.
+///
+/// # Safety
+/// As `realloc`.
+pub unsafe extern "C" fn realloc(old: *mut c_void, size: usize) -> *mut c_void {
+    releasing(old);
+    // SAFETY: as in `malloc`.
+    let address = unsafe { libc::realloc(old, size) };
+    allocated(address, size);
+    address
+}
+
+/// `free`.
+///
+/// # Safety
+/// As `free`.
+pub unsafe extern "C" fn free(address: *mut c_void) {
+    releasing(address);
+    // SAFETY: as in `malloc`.
+    unsafe { libc::free(address) }
+}
+
+/// `posix_memalign`.
+///
+/// # Safety
+/// As `posix_memalign`.
+pub unsafe extern "C" fn posix_memalign(out: *mut *mut c_void, alignment: usize, size: usize) -> c_int {
+    // SAFETY: as in `malloc`.
+    let result = unsafe { libc::posix_memalign(out, alignment, size) };
+    if result == 0 && !out.is_null() {
+        // SAFETY: filled by the successful call.
+        allocated(unsafe { *out }, size);
+    }
+    result
+}
+
+/// `aligned_alloc`.
+///
+/// # Safety
+/// As `aligned_alloc`.
+pub unsafe extern "C" fn aligned_alloc(alignment: usize, size: usize) -> *mut c_void {
+    // SAFETY: as in `malloc`.
+    let address = unsafe { libc::aligned_alloc(alignment, size) };
+    allocated(address, size);
+    address
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Allocations are sampled with probability `1 - e^(-size/interval)`.
+    #[test]
+    fn allocations_are_sampled_in_proportion_to_their_size() {
+        let interval = 64 * 1024;
+        for size in [4096u64, 64 * 1024, 1 << 20] {
+            let n = 20_000;
+            let taken = (0..n).filter(|_| due(size, interval)).count() as f64;
+            let expected = n as f64 * (1.0 - (-(size as f64) / interval as f64).exp());
+            assert!((taken - expected).abs() < 5.0 * expected.sqrt() + 1.0, "{size}: {taken} vs {expected}");
+        }
+    }
+}

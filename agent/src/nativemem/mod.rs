@@ -1,0 +1,115 @@
+//! Native memory profiling (`nativemem`): the allocation functions every
+//! loaded object imports (`malloc`, `calloc`, `realloc`, `free`,
+//! `posix_memalign`, `aligned_alloc`) are pointed at hooks (`got`), which
+//! sample allocations by bytes and record the frees of sampled ones
+//! (`hooks`, `addresses`). The agent's own imports are never patched: its
+//! calls, the hooks' included, reach the allocator directly.
+//!
+//! Hooks stay bound for the life of the process (an object may hold a
+//! pointer it read from its slot); between sessions they only call
+//! through. Objects loaded later are patched on the session's ticker.
+
+mod addresses;
+mod got;
+pub mod hooks;
+
+use crate::counters::{self, Counter};
+use crate::jni_env::JniEnv;
+use crate::libraries::scan;
+use crate::log;
+use crate::ticker::Tick;
+use addresses::Addresses;
+use got::Hook;
+use std::ops::Range;
+use std::sync::atomic::Ordering;
+use std::sync::Mutex;
+
+/// Sampled allocations tracked until freed, at most (2^16 addresses, 512
+/// KiB): beyond, an allocation is still recorded but its free is not.
+const ADDRESS_BITS: u32 = 16;
+
+/// Patching is one pass at a time.
+static PATCHING: Mutex<()> = Mutex::new(());
+
+fn hooks() -> [Hook; 6] {
+    let hook = |name, address: *const ()| Hook { name, address: address as u64 };
+    [
+        hook(c"malloc", hooks::malloc as *const ()),
+        hook(c"calloc", hooks::calloc as *const ()),
+        hook(c"realloc", hooks::realloc as *const ()),
+        hook(c"free", hooks::free as *const ()),
+        hook(c"posix_memalign", hooks::posix_memalign as *const ()),
+        hook(c"aligned_alloc", hooks::aligned_alloc as *const ()),
+    ]
+}
+
+/// The loaded image holding the agent's code.
+fn own_image() -> Option<Range<u64>> {
+    let probe = own_image as *const () as u64;
+    let (objects, _) = scan::loaded_objects();
+    objects.into_iter().find(|o| o.image.contains(&probe)).map(|o| o.image)
+}
+
+/// Patches every loaded object not patched yet; counts the objects and
+/// slots hooked (`all`: by now; else newly).
+fn patch(all: bool) -> Result<(), String> {
+    let _one = PATCHING.lock().unwrap_or_else(|p| p.into_inner());
+    let (_, own) = hooks::STATE.get().ok_or("nativemem: not installed")?;
+    let done = got::patch_loaded(&hooks(), own);
+    let (objects, slots) = if all { (done.objects, done.slots) } else { (done.new_objects, done.new_slots) };
+    counters::add(Counter::NativeMemLibraries, objects);
+    counters::add(Counter::NativeMemSlots, slots);
+    counters::add(Counter::NativeMemPatchFailures, done.failures);
+    if done.failures > 0 {
+        log::warn!("nativemem: {} import slots could not be made writable; their calls are not seen", done.failures);
+    }
+    Ok(())
+}
+
+/// Starts sampling native allocations every `interval` bytes on average,
+/// recording the frees of sampled ones unless `nofree`: installs the
+/// hooks in every loaded object (once per process; objects loaded since
+/// an earlier session are patched now). The published sampler receives
+/// the samples.
+pub fn start(interval: u32, nofree: bool) -> Result<(), String> {
+    if hooks::STATE.get().is_none() {
+        let own = own_image().ok_or("nativemem: cannot find the agent's own image among the loaded objects")?;
+        let _ = hooks::STATE.set((Addresses::new(ADDRESS_BITS), own));
+    }
+    patch(true)?;
+    if let Some((addresses, _)) = hooks::STATE.get() {
+        addresses.clear();
+    }
+    hooks::GENERATION.fetch_add(1, Ordering::SeqCst);
+    hooks::TRACK_FREES.store(!nofree, Ordering::SeqCst);
+    hooks::INTERVAL.store(u64::from(interval), Ordering::SeqCst);
+    Ok(())
+}
+
+/// Stops sampling: the hooks call through from now on. A hook already
+/// recording finishes under the published sampler, which the caller
+/// retires after this.
+pub fn stop() {
+    hooks::INTERVAL.store(0, Ordering::SeqCst);
+    hooks::TRACK_FREES.store(false, Ordering::SeqCst);
+}
+
+/// Patches objects loaded since the last pass (`System.load`, `dlopen`),
+/// on the session's ticker.
+#[derive(Default)]
+pub struct RefreshTick {
+    /// The loader's load/unload counters at the last pass.
+    seen: (u64, u64),
+}
+
+impl Tick for RefreshTick {
+    fn tick(&mut self, _env: Option<JniEnv>) {
+        let now = scan::load_counters();
+        if now != self.seen {
+            self.seen = now;
+            if let Err(e) = patch(false) {
+                log::warn!("{e}");
+            }
+        }
+    }
+}
