@@ -55,6 +55,28 @@ fn build_native_fixtures(out: &Path) {
     }
 }
 
+/// The native memory fixture (`nativemem=`): two malloc call sites and one
+/// for each other allocation function, each a frame of its own (frame
+/// pointers, no sibling calls), named by its symbol (not stripped).
+fn build_nativemem_fixture(out: &Path) {
+    let source = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap()).join("native/nativemem.c");
+    println!("cargo:rerun-if-changed=native/nativemem.c");
+    let include = java_home().join("include");
+    let status = Command::new("cc")
+        .args(["-O2", "-g", "-shared", "-fPIC", "-Wl,--build-id"])
+        .args(["-fno-omit-frame-pointer", "-fno-optimize-sibling-calls"])
+        .arg("-I")
+        .arg(&include)
+        .arg("-I")
+        .arg(include.join("linux"))
+        .arg("-o")
+        .arg(out.join("libnativemem.so"))
+        .arg(&source)
+        .status()
+        .expect("run cc (install gcc)");
+    assert!(status.success(), "cc failed for libnativemem.so");
+}
+
 fn run(command: &mut Command) {
     let status = command.status().unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"));
     assert!(status.success(), "{command:?} failed");
@@ -132,6 +154,7 @@ fn main() {
     let native = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("native");
     std::fs::create_dir_all(&native).unwrap();
     build_native_fixtures(&native);
+    build_nativemem_fixture(&native);
     build_remote_fixtures(&native);
     println!("cargo:rerun-if-env-changed=JAVA_HOME");
     println!("cargo:rustc-env=FIXTURE_CLASSES={}", out.display());

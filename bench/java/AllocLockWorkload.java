@@ -15,8 +15,13 @@ import java.util.concurrent.locks.ReentrantLock;
  * virtual threads, 16 pairs playing ping-pong through {@link SynchronousQueue}s
  * (every hand-over parks and unmounts one of them) and 8 taking turns on a
  * {@link ReentrantLock} held about 20 µs: many short parks, the cost of
- * timing virtual threads' parks. Prints the operations completed, and the peak
- * resident memory.
+ * timing virtual threads' parks. nativemem: two threads compressing and
+ * decompressing 16 KiB buffers through fresh {@link java.util.zip.Deflater}
+ * and {@link java.util.zip.Inflater} streams (zlib's state is malloc'ed
+ * and freed by each: about 300 KiB per round trip in blocks of 6 to 256
+ * KiB) and allocating and freeing 512 to 4,096-byte blocks of native
+ * memory through {@code Unsafe}: a malloc-heavy service. Prints the
+ * operations completed, and the peak resident memory.
  */
 public class AllocLockWorkload {
     static final ReentrantLock LOCK = new ReentrantLock();
@@ -66,6 +71,54 @@ public class AllocLockWorkload {
         sink = kept[0].length;
         BYTES.addAndGet(bytesAllocated);
         return ops;
+    }
+
+    static final byte[] TEXT = new byte[16 * 1024];
+    static {
+        for (int i = 0; i < TEXT.length; i++) {
+            TEXT[i] = (byte) ("abcdefghij klmnop".charAt((i * 7 + i / 13) % 17));
+        }
+    }
+
+    /** One round trip through zlib, and a few native blocks: one operation. */
+    static long nativeRound(long x, byte[] packed, byte[] unpacked, sun.misc.Unsafe unsafe) throws Exception {
+        java.util.zip.Deflater deflater = new java.util.zip.Deflater();
+        deflater.setInput(TEXT);
+        deflater.finish();
+        int size = deflater.deflate(packed);
+        deflater.end();
+        java.util.zip.Inflater inflater = new java.util.zip.Inflater();
+        inflater.setInput(packed, 0, size);
+        int length = inflater.inflate(unpacked);
+        inflater.end();
+        for (int i = 0; i < 8; i++) {
+            x = x * 6364136223846793005L + 1442695040888963407L;
+            long block = unsafe.allocateMemory(512 + ((x >>> 33) & 3583));
+            unsafe.putLong(block, x);
+            x += unsafe.getLong(block);
+            unsafe.freeMemory(block);
+        }
+        return x + length;
+    }
+
+    static long nativeMemory(long deadline) {
+        try {
+            java.lang.reflect.Field field = sun.misc.Unsafe.class.getDeclaredField("theUnsafe");
+            field.setAccessible(true);
+            sun.misc.Unsafe unsafe = (sun.misc.Unsafe) field.get(null);
+            byte[] packed = new byte[TEXT.length + 1024];
+            byte[] unpacked = new byte[TEXT.length];
+            long ops = 0;
+            long x = Thread.currentThread().getId();
+            while (System.nanoTime() < deadline) {
+                x = nativeRound(x, packed, unpacked, unsafe);
+                ops++;
+            }
+            sink = x;
+            return ops;
+        } catch (Exception e) {
+            throw new RuntimeException(e);
+        }
     }
 
     static long withLock(long deadline, int iterations) {
@@ -180,12 +233,16 @@ public class AllocLockWorkload {
 
     public static void main(String[] args) throws Exception {
         boolean alloc = args[0].equals("alloc");
+        boolean nativeMemory = args[0].equals("nativemem");
         virtual = args[0].equals("vlock");
         double seconds = Double.parseDouble(args[1]);
         Loop[] loops = alloc
                 ? new Loop[] {AllocLockWorkload::allocate}
                 : new Loop[] {deadline -> withLock(deadline, 200_000), AllocLockWorkload::withMonitor};
-        int threads = alloc ? 2 : 8;
+        if (nativeMemory) {
+            loops = new Loop[] {AllocLockWorkload::nativeMemory};
+        }
+        int threads = alloc || nativeMemory ? 2 : 8;
         if (virtual) {
             loops = virtualLoops();
             threads = loops.length;

@@ -60,6 +60,23 @@ const LOCK_CONFIGS: &[Config] = &[
     },
 ];
 
+/// Native memory profiling of a malloc-heavy workload (zlib streams,
+/// `Unsafe` blocks), at the default interval and a small one.
+const NATIVEMEM_CONFIGS: &[Config] = &[
+    Config { name: "unprofiled", profiler: Profiler::None, settings: "" },
+    Config { name: "ours nativemem=512k", profiler: Profiler::Ours, settings: "nativemem=512k" },
+    Config { name: "async-profiler nativemem=512k", profiler: Profiler::Peer, settings: "nativemem=512k" },
+    Config { name: "ours nativemem=512k,nofree", profiler: Profiler::Ours, settings: "nativemem=512k,nofree" },
+    Config {
+        name: "async-profiler nativemem=512k,nofree",
+        profiler: Profiler::Peer,
+        settings: "nativemem=512k,nofree",
+    },
+    Config { name: "ours nativemem=32k", profiler: Profiler::Ours, settings: "nativemem=32k" },
+    Config { name: "async-profiler nativemem=32k", profiler: Profiler::Peer, settings: "nativemem=32k" },
+];
+const NATIVEMEM_EVENTS: &[&str] = &["profiler.Malloc", "profiler.Free"];
+
 /// Virtual threads' many short parks (`vlock`, JDK 21+): what timing
 /// them costs.
 const VIRTUAL_LOCK_CONFIGS: &[Config] = &[
@@ -113,20 +130,26 @@ fn run_once(config: &Config, mode: &str, seconds: f64, classes: &Path, scratch: 
     let mut run = Run { ops: value(&stdout, "ops "), peak_rss_kb: value(&stdout, "peak_rss_kb "), ..Run::default() };
     if config.profiler != Profiler::None {
         run.file_bytes = std::fs::metadata(&file).map(|m| m.len() as f64).unwrap_or(0.0);
-        let events = if mode == "alloc" { ALLOC_EVENTS } else { LOCK_EVENTS };
+        let events = match mode {
+            "alloc" => ALLOC_EVENTS,
+            "nativemem" => NATIVEMEM_EVENTS,
+            _ => LOCK_EVENTS,
+        };
         run.events = sample_counts(&file, events).events;
     }
     run
 }
 
-/// The allocation table (`mode` `alloc`), the lock table (`lock`) or the
-/// virtual threads' lock table (`vlock`).
+/// The allocation table (`mode` `alloc`), the lock table (`lock`), the
+/// virtual threads' lock table (`vlock`) or the native memory table
+/// (`nativemem`).
 pub fn run(options: &Options, agent: &Path, scratch: &Path, mode: &str) {
     let classes = scratch.join("classes");
     javac(&classes, &[root().join("bench/java/AllocLockWorkload.java")]);
     let configs = match mode {
         "alloc" => ALLOC_CONFIGS,
         "lock" => LOCK_CONFIGS,
+        "nativemem" => NATIVEMEM_CONFIGS,
         _ => VIRTUAL_LOCK_CONFIGS,
     };
     let mut runs: Vec<Vec<Run>> = vec![Vec::new(); configs.len()];

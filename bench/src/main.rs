@@ -17,6 +17,9 @@
 //!   (`lock=1ms`) profiling of allocation- and lock-heavy workloads, ours
 //!   against async-profiler at the same settings and the JDK's Flight
 //!   Recorder: throughput, events, bytes per event, extra peak RSS.
+//! - `nativemem`: native memory profiling (`nativemem=512k`, with and
+//!   without `nofree`, and `32k`) of a malloc-heavy workload (zlib
+//!   streams, `Unsafe` blocks), ours against async-profiler.
 //! - `dumps`: the integration tests' churn fixture (thread and class
 //!   churn, a dump every 100 ms) for 20 s: dumps written, dump time p50/p99.
 //! - `walks`: time per walk, HotSpot walker against AsyncGetCallTrace on
@@ -46,7 +49,7 @@
 //!   `--only soak-unprofiled`: the same load without the agent (the
 //!   baseline of what the JVM's own memory does under it).
 //!
-//! Usage: `cargo run --release -p bench -- [--rounds N] [--seconds S] [--threads T] [--only overhead|wall|deep|zlib|h2|governor|alloc|lock|dumps|walks|floor|native|symbolizer|dictionary|soak|soak-loop|soak-unprofiled] [--soak-seconds S] [--baseline PATH]`
+//! Usage: `cargo run --release -p bench -- [--rounds N] [--seconds S] [--threads T] [--only overhead|wall|deep|zlib|h2|governor|alloc|lock|vlock|nativemem|dumps|walks|floor|native|symbolizer|dictionary|soak|soak-loop|soak-unprofiled] [--soak-seconds S] [--baseline PATH]`
 //! (needs `cargo build --release` first, for the agent). `--baseline` names
 //! another build of `libprofiler.so` (say, the previous commit's): the
 //! `overhead`, `wall`, `deep`, `zlib`, `h2` and `governor` tables then run
@@ -68,7 +71,7 @@ struct Options {
     rounds: usize,
     seconds: f64,
     threads: usize,
-    /// Run only this benchmark (`overhead`, `wall`, `deep`, `zlib`, `h2`, `governor`, `alloc`, `lock`, `dumps`, `walks`, `floor`,
+    /// Run only this benchmark (`overhead`, `wall`, `deep`, `zlib`, `h2`, `governor`, `alloc`, `lock`, `vlock`, `nativemem`, `dumps`, `walks`, `floor`,
     /// `native`, `symbolizer`, `dictionary` or `soak`).
     only: Option<String>,
     /// How long the soak runs.
@@ -128,7 +131,7 @@ fn main() {
         overhead::run_governor(&options, &agent, &scratch);
     }
     // vlock needs virtual threads (a JDK 21+ as JAVA_HOME): only when named.
-    for mode in ["alloc", "lock", "vlock"] {
+    for mode in ["alloc", "lock", "vlock", "nativemem"] {
         if options.wants(mode) && (mode != "vlock" || options.only.is_some()) {
             alloc_lock::run(&options, &agent, &scratch, mode);
         }

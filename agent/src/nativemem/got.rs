@@ -49,10 +49,12 @@ const DT_JMPREL: i64 = 23;
 /// Dynamic entries read at most.
 const MAX_DYNAMIC: usize = 4096;
 
-/// A function to hook: its name and the hook's address.
+/// A function to hook: its name, the hook's address, and the objects
+/// whose imports of it are hooked (those whose path ends so; all: None).
 pub struct Hook {
     pub name: &'static CStr,
     pub address: u64,
+    pub only_in: Option<&'static [u8]>,
 }
 
 /// What a pass over the loaded objects did.
@@ -120,7 +122,7 @@ unsafe extern "C" fn visit(info: *mut libc::dl_phdr_info, _size: libc::size_t, d
     // The loader write-protects whole pages of the RELRO range only.
     let protected = relro.start & !(pass.page - 1)..relro.end & !(pass.page - 1);
     // SAFETY: the dynamic section of a loaded object, as the loader holds it.
-    let (slots, new) = unsafe { patch_object(pass, bias, range(dynamic).start, &protected) };
+    let (slots, new) = unsafe { patch_object(pass, name, bias, range(dynamic).start, &protected) };
     pass.done.objects += u64::from(slots > 0);
     pass.done.new_objects += u64::from(new > 0);
     pass.done.slots += slots;
@@ -134,7 +136,7 @@ unsafe extern "C" fn visit(info: *mut libc::dl_phdr_info, _size: libc::size_t, d
 /// # Safety
 /// `dynamic` is the runtime address of the dynamic section of a loaded
 /// object with load bias `bias`, which stays loaded during the call.
-unsafe fn patch_object(pass: &mut Pass, bias: u64, dynamic: u64, protected: &Range<u64>) -> (u64, u64) {
+unsafe fn patch_object(pass: &mut Pass, path: &[u8], bias: u64, dynamic: u64, protected: &Range<u64>) -> (u64, u64) {
     // Dynamic addresses: the loader relocates them in place where the
     // section is writable; others are link-time addresses.
     let at = |value: u64| if value < bias { value + bias } else { value };
@@ -175,7 +177,8 @@ unsafe fn patch_object(pass: &mut Pass, bias: u64, dynamic: u64, protected: &Ran
             // SAFETY: a symbol's name is a NUL-terminated string in the
             // string table, within its size (checked above).
             let name = unsafe { CStr::from_ptr((strtab + u64::from(symbol.name)) as *const libc::c_char) };
-            let Some(hook) = pass.hooks.iter().find(|h| h.name == name) else { continue };
+            let wanted = |h: &&Hook| h.name == name && h.only_in.is_none_or(|suffix| path.ends_with(suffix));
+            let Some(hook) = pass.hooks.iter().find(wanted) else { continue };
             // SAFETY: the slot this relocation filled in the loaded object.
             match unsafe {
                 point(bias + rela.offset, hook.address, protected.contains(&(bias + rela.offset)), pass.page)

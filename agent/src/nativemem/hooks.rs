@@ -1,5 +1,5 @@
 //! The hooks that replace the allocation functions in every patched
-//! object. They run on every thread, Java or not, inside callers that may
+//! object (and libjvm's `dlopen`). The allocation hooks run on every thread, Java or not, inside callers that may
 //! hold their own locks, so the rules of signal handlers apply: no
 //! allocation (the calls made here go to the allocator through the agent's
 //! own, unpatched imports), no blocking lock, bounded work, errno
@@ -177,6 +177,25 @@ pub unsafe extern "C" fn aligned_alloc(alignment: usize, size: usize) -> *mut c_
     let address = unsafe { libc::aligned_alloc(alignment, size) };
     allocated(address, size);
     address
+}
+
+/// libjvm's `dlopen`: while sampling, the objects it loads are patched
+/// and the session's library table learns them before it returns, so
+/// their first allocations are seen, with their native frames. Not an
+/// allocation hook: it runs where `dlopen` may, and takes locks.
+///
+/// # Safety
+/// As `dlopen`.
+pub unsafe extern "C" fn dlopen(file: *const std::ffi::c_char, mode: c_int) -> *mut c_void {
+    // SAFETY: the loader's dlopen, through the agent's own import.
+    let handle = unsafe { libc::dlopen(file, mode) };
+    if !handle.is_null() && INTERVAL.load(Ordering::Relaxed) != 0 {
+        if let Err(e) = super::patch(false) {
+            crate::log::warn!("{e}");
+        }
+        with_active(|sampler| sampler.native.as_ref().map(|native| native.libraries.refresh_if_changed()));
+    }
+    handle
 }
 
 #[cfg(test)]

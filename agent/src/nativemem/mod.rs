@@ -7,7 +7,8 @@
 //!
 //! Hooks stay bound for the life of the process (an object may hold a
 //! pointer it read from its slot); between sessions they only call
-//! through. Objects loaded later are patched on the session's ticker.
+//! through. Objects the JVM loads later are patched as its `dlopen`
+//! returns, others on the session's ticker.
 
 mod addresses;
 mod got;
@@ -31,9 +32,14 @@ const ADDRESS_BITS: u32 = 16;
 /// Patching is one pass at a time.
 static PATCHING: Mutex<()> = Mutex::new(());
 
-fn hooks() -> [Hook; 6] {
-    let hook = |name, address: *const ()| Hook { name, address: address as u64 };
+fn hooks() -> [Hook; 7] {
+    let hook = |name, address: *const ()| Hook { name, address: address as u64, only_in: None };
     [
+        // The JVM's own loads (`System.load`, `loadLibrary`): a library is
+        // patched before its `JNI_OnLoad` runs. libjvm has no RUNPATH, nor
+        // has the agent, so its loads search the same paths through the
+        // hook.
+        Hook { name: c"dlopen", address: hooks::dlopen as *const () as u64, only_in: Some(b"/libjvm.so") },
         hook(c"malloc", hooks::malloc as *const ()),
         hook(c"calloc", hooks::calloc as *const ()),
         hook(c"realloc", hooks::realloc as *const ()),
@@ -52,7 +58,7 @@ fn own_image() -> Option<Range<u64>> {
 
 /// Patches every loaded object not patched yet; counts the objects and
 /// slots hooked (`all`: by now; else newly).
-fn patch(all: bool) -> Result<(), String> {
+pub(crate) fn patch(all: bool) -> Result<(), String> {
     let _one = PATCHING.lock().unwrap_or_else(|p| p.into_inner());
     let (_, own) = hooks::STATE.get().ok_or("nativemem: not installed")?;
     let done = got::patch_loaded(&hooks(), own);

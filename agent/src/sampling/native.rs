@@ -109,10 +109,12 @@ pub fn registers(ucontext: *mut c_void) -> Option<Registers> {
 }
 
 /// The registers of the first caller outside `own` (the agent's image)
-/// of the code whose registers `regs` are: stepped by frame pointers,
-/// which the agent's code always keeps (`force-frame-pointers`). The pc
-/// returned is the return address less one, so that a walk from there
-/// attributes the frame to its call. None when a step fails or the walk
+/// of the code whose registers `regs` are: stepped by the frame records
+/// the agent's code always keeps (`force-frame-pointers`). The caller's
+/// frame pointer is whatever it held (code without frame pointers keeps
+/// anything there), for the walk from there to judge. The pc returned is
+/// the return address less one, so that a walk from there attributes the
+/// frame to its call. None when a frame record cannot be read or the walk
 /// stays inside `own` for 32 frames. Signal-safe.
 pub fn caller_outside(mut regs: Registers, own: &Range<u64>) -> Option<Registers> {
     let mut stack = ThreadStack { sp: regs.sp };
@@ -121,9 +123,13 @@ pub fn caller_outside(mut regs: Registers, own: &Range<u64>) -> Option<Registers
             regs.pc = regs.pc.checked_sub(1)?;
             return Some(regs);
         }
-        if !FramePointerUnwinder::step_fp(&mut regs, &mut stack).ok()? {
+        let fp = regs.fp;
+        if !fp.is_multiple_of(8) || fp < regs.sp {
             return None;
         }
+        let caller_fp = stack.read_u64(fp)?;
+        let return_address = stack.read_u64(fp.checked_add(8)?)?;
+        regs = Registers { pc: return_address, sp: fp.checked_add(16)?, fp: caller_fp, lr: 0 };
     }
     None
 }

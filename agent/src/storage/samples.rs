@@ -136,6 +136,8 @@ unsafe impl Sync for SampleStripes {}
 pub struct StripeGuard<'a> {
     stripe: &'a Stripe,
     index: usize,
+    /// Every stripe, for a record the held one has no room for.
+    all: &'a [Stripe],
 }
 
 impl StripeGuard<'_> {
@@ -164,12 +166,25 @@ impl StripeGuard<'_> {
         true
     }
 
-    /// [`push`](Self::push), counted by the record's kind: taken or
-    /// dropped (buffer full), and its stack if it could not be stored.
-    /// Signal-safe.
+    /// [`push`](Self::push), or when the held stripe's buffer is full, to
+    /// the first other stripe free and with room (a burst of one thread's
+    /// samples spreads over every stripe before any is dropped); counted
+    /// by the record's kind: taken or dropped (all full), and its stack if
+    /// it could not be stored. Signal-safe.
     pub fn push_counted(&mut self, record: SampleRecord) {
         let counters = record.kind.counters();
-        if self.push(record) {
+        let (all, held) = (self.all, self.index);
+        let spilled = || {
+            (1..all.len()).any(|i| {
+                let index = (held + i) % all.len();
+                let Some(stripe) = all.get(index) else { return false };
+                if stripe.locked.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+                    return false;
+                }
+                StripeGuard { stripe, index, all }.push(record)
+            })
+        };
+        if self.push(record) || spilled() {
             counters::increment(counters.taken);
         } else {
             counters::increment(counters.buffer_full);
@@ -217,7 +232,7 @@ impl SampleStripes {
                 .locked
                 .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
                 .ok()
-                .map(|_| StripeGuard { stripe, index })
+                .map(|_| StripeGuard { stripe, index, all: &self.stripes })
         })
     }
 
@@ -247,7 +262,7 @@ impl SampleStripes {
             while stripe.locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
                 std::thread::yield_now();
             }
-            let guard = StripeGuard { stripe, index: 0 };
+            let guard = StripeGuard { stripe, index: 0, all: &self.stripes };
             // SAFETY: we hold the lock through `guard`.
             let data = unsafe { &mut *stripe.data.get() };
             std::mem::swap(&mut data.samples, &mut buffer);
