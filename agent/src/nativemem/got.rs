@@ -222,3 +222,86 @@ unsafe fn point(slot: u64, hook: u64, read_only: bool, page: u64) -> Option<bool
     }
     Some(true)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    static MALLOCS: AtomicUsize = AtomicUsize::new(0);
+
+    unsafe extern "C" fn counting_malloc(size: usize) -> *mut c_void {
+        MALLOCS.fetch_add(1, Ordering::SeqCst);
+        // SAFETY: the allocator's malloc.
+        unsafe { libc::malloc(size) }
+    }
+
+    type Compress2 = unsafe extern "C" fn(*mut u8, *mut libc::c_ulong, *const u8, libc::c_ulong, c_int) -> c_int;
+
+    /// zlib's `compress2`, which mallocs its stream's state and frees it.
+    fn compress(library: *mut c_void) {
+        // SAFETY: a symbol of the loaded zlib, of this signature.
+        let compress2: Compress2 = unsafe { std::mem::transmute(libc::dlsym(library, c"compress2".as_ptr())) };
+        let input = [7u8; 4096];
+        let mut output = [0u8; 8192];
+        let mut length = output.len() as libc::c_ulong;
+        // SAFETY: buffers of the lengths given.
+        let result = unsafe { compress2(output.as_mut_ptr(), &mut length, input.as_ptr(), 4096, 6) };
+        assert_eq!(result, 0, "compress2");
+    }
+
+    /// A library loaded after a pass is patched by the next; one unloaded
+    /// is forgotten (no pass touches it), and loaded again is patched again;
+    /// a child forked with patched slots calls through them.
+    #[test]
+    fn loaded_libraries_are_patched_and_unloaded_ones_forgotten() {
+        let open = || {
+            // SAFETY: loading a system library.
+            unsafe { libc::dlopen(c"libz.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) }
+        };
+        let library = open();
+        if library.is_null() {
+            test_skip::skip("libz.so.1 cannot be loaded", test_skip::InCi::Required);
+            return;
+        }
+        let own = {
+            let probe = counting_malloc as *const () as u64;
+            let (objects, _) = crate::libraries::scan::loaded_objects();
+            objects.into_iter().find(|o| o.image.contains(&probe)).expect("the test's own image").image
+        };
+        let hooks =
+            [Hook { name: c"malloc", address: counting_malloc as *const () as u64, only_in: Some(b"libz.so.1") }];
+        let first = patch_loaded(&hooks, &own);
+        assert_eq!((first.new_objects, first.failures), (1, 0), "{first:?}");
+        assert_eq!(patch_loaded(&hooks, &own).new_slots, 0, "a second pass finds nothing new");
+        let before = MALLOCS.load(Ordering::SeqCst);
+        compress(library);
+        assert!(MALLOCS.load(Ordering::SeqCst) > before, "zlib's mallocs reach the hook");
+        // SAFETY: fork in a test; the child only compresses and exits.
+        match unsafe { libc::fork() } {
+            0 => {
+                compress(library);
+                // SAFETY: ends the child without running the parent's exit handlers.
+                unsafe { libc::_exit(0) }
+            }
+            child => {
+                let mut status = 0;
+                // SAFETY: waits for the child just forked.
+                assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
+                assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "child status {status}");
+            }
+        }
+        // SAFETY: the handle from dlopen; nothing of zlib is in use.
+        assert_eq!(unsafe { libc::dlclose(library) }, 0);
+        let unloaded = patch_loaded(&hooks, &own);
+        assert_eq!((unloaded.failures, unloaded.new_slots), (0, 0), "{unloaded:?}");
+        let again = open();
+        let reloaded = patch_loaded(&hooks, &own);
+        assert_eq!(reloaded.new_objects, 1, "loaded anew, patched anew: {reloaded:?}");
+        let before = MALLOCS.load(Ordering::SeqCst);
+        compress(again);
+        assert!(MALLOCS.load(Ordering::SeqCst) > before);
+        // SAFETY: as above.
+        unsafe { libc::dlclose(again) };
+    }
+}
