@@ -474,24 +474,27 @@ pub fn converter_jar() -> Option<PathBuf> {
 /// must exit 0; its stacks with the thread frame taken off and the frame
 /// type suffixes (`_[j]`, ...) dropped, innermost first.
 pub fn converter_collapsed(jar: &Path, path: &Path, kind: Kind) -> Collapsed {
-    converter_collapsed_as(jar, path, if kind == Kind::Cpu { "--cpu" } else { "--wall" })
+    converter_collapsed_as(jar, path, &[if kind == Kind::Cpu { "--cpu" } else { "--wall" }])
 }
 
-/// [`converter_collapsed`] with the converter's event option (`--alloc`,
-/// `--lock`, ...).
-pub fn converter_collapsed_as(jar: &Path, path: &Path, event: &str) -> Collapsed {
-    let out = path.with_extension(format!("{}.collapsed", event.trim_start_matches('-')));
+/// [`converter_collapsed`] with the converter's event options (`--alloc`,
+/// `--lock`, `--nativemem --leak --total`, ...).
+pub fn converter_collapsed_as(jar: &Path, path: &Path, options: &[&str]) -> Collapsed {
+    let name: String = options.concat().chars().filter(char::is_ascii_alphanumeric).collect();
+    let out = path.with_extension(format!("{name}.collapsed"));
     let output = Command::new(jdk_tool("java"))
         .arg("-jar")
         .arg(jar)
-        .args(["-o", "collapsed", event, "--threads", "--dot"])
+        .args(["-o", "collapsed"])
+        .args(options)
+        .args(["--threads", "--dot"])
         .arg(path)
         .arg(&out)
         .output()
         .expect("run the converter");
     assert!(
         output.status.success(),
-        "async-profiler's converter cannot read {} ({event}): exit {:?}\n{}{}",
+        "async-profiler's converter cannot read {} ({options:?}): exit {:?}\n{}{}",
         path.display(),
         output.status,
         stdout(&output),

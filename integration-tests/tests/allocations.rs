@@ -58,7 +58,7 @@ fn allocation_samples_follow_the_bytes_each_method_allocated() {
 
     // async-profiler's converter reads the samples (it counts them) with the same split.
     let Some(jar) = converter_jar() else { return };
-    let collapsed = converter_collapsed_as(&jar, &file, "--alloc");
+    let collapsed = converter_collapsed_as(&jar, &file, &["--alloc"]);
     let count = |method: &str| -> i64 {
         collapsed.iter().filter(|((_, frames), _)| frames.iter().any(|f| f.ends_with(method))).map(|(_, n)| n).sum()
     };
@@ -213,7 +213,7 @@ fn live_objects_show_the_leak_growing_dump_after_dump() {
         if dialect == "jdk" {
             // async-profiler's converter reads them too.
             let Some(jar) = converter_jar() else { continue };
-            let collapsed = converter_collapsed_as(&jar, &last, "--live");
+            let collapsed = converter_collapsed_as(&jar, &last, &["--live"]);
             let count = |method: &str| -> i64 {
                 collapsed
                     .iter()

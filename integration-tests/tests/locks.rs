@@ -67,7 +67,7 @@ fn monitor_and_lock_waits_add_up_to_what_the_threads_measured() {
 
     // async-profiler's converter reads both kinds of wait.
     let Some(jar) = converter_jar() else { return };
-    let collapsed = converter_collapsed_as(&jar, &file, "--lock");
+    let collapsed = converter_collapsed_as(&jar, &file, &["--lock"]);
     for (method, recorded) in [("LockShares.waitForMonitor", monitors), ("LockShares.waitForLock", parks)] {
         let found: i64 = collapsed
             .iter()

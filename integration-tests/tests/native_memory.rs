@@ -12,11 +12,11 @@
 //! `sqrt(0.21 / samples)`. The round counts give each interval about 4,000
 //! sampled blocks: ±0.03 is four standard deviations.
 
-use integration_tests::readers::{converter_jar, parse_collapsed, symbolize_collapsed, weight_of, Collapsed};
+use integration_tests::readers::{converter_collapsed_as, converter_jar, symbolize_collapsed, weight_of, Collapsed};
 use integration_tests::*;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::Duration;
 
 const SEVEN: &str = "nativemem_site_seven";
@@ -73,31 +73,11 @@ fn printed(output: &Output, key: &str) -> f64 {
         .unwrap_or_else(|| panic!("no {key}= in the fixture's output:\n{text}"))
 }
 
-/// async-profiler's converter: `-o collapsed --nativemem --total [more]
-/// --threads --dot`, which must exit 0; per stack, the bytes of the
-/// sampled allocations (their `size`s, not weighted by the interval).
-/// (`readers::converter_collapsed_as` takes one option.)
+/// async-profiler's converter: `--nativemem --total [more]`; per stack,
+/// the bytes of the sampled allocations (their `size`s, not weighted by
+/// the interval).
 fn converter_nativemem(jar: &Path, file: &Path, more: &[&str]) -> Collapsed {
-    let out = file.with_extension(format!("nativemem{}.collapsed", more.concat().replace('-', "")));
-    let output = Command::new(jdk_tool("java"))
-        .arg("-jar")
-        .arg(jar)
-        .args(["-o", "collapsed", "--nativemem", "--total"])
-        .args(more)
-        .args(["--threads", "--dot"])
-        .arg(file)
-        .arg(&out)
-        .output()
-        .expect("run the converter");
-    assert!(
-        output.status.success(),
-        "async-profiler's converter cannot read {} (--nativemem {more:?}): exit {:?}\n{}{}",
-        file.display(),
-        output.status,
-        stdout(&output),
-        stderr(&output)
-    );
-    parse_collapsed(&std::fs::read_to_string(&out).unwrap_or_else(|e| panic!("read {}: {e}", out.display())))
+    converter_collapsed_as(jar, file, &[&["--nativemem", "--total"], more].concat())
 }
 
 /// Whether a stack (innermost first) passes through the C function `name`.

@@ -458,7 +458,9 @@ const COMMON: &[TypeDef] = &[
 pub fn extensions(dialect: Dialect, attributes: &[String]) -> Vec<crate::metadata::Extension<'_>> {
     let carriers: &[u64] = match dialect {
         Dialect::Jdk => &[id::SAMPLE_CONTEXT],
-        Dialect::Datadog => &[id::EXECUTION_SAMPLE, id::METHOD_SAMPLE, id::ALLOCATION_SAMPLE, id::LIVE_OBJECT],
+        Dialect::Datadog => {
+            &[id::EXECUTION_SAMPLE, id::METHOD_SAMPLE, id::ALLOCATION_SAMPLE, id::LIVE_OBJECT, id::MALLOC]
+        }
     };
     carriers
         .iter()

@@ -1,7 +1,7 @@
 //! The kinds of events `symbolize` turns into profiles (`--event`), the
 //! JFR event types of each, and what weighs an event of each type. One
 //! profile shows one kind: CPU time, wall-clock time, allocated bytes, live
-//! bytes and lock waits are never added together.
+//! bytes, lock waits and native allocated bytes are never added together.
 
 use frames::FrameType;
 use jfr_writer::schema::names;
@@ -17,6 +17,8 @@ pub enum EventKind {
     /// Sampled objects still alive at a dump (`live`).
     Live,
     Lock,
+    /// Native allocations (`malloc` and its kin), freed or not.
+    NativeMem,
 }
 
 /// What a sample's weight counts.
@@ -51,6 +53,10 @@ pub enum Weight {
     ScaledBytes { size: &'static str, objects: &'static str },
     /// The event's `duration`, converted from ticks to nanoseconds.
     Duration,
+    /// A size in bytes, of an allocation sampled as a Poisson process over
+    /// bytes whose mean gap is the chunk's [`NATIVEMEM_SETTING`]: read as
+    /// the size, weighed by the profile ([`sampled_bytes`]).
+    SampledBytes(&'static str),
 }
 
 /// A JFR event type `symbolize` reads as a sample.
@@ -71,10 +77,30 @@ const IN_TLAB: FrameType = FrameType::Inlined;
 const OUTSIDE_TLAB: FrameType = FrameType::Kernel;
 const LOCK_CLASS: FrameType = FrameType::Inlined;
 
+/// The setting naming the bytes between sampled native allocations: `"524288
+/// bytes"` as we write it, `"524288"` as async-profiler does (its `0`: every
+/// allocation recorded).
+pub const NATIVEMEM_SETTING: &str = "nativemem";
+
+/// The bytes a native allocation of `size` bytes sampled at a mean gap of
+/// `interval` bytes stands for: the allocation was sampled with probability
+/// `1 - exp(-size/interval)`, so `size / (1 - exp(-size/interval))` (about
+/// `interval` for a small allocation, `size` for a large one). An interval
+/// of at most 1 byte means every allocation was recorded: `size`.
+pub fn sampled_bytes(size: u64, interval: u64) -> u64 {
+    if interval <= 1 || size == 0 {
+        return size;
+    }
+    let size = size as f64;
+    let probability = -(-size / interval as f64).exp_m1();
+    (size / probability).round() as u64
+}
+
 /// Every event type read as a sample. The weights follow async-profiler's
 /// converter (`--total`): a TLAB allocation weighs the TLAB's size, one
-/// outside a TLAB its own size, a JDK allocation sample its `weight`.
-pub const EVENT_TYPES: [EventType; 12] = [
+/// outside a TLAB its own size, a JDK allocation sample its `weight`, a
+/// native allocation recorded at every allocation its size.
+pub const EVENT_TYPES: [EventType; 14] = [
     EventType {
         name: names::EXECUTION_SAMPLE,
         kind: EventKind::Cpu,
@@ -147,11 +173,28 @@ pub const EVENT_TYPES: [EventType; 12] = [
         weight: Weight::Duration,
         class_field: Some(("parkedClass", LOCK_CLASS)),
     },
+    // async-profiler's (and ours in the JDK dialect): `address`, `size`.
+    // Its `profiler.Free` (time, thread, no stack, `address`) is no
+    // sample: it ends an allocation (`--leak`).
+    EventType {
+        name: names::MALLOC,
+        kind: EventKind::NativeMem,
+        weight: Weight::SampledBytes("size"),
+        class_field: None,
+    },
+    // `address`, `size`, and the allocations it stands for as a float
+    // `weight`; the Datadog dialect has no free event.
+    EventType {
+        name: names::DATADOG_NATIVE_ALLOCATION,
+        kind: EventKind::NativeMem,
+        weight: Weight::ScaledBytes { size: "size", objects: "weight" },
+        class_field: None,
+    },
 ];
 
 impl EventKind {
-    pub const ALL: [EventKind; 5] =
-        [EventKind::Cpu, EventKind::Wall, EventKind::Alloc, EventKind::Live, EventKind::Lock];
+    pub const ALL: [EventKind; 6] =
+        [EventKind::Cpu, EventKind::Wall, EventKind::Alloc, EventKind::Live, EventKind::Lock, EventKind::NativeMem];
 
     /// The `--event` value.
     pub fn name(self) -> &'static str {
@@ -161,6 +204,7 @@ impl EventKind {
             EventKind::Alloc => "alloc",
             EventKind::Live => "live",
             EventKind::Lock => "lock",
+            EventKind::NativeMem => "nativemem",
         }
     }
 
@@ -171,7 +215,7 @@ impl EventKind {
     pub fn unit(self) -> Unit {
         match self {
             EventKind::Cpu | EventKind::Wall => Unit::Samples,
-            EventKind::Alloc | EventKind::Live => Unit::Bytes,
+            EventKind::Alloc | EventKind::Live | EventKind::NativeMem => Unit::Bytes,
             EventKind::Lock => Unit::Nanoseconds,
         }
     }
@@ -184,6 +228,7 @@ impl EventKind {
             EventKind::Alloc => "allocated bytes",
             EventKind::Live => "live bytes",
             EventKind::Lock => "lock waits",
+            EventKind::NativeMem => "native allocated bytes",
         }
     }
 
@@ -245,7 +290,7 @@ mod tests {
         }
         assert_eq!(EventKind::from_name("CPU"), None);
         assert_eq!(EventKind::from_name("alloc,lock"), None);
-        assert_eq!(EventKind::accepted(), "cpu, wall, alloc, live, lock");
+        assert_eq!(EventKind::accepted(), "cpu, wall, alloc, live, lock, nativemem");
     }
 
     #[test]
@@ -264,9 +309,37 @@ mod tests {
         );
         assert_eq!(of(EventKind::Live), ["profiler.LiveObject", "datadog.HeapLiveObject"]);
         assert_eq!(of(EventKind::Lock), ["jdk.JavaMonitorEnter", "jdk.ThreadPark"]);
+        assert_eq!(of(EventKind::NativeMem), ["profiler.Malloc", "datadog.NativeMemoryAllocation"]);
+        assert_eq!(event_type(names::MALLOC).map(|t| t.weight), Some(Weight::SampledBytes("size")));
+        // A free ends an allocation; it is no sample.
+        assert_eq!(event_type(names::FREE), None);
         assert_eq!(event_type("jdk.ThreadPark").map(|t| t.weight), Some(Weight::Duration));
         assert_eq!(event_type("jdk.ObjectAllocationInNewTLAB").map(|t| t.weight), Some(Weight::Bytes("tlabSize")));
         assert_eq!(event_type("jdk.CPULoad"), None);
+    }
+
+    /// A sampled native allocation stands for about the interval when
+    /// small, its own size when large; recorded at every allocation (an
+    /// interval of 0 or 1 byte), its size.
+    #[test]
+    fn native_allocations_weigh_what_their_sampling_stands_for() {
+        const KIB: u64 = 1024;
+        let interval = 512 * KIB;
+        // 16 / (1 - exp(-16/524288)) = 524296.0
+        assert_eq!(sampled_bytes(16, interval), 524_296);
+        // 512 KiB: 524288 / (1 - 1/e) = 829411.4
+        assert_eq!(sampled_bytes(interval, interval), 829_411);
+        // 64 MiB: exp(-128) is nothing next to 1.
+        assert_eq!(sampled_bytes(64 * 1024 * KIB, interval), 64 * 1024 * KIB);
+        for every in [0, 1] {
+            assert_eq!(sampled_bytes(16, every), 16);
+        }
+        assert_eq!(sampled_bytes(0, interval), 0);
+        // Always at least the size, never more than size + interval.
+        for size in [1, 100, 4096, 300_000, 1 << 20, 1 << 24] {
+            let weight = sampled_bytes(size, interval);
+            assert!(weight >= size && weight <= size + interval, "{size}: {weight}");
+        }
     }
 
     #[test]

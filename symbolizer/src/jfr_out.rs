@@ -2,17 +2,18 @@
 //! native frames (their inline chains expanded), so JDK Mission Control
 //! and other JFR tools show function names. Everything else is carried
 //! over chunk by chunk with the original clocks (CPU and wall-clock
-//! samples, endpoints, settings, libraries, counters) in the dialect the
-//! recording was written in. Every native frame is written as async-profiler
-//! writes one — class = the library's file name, descriptor `()L;`, type
-//! Native (C++ for the JVM's) — and a remote frame that could not be
+//! samples, native allocations and their frees, endpoints, settings,
+//! libraries, counters) in the dialect the recording was written in.
+//! Every native frame is written as async-profiler writes one — class =
+//! the library's file name, descriptor `()L;`, type Native (C++ for the
+//! JVM's) — and a remote frame that could not be
 //! resolved as `[libjvm.so+0x5d7203]` of that class: no build-id package,
 //! no `<remote>`, nothing `jfr print` cannot print. Pool keys mean one
 //! thing in every chunk of the copy (see `jfr_writer::pools`).
 
 use crate::events::EventKind;
 use crate::profile::{library_name, library_names};
-use crate::recording::{Chunk, Frame, Recording, Sample, Thread};
+use crate::recording::{Chunk, Frame, Free, Recording, Sample, Thread};
 use crate::resolve::{Resolution, Resolver, Tier};
 use frames::{FrameType, NON_JAVA_DESCRIPTOR, NON_JAVA_POSITION};
 use jfr_writer::{
@@ -43,6 +44,8 @@ struct Rewriter<'r> {
     tiers: HashMap<Tier, u64>,
     /// Sample events not copied, per kind.
     skipped: BTreeMap<EventKind, u64>,
+    /// `profiler.Free` events not copied.
+    skipped_frees: u64,
 }
 
 impl Rewriter<'_> {
@@ -117,6 +120,35 @@ impl Rewriter<'_> {
         key
     }
 
+    /// Writes a free in the JDK dialect; the Datadog dialect has none,
+    /// and another writer's are not copied.
+    fn free<'a>(
+        &mut self,
+        recording: &'a Recording,
+        free: &Free,
+        (writer, dialect): (&mut ChunkWriter, Option<Dialect>),
+        threads: &mut HashMap<u64, &'a Thread>,
+    ) {
+        if dialect != Some(Dialect::Jdk) {
+            self.skipped_frees += 1;
+            return;
+        }
+        let thread = &recording.threads[free.thread as usize];
+        let key = self.thread(thread);
+        threads.insert(key, thread);
+        writer.sample(&SampleEvent {
+            kind: SampleKind::Free { address: free.address },
+            start_ticks: free.start_ticks,
+            thread: key,
+            stack_trace: 0,
+            state: ThreadState::Unknown,
+            weight: 0,
+            span_id: 0,
+            local_root_span_id: 0,
+            context: &[],
+        });
+    }
+
     fn write_chunk(&mut self, recording: &Recording, chunk: &Chunk, final_chunk: bool) -> Vec<u8> {
         let clock = ChunkClock {
             start_nanos: chunk.clock.start_nanos,
@@ -131,17 +163,31 @@ impl Rewriter<'_> {
         for (name, value) in &chunk.settings {
             writer.write(&ActiveSetting { start_ticks: start, event_type: schema::id::EXECUTION_SAMPLE, name, value });
         }
-        // The profiler's own sample events (another writer's are not
-        // copied); it writes CPU and wall-clock samples only.
-        let (samples, skipped): (Vec<&Sample>, Vec<&Sample>) =
-            chunk.samples.iter().partition(|s| dialect.is_some() && matches!(s.kind, EventKind::Cpu | EventKind::Wall));
-        for sample in skipped {
-            *self.skipped.entry(sample.kind).or_default() += 1;
-        }
         let mut threads: HashMap<u64, &Thread> = HashMap::new();
         let mut values: HashMap<u64, &str> = HashMap::new();
         let mut traces = HashMap::new();
-        for sample in samples {
+        // Each free where the file had it among the samples: it orders the
+        // free against an allocation of the same tick.
+        let mut frees = chunk.frees.iter().peekable();
+        for (i, sample) in chunk.samples.iter().enumerate() {
+            for free in std::iter::from_fn(|| frees.next_if(|f| f.after as usize <= i)) {
+                self.free(recording, free, (&mut writer, dialect), &mut threads);
+            }
+            // The profiler's own sample events (another writer's are not
+            // copied): CPU and wall-clock samples, native allocations.
+            let kind = match sample.kind {
+                EventKind::Cpu => SampleKind::Cpu,
+                EventKind::Wall => SampleKind::Wall,
+                EventKind::NativeMem => SampleKind::Malloc { address: sample.address, size: sample.size },
+                EventKind::Alloc | EventKind::Live | EventKind::Lock => {
+                    *self.skipped.entry(sample.kind).or_default() += 1;
+                    continue;
+                }
+            };
+            if dialect.is_none() {
+                *self.skipped.entry(sample.kind).or_default() += 1;
+                continue;
+            }
             // One value per attribute the chunk declares (null for those
             // the sample has none of).
             let attributes = recording.attributes(sample);
@@ -158,7 +204,7 @@ impl Rewriter<'_> {
             let thread = self.thread(recording.thread(sample));
             threads.insert(thread, recording.thread(sample));
             writer.sample(&SampleEvent {
-                kind: if sample.kind == EventKind::Wall { SampleKind::Wall } else { SampleKind::Cpu },
+                kind,
                 start_ticks: sample.start_ticks,
                 thread,
                 stack_trace: self.trace(recording, sample, &mut traces),
@@ -168,6 +214,9 @@ impl Rewriter<'_> {
                 local_root_span_id: sample.root_span_id,
                 context: &context,
             });
+        }
+        for free in frees {
+            self.free(recording, free, (&mut writer, dialect), &mut threads);
         }
         let mut labels: HashMap<u64, &str> = HashMap::new();
         for endpoint in &chunk.endpoints {
@@ -226,9 +275,11 @@ impl Rewriter<'_> {
 
 /// Every event type a rewritten chunk can hold, declared in every chunk
 /// so that all describe the same types.
-const REWRITTEN_EVENTS: [u64; 7] = [
+const REWRITTEN_EVENTS: [u64; 9] = [
     schema::id::EXECUTION_SAMPLE,
     schema::id::METHOD_SAMPLE,
+    schema::id::MALLOC,
+    schema::id::FREE,
     schema::id::SAMPLE_CONTEXT,
     schema::id::ACTIVE_SETTING,
     schema::id::ENDPOINT,
@@ -262,9 +313,12 @@ pub struct Rewritten {
     pub bytes: Vec<u8>,
     /// Remote frames written, per tier that resolved them.
     pub tiers: HashMap<Tier, u64>,
-    /// Sample events not copied, per kind: allocations and locks, and any
-    /// event of a recording another profiler wrote.
+    /// Sample events not copied, per kind: heap allocations, live objects
+    /// and locks, and any event of a recording another profiler wrote.
     pub skipped: BTreeMap<EventKind, u64>,
+    /// Frees of native allocations not copied: another profiler's, and
+    /// any in the Datadog dialect (which has no free event).
+    pub skipped_frees: u64,
 }
 
 /// The rewritten recording, all chunks concatenated.
@@ -288,13 +342,14 @@ pub fn rewrite_counting(recording: &Recording, mut resolver: Option<&mut Resolve
         libraries,
         tiers: HashMap::new(),
         skipped: BTreeMap::new(),
+        skipped_frees: 0,
     };
     let mut out = Vec::new();
     let last = recording.chunks.len().saturating_sub(1);
     for (i, chunk) in recording.chunks.iter().enumerate() {
         out.extend(rewriter.write_chunk(recording, chunk, i == last));
     }
-    Rewritten { bytes: out, tiers: rewriter.tiers, skipped: rewriter.skipped }
+    Rewritten { bytes: out, tiers: rewriter.tiers, skipped: rewriter.skipped, skipped_frees: rewriter.skipped_frees }
 }
 
 #[cfg(test)]
@@ -549,6 +604,80 @@ mod tests {
         assert_eq!(split, summary(&whole));
         assert_eq!(split.len(), 6);
         assert_eq!(split[4].4[0].method, "[libjvm.so+0x5d7205]");
+    }
+
+    /// Our native allocations (their stacks resolved like the others) and
+    /// frees are copied, each free where the original had it among the
+    /// samples: the copy's leaks are the original's.
+    #[test]
+    fn native_allocations_and_frees_survive_a_rewrite() {
+        let frames = || vec![remote(ID, 0x1a2b), java("app/Main", "allocate", 3)];
+        let mut ours = chunk(
+            vec![
+                malloc(10, 0xa, 64, frames()),
+                malloc(20, 0xb, 128, frames()),
+                // Freed at 20 before this allocation took the address again.
+                malloc(20, 0xa, 32, frames()),
+                SampleData { event: "jdk.ExecutionSample", ..sample("t", 1, vec![java("app/Main", "main", 1)]) },
+            ],
+            vec![library("/opt/lib/libfoo.so", ID)],
+        );
+        ours.settings =
+            vec![("jfrdialect".to_owned(), "jdk".to_owned()), ("nativemem".to_owned(), "524288 bytes".to_owned())];
+        ours.freed = vec![(20, 0xa, 2), (30, 0xb, 4)];
+        let original = recording_of(vec![ours]);
+        let rewritten = rewrite_counting(&original, None);
+        assert!(rewritten.skipped.is_empty() && rewritten.skipped_frees == 0, "{:?}", rewritten.skipped);
+        // One stack, its remote frame written once.
+        assert_eq!(rewritten.tiers, HashMap::from([(Tier::Unresolved, 1)]));
+        let copy = read_back("jfr_out_native_memory", &rewritten.bytes);
+        let data = |r: &Recording| r.samples().map(|s| r.data(s)).collect::<Vec<_>>();
+        for (copy, original) in data(&copy).iter().zip(&data(&original)) {
+            assert_same_samples(copy, original);
+            assert_eq!((copy.kind, copy.address, copy.size), (original.kind, original.address, original.size));
+        }
+        let frees = |r: &Recording| -> Vec<_> {
+            r.chunks[0]
+                .frees
+                .iter()
+                .map(|f| (f.start_ticks, f.address, f.after, r.threads[f.thread as usize].clone()))
+                .collect()
+        };
+        assert_eq!(frees(&copy), frees(&original));
+        let leaks = |mut r: Recording| {
+            crate::leaks::keep_leaks(&mut r, 0.0);
+            r.samples()
+                .filter(|s| s.kind == EventKind::NativeMem)
+                .map(|s| (s.start_ticks, s.address))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(leaks(copy), [(20, 0xa)]);
+        assert_eq!(leaks(original), [(20, 0xa)]);
+    }
+
+    /// A Datadog native allocation keeps the bytes it stands for; that
+    /// dialect has no free event (nor has another writer's copy): counted.
+    #[test]
+    fn frees_the_copy_cannot_carry_are_counted() {
+        let datadog = SampleData {
+            event: jfr_writer::schema::names::DATADOG_NATIVE_ALLOCATION,
+            weight: 16 * 32_768,
+            ..malloc(10, 0xa, 16, vec![native("malloc")])
+        };
+        let mut ours = chunk(vec![datadog.clone()], vec![]);
+        ours.settings = vec![("jfrdialect".to_owned(), "datadog".to_owned())];
+        ours.freed = vec![(20, 0xa, 1)];
+        let mut theirs = chunk(vec![malloc(10, 0xa, 16, vec![native("malloc")])], vec![]);
+        theirs.freed = vec![(20, 0xa, 1)];
+        theirs.clock.start_ticks = 100;
+        let rewritten = rewrite_counting(&recording_of(vec![ours, theirs]), None);
+        assert_eq!((rewritten.skipped, rewritten.skipped_frees), (BTreeMap::from([(EventKind::NativeMem, 1)]), 2));
+        let copy = read_back("jfr_out_datadog_native_memory", &rewritten.bytes);
+        let copied: Vec<SampleData> = copy.samples().map(|s| copy.data(s)).collect();
+        assert_eq!(copied.len(), 1);
+        assert_same_samples(&copied[0], &datadog);
+        assert_eq!((copied[0].address, copied[0].size), (0xa, 16));
+        assert!(copy.chunks.iter().all(|c| c.frees.is_empty()));
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Offline processing of recordings: reading our JFR files, resolving
-//! remote native frames from debug files found by build-id, and writing
-//! collapsed stacks, flame graphs (differential ones too), timelines,
-//! pprof profiles and JFR copies.
+//! remote native frames from debug files found by build-id, keeping the
+//! native allocations never freed (`leaks`), and writing collapsed stacks,
+//! flame graphs (differential ones too), timelines, pprof profiles and JFR
+//! copies.
 
 pub mod collapsed;
 pub mod debuginfo;
@@ -10,6 +11,7 @@ pub mod events;
 pub mod flamegraph;
 pub mod jfr_in;
 pub mod jfr_out;
+pub mod leaks;
 pub mod pprof;
 pub mod profile;
 pub mod recording;

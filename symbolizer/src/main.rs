@@ -10,7 +10,7 @@ use symbolizer::debuginfod::{default_cache, urls_from_env, Debuginfod};
 use symbolizer::events::EventKind;
 use symbolizer::recording::Recording;
 use symbolizer::resolve::{Resolver, Tier};
-use symbolizer::{collapsed, flamegraph, jfr_out, pprof, profile, recording, timeline};
+use symbolizer::{collapsed, flamegraph, jfr_out, leaks, pprof, profile, recording, timeline};
 
 mod progress;
 use progress::Progress;
@@ -164,11 +164,24 @@ struct Options {
 
 #[derive(ClapArgs)]
 struct EventArg {
-    /// The events the profile shows: cpu, wall, alloc, live or lock [default: the recording's
-    /// one kind, or cpu when it has several]
+    /// The events the profile shows: cpu, wall, alloc, live, lock or nativemem (native allocations)
+    /// [default: the recording's one kind, or cpu when it has several]
     #[arg(long, value_name = "KIND", value_parser = event_kind)]
     event: Option<EventKind>,
+    /// Only the native allocations never freed (--event nativemem, which it implies): matched to
+    /// frees by address in time order over all chunks (a later allocation at an address replaces
+    /// the earlier one), as async-profiler's converter's --leak
+    #[arg(long)]
+    leak: bool,
+    /// With --leak, leaves out the allocations of this last part of the recording's span (its first
+    /// to its last native allocation or free), too young to call leaks: a ratio or a percentage, in
+    /// [0, 1]: 0.1, 10%, 0 (none left out) [default: 0.1]
+    #[arg(long, value_name = "RATIO", value_parser = tail_arg, requires = "leak")]
+    tail: Option<f64>,
 }
+
+/// `--tail` when not given: the converter's.
+const DEFAULT_TAIL: f64 = 0.1;
 
 /// What the commands that print stacks take.
 #[derive(ClapArgs)]
@@ -194,6 +207,10 @@ fn duration_arg(text: &str) -> Result<i64, String> {
     parse_duration(text)
 }
 
+fn tail_arg(text: &str) -> Result<f64, String> {
+    parse_tail(text)
+}
+
 /// A converting command's arguments, whatever the command.
 struct Args {
     command: &'static str,
@@ -202,6 +219,8 @@ struct Args {
     output_dir: Option<PathBuf>,
     common: Options,
     event: Option<EventKind>,
+    /// `--leak`: the tail of the recording's span whose allocations are left out.
+    leak: Option<f64>,
     by_thread: bool,
     title: Option<String>,
     /// `--from`, `--to`: unix nanoseconds.
@@ -224,21 +243,21 @@ fn parse_args() -> Result<Option<Args>, String> {
     };
     let (mut rows, mut bucket) = (0, None);
     let (command, common, event, threads, title) = match cli.command {
-        Command::Collapsed(Stacks { common, event, threads }) => ("collapsed", common, event.event, threads, None),
+        Command::Collapsed(Stacks { common, event, threads }) => ("collapsed", common, Some(event), threads, None),
         Command::Flamegraph { stacks: Stacks { common, event, threads }, title } => {
-            ("flamegraph", common, event.event, threads, title)
+            ("flamegraph", common, Some(event), threads, title)
         }
         Command::Diff { before, after, options, event, threads, title } => {
             let common = Common { inputs: vec![before, after], output_dir: None, options };
-            ("diff", common, event.event, threads, title)
+            ("diff", common, Some(event), threads, title)
         }
         Command::Timeline { common, event, rows: wanted, bucket: length, title } => {
             (rows, bucket) = (wanted, length);
-            ("timeline", common, event.event, false, title)
+            ("timeline", common, Some(event), false, title)
         }
-        Command::Pprof { common, event } => ("pprof", common, event.event, false, None),
+        Command::Pprof { common, event } => ("pprof", common, Some(event), false, None),
         Command::Jfr { common } => ("jfr", common, None, false, None),
-        Command::Report { common, event } => ("report", common, event.event, false, None),
+        Command::Report { common, event } => ("report", common, Some(event), false, None),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "symbolize", &mut std::io::stdout());
             return Ok(None);
@@ -251,8 +270,38 @@ fn parse_args() -> Result<Option<Args>, String> {
             return Err("--from must come before --to".to_owned());
         }
     }
+    let (event, leak) = match event {
+        Some(EventArg { event, leak: true, tail }) => (Some(leak_event(event)?), Some(tail.unwrap_or(DEFAULT_TAIL))),
+        Some(EventArg { event, .. }) => (event, None),
+        None => (None, None),
+    };
     let by_thread = threads;
-    Ok(Some(Args { command, inputs, output_dir, common: options, event, by_thread, title, window, rows, bucket }))
+    Ok(Some(Args { command, inputs, output_dir, common: options, event, leak, by_thread, title, window, rows, bucket }))
+}
+
+/// The events `--leak` shows: native allocations, with `--event` or without.
+fn leak_event(event: Option<EventKind>) -> Result<EventKind, String> {
+    match event {
+        None | Some(EventKind::NativeMem) => Ok(EventKind::NativeMem),
+        Some(other) => Err(format!(
+            "--leak keeps the native allocations never freed: it takes --event {}, not --event {other}",
+            EventKind::NativeMem
+        )),
+    }
+}
+
+/// A ratio as `--tail` takes it: `0.1` or `10%`, in [0, 1].
+fn parse_tail(text: &str) -> Result<f64, String> {
+    let bad = || format!("--tail {text}: not a ratio in [0, 1] (accepted: 0.1, 10%)");
+    let ratio = match text.strip_suffix('%') {
+        Some(percent) => percent.parse::<f64>().map_err(|_| bad())? / 100.0,
+        None => text.parse::<f64>().map_err(|_| bad())?,
+    };
+    // NaN is in no range.
+    if !(0.0..=1.0).contains(&ratio) {
+        return Err(bad());
+    }
+    Ok(ratio)
 }
 
 /// A bucket length as `--bucket` takes it, in nanoseconds: a number
@@ -533,7 +582,7 @@ fn convert(args: &mut Args, progress: &Progress) -> Result<Finish, String> {
     if args.command == "jfr" && inputs.len() > 1 && args.output_dir.is_none() {
         return Err("jfr copies each recording on its own: give --output-dir DIR for several".to_owned());
     }
-    let Read { recordings, mut finish, kinds } = read_all(args, &inputs, progress)?;
+    let Read { mut recordings, mut finish, kinds } = read_all(args, &inputs, progress)?;
     decide_event(args, &kinds, progress);
     if let Some(dir) = &args.output_dir {
         let mut outputs: HashMap<PathBuf, &str> = HashMap::new();
@@ -551,7 +600,7 @@ fn convert(args: &mut Args, progress: &Progress) -> Result<Finish, String> {
     match &args.output_dir {
         Some(dir) => {
             let mut failed = 0;
-            for (name, recording) in &recordings {
+            for (name, recording) in &mut recordings {
                 let output = output_in(dir, name, args.command);
                 if let Err(e) = produce(args, name, recording, &mut resolver, Some(&output), progress) {
                     progress.note(format!("error: {e}; no output for it"));
@@ -574,8 +623,8 @@ fn convert(args: &mut Args, progress: &Progress) -> Result<Finish, String> {
                 [(name, _)] => name.clone(),
                 _ => format!("{} recordings", recordings.len()),
             };
-            let merged = merge(recordings);
-            produce(args, &name, &merged, &mut resolver, args.common.output.as_deref(), progress)?;
+            let mut merged = merge(recordings);
+            produce(args, &name, &mut merged, &mut resolver, args.common.output.as_deref(), progress)?;
         }
     }
     Ok(finish)
@@ -612,17 +661,18 @@ fn diff(args: &mut Args, progress: &Progress) -> Result<Finish, String> {
     progress.phase("building the profiles", None);
     let mut profiles = Vec::new();
     for (recordings, name) in sides.into_iter().zip(&names) {
-        let recording = merge(recordings);
+        let mut recording = merge(recordings);
         if !recording.kinds().contains_key(&kind) {
             return Err(no_events(name, &recording, kind));
         }
+        keep_leaks(args, name, &mut recording, progress);
         profiles.push(profile::build(&recording, kind, Some(&mut resolver)));
     }
     let (after, after_report) = profiles.pop().expect("two sides");
     let (before, before_report) = profiles.pop().expect("two sides");
     let title = match &args.title {
-        Some(title) => format!("{title}: {}", kind.describe()),
-        None => format!("Differential flame graph of {} → {}: {}", names[0], names[1], kind.describe()),
+        Some(title) => format!("{title}: {}", shown(args)),
+        None => format!("Differential flame graph of {} → {}: {}", names[0], names[1], shown(args)),
     };
     let page = flamegraph::render_diff(&before, &after, [&names[0], &names[1]], &title, args.by_thread);
     write(args.common.output.as_deref(), page.as_bytes())?;
@@ -639,19 +689,23 @@ fn diff(args: &mut Args, progress: &Progress) -> Result<Finish, String> {
 fn produce(
     args: &Args,
     name: &str,
-    recording: &Recording,
+    recording: &mut Recording,
     resolver: &mut Resolver,
     output: Option<&Path>,
     progress: &Progress,
 ) -> Result<(), String> {
     if args.command == "jfr" {
-        let jfr_out::Rewritten { bytes, tiers, skipped } = jfr_out::rewrite_counting(recording, Some(resolver));
+        let jfr_out::Rewritten { bytes, tiers, skipped, skipped_frees } =
+            jfr_out::rewrite_counting(recording, Some(resolver));
         write(output, &bytes)?;
-        if !skipped.is_empty() {
-            let kinds: Vec<String> = skipped.iter().map(|(kind, n)| format!("{n} {kind}")).collect();
+        let mut not_copied: Vec<String> = skipped.iter().map(|(kind, n)| format!("{n} {kind} sample events")).collect();
+        if skipped_frees > 0 {
+            not_copied.push(format!("{skipped_frees} frees of native allocations"));
+        }
+        if !not_copied.is_empty() {
             progress.note(format!(
-                "warning: {name}: not copied: {} sample events (the copy carries this profiler's CPU and wall-clock samples)",
-                kinds.join(", ")
+                "warning: {name}: not copied: {} (the copy carries this profiler's CPU, wall-clock and native memory events)",
+                not_copied.join(", ")
             ));
         }
         let total: u64 = tiers.values().sum();
@@ -669,6 +723,7 @@ fn produce(
     if !recording.kinds().contains_key(&kind) {
         return Err(no_events(name, recording, kind));
     }
+    keep_leaks(args, name, recording, progress);
     progress.phase("building the profile", None);
     let (profile, report, times) = match args.command {
         "timeline" => profile::build_timed(recording, kind, Some(resolver)),
@@ -681,12 +736,11 @@ fn produce(
         "collapsed" => collapsed::collapse(&profile, args.by_thread).into_bytes(),
         "flamegraph" => {
             let title =
-                format!("{}: {}", args.title.as_deref().unwrap_or(&format!("Flame graph of {name}")), kind.describe());
+                format!("{}: {}", args.title.as_deref().unwrap_or(&format!("Flame graph of {name}")), shown(args));
             flamegraph::render(&profile, &title, args.by_thread).into_bytes()
         }
         "timeline" => {
-            let title =
-                format!("{}: {}", args.title.as_deref().unwrap_or(&format!("Timeline of {name}")), kind.describe());
+            let title = format!("{}: {}", args.title.as_deref().unwrap_or(&format!("Timeline of {name}")), shown(args));
             let timeline = timeline::build(&profile, &times, args.rows, args.bucket)?;
             timeline::render(&timeline, &title, profile.kind.unit().name(), name).into_bytes()
         }
@@ -698,6 +752,32 @@ fn produce(
         progress.note(report.to_string().trim_end());
     }
     Ok(())
+}
+
+/// What the profile shows, for titles.
+fn shown(args: &Args) -> &'static str {
+    match (args.leak, args.event.unwrap_or_default()) {
+        (Some(_), _) => "native allocated bytes never freed",
+        (None, kind) => kind.describe(),
+    }
+}
+
+/// With `--leak`, keeps of `recording`'s native allocations those never
+/// freed, and says how many.
+fn keep_leaks(args: &Args, name: &str, recording: &mut Recording, progress: &Progress) {
+    let Some(tail) = args.leak else { return };
+    let found = leaks::keep_leaks(recording, tail);
+    let made =
+        if tail > 0.0 { format!(" made before the last {:.1}% of the span", tail * 100.0) } else { String::new() };
+    progress.note(format!(
+        "{name}: of {} native allocations, {}{made} were never freed ({} frees)",
+        found.allocations, found.kept, found.frees,
+    ));
+    if found.frees == 0 {
+        progress.note(format!(
+            "warning: {name} records no frees (the Datadog dialect has none): none of its allocations is seen freed"
+        ));
+    }
 }
 
 fn main() -> ExitCode {
@@ -715,8 +795,8 @@ fn main() -> ExitCode {
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_duration, parse_time, Cli};
-    use clap::CommandFactory;
+    use super::{leak_event, parse_duration, parse_tail, parse_time, Cli, EventKind};
+    use clap::{CommandFactory, Parser};
 
     #[test]
     fn every_command_and_option_is_documented() {
@@ -778,5 +858,36 @@ mod tests {
             let e = parse_duration(bad).expect_err(bad);
             assert!(e.starts_with("--bucket") && e.contains("accepted"), "{e}");
         }
+    }
+
+    #[test]
+    fn tails_are_ratios_or_percentages_within_one() {
+        assert_eq!(parse_tail("0.1"), Ok(0.1));
+        assert_eq!(parse_tail("10%"), Ok(0.1));
+        assert_eq!(parse_tail("0"), Ok(0.0));
+        assert_eq!(parse_tail("1"), Ok(1.0));
+        assert_eq!(parse_tail("100%"), Ok(1.0));
+        assert_eq!(parse_tail("2.5%"), Ok(0.025));
+        for bad in ["", "%", "1.5", "150%", "-0.1", "-5%", "ten", "NaN", "inf", "0.1 %", "10%%"] {
+            let e = parse_tail(bad).expect_err(bad);
+            assert!(e.starts_with("--tail") && e.contains("[0, 1]"), "{e}");
+        }
+    }
+
+    /// `--leak` shows native allocations: it implies `--event nativemem`
+    /// and refuses another kind; `--tail` needs `--leak`.
+    #[test]
+    fn leak_takes_native_allocations_and_tail_takes_leak() {
+        assert_eq!(leak_event(None), Ok(EventKind::NativeMem));
+        assert_eq!(leak_event(Some(EventKind::NativeMem)), Ok(EventKind::NativeMem));
+        let e = leak_event(Some(EventKind::Alloc)).unwrap_err();
+        assert!(e.contains("--event nativemem, not --event alloc"), "{e}");
+        let parse = |args: &[&str]| Cli::try_parse_from([&["symbolize", "collapsed", "x.jfr"], args].concat());
+        assert!(parse(&["--leak", "--tail", "5%"]).is_ok());
+        assert!(parse(&["--event", "nativemem", "--leak"]).is_ok());
+        let e = parse(&["--tail", "5%"]).err().expect("--tail without --leak");
+        assert_eq!(e.kind(), clap::error::ErrorKind::MissingRequiredArgument, "{e}");
+        let e = parse(&["--leak", "--tail", "1.5"]).err().expect("a tail over 1");
+        assert!(e.to_string().contains("not a ratio in [0, 1]"), "{e}");
     }
 }

@@ -139,6 +139,7 @@ fn value_types(kind: EventKind) -> ((&'static str, &'static str), Option<(&'stat
         EventKind::Alloc => (("alloc_space", "bytes"), None),
         EventKind::Live => (("inuse_space", "bytes"), None),
         EventKind::Lock => (("delay", "nanoseconds"), None),
+        EventKind::NativeMem => (("malloc_space", "bytes"), None),
     }
 }
 
@@ -274,9 +275,11 @@ mod tests {
 
     #[test]
     fn allocation_and_lock_profiles_have_their_own_sample_types_and_no_period() {
-        for (kind, expected) in
-            [(EventKind::Alloc, ("alloc_space", "bytes")), (EventKind::Lock, ("delay", "nanoseconds"))]
-        {
+        for (kind, expected) in [
+            (EventKind::Alloc, ("alloc_space", "bytes")),
+            (EventKind::Lock, ("delay", "nanoseconds")),
+            (EventKind::NativeMem, ("malloc_space", "bytes")),
+        ] {
             let mut profile = profile();
             profile.kind = kind;
             let p = to_pprof(&profile, 10_000_000);

@@ -3,8 +3,8 @@
 //! chains) where possible, and the class an allocation or lock wait was
 //! about as the innermost frame.
 
-use crate::events::EventKind;
-use crate::recording::{Chunk, ClassLeaf, Frame, Recording, Stack};
+use crate::events::{event_type, sampled_bytes, EventKind, Weight, NATIVEMEM_SETTING};
+use crate::recording::{Chunk, ClassLeaf, Frame, Recording, Sample, Stack};
 use crate::report::Report;
 use crate::resolve::{Resolution, Resolver, Tier, Unresolved};
 use frames::{CallTraceError, FrameType, UnknownNative};
@@ -173,12 +173,16 @@ fn expand(
     (frames, tier)
 }
 
-/// The setting `name` of a chunk in nanoseconds, if positive: the last
-/// value its settings give (`"1000000 ns"` as we write it, `"1000000"` as
-/// async-profiler does).
-fn setting_nanos(chunk: &Chunk, name: &str) -> Option<i64> {
+/// The setting `name` of a chunk in `unit`, if positive: the last value
+/// its settings give (`"1000000 ns"`, `"524288 bytes"` as we write them,
+/// `"1000000"` as async-profiler does).
+fn setting_amount(chunk: &Chunk, name: &str, unit: &str) -> Option<i64> {
     let (_, value) = chunk.settings.iter().rev().find(|(setting, _)| setting == name)?;
-    value.trim_end_matches(" ns").parse().ok().filter(|&nanos: &i64| nanos > 0)
+    value.strip_suffix(unit).unwrap_or(value).parse().ok().filter(|&amount: &i64| amount > 0)
+}
+
+fn setting_nanos(chunk: &Chunk, name: &str) -> Option<i64> {
+    setting_amount(chunk, name, " ns")
 }
 
 /// The sampling interval of `kind` (CPU or wall clock) a chunk's samples
@@ -202,16 +206,24 @@ fn gcd(a: i64, b: i64) -> i64 {
 }
 
 /// How a chunk's samples of one kind are weighed: their own weight times
-/// `scale`, and at least `floor`.
+/// `scale`, and at least `floor`; a native allocation sampled over bytes
+/// ([`Weight::SampledBytes`]) by what it stands for at the chunk's
+/// `bytes_interval` (0: every allocation recorded, or not said).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Weighing {
     scale: u64,
     floor: u64,
+    bytes_interval: u64,
 }
 
 impl Weighing {
-    fn weigh(self, weight: u64) -> u64 {
-        weight.saturating_mul(self.scale).max(self.floor)
+    fn weigh(self, sample: &Sample) -> u64 {
+        let sampled_over_bytes =
+            || event_type(sample.event).is_some_and(|t| matches!(t.weight, Weight::SampledBytes(_)));
+        if self.bytes_interval > 1 && sampled_over_bytes() {
+            return sampled_bytes(sample.weight, self.bytes_interval);
+        }
+        sample.weight.saturating_mul(self.scale).max(self.floor)
     }
 }
 
@@ -225,11 +237,21 @@ impl Weighing {
 /// the time waited, a recorded wait weighs at least the chunk's `lock`
 /// interval (a shorter wait was recorded with a probability of its length
 /// over the interval: ours, and async-profiler's by accumulated time).
+/// Native allocations: by their chunk's [`NATIVEMEM_SETTING`] (`"524288
+/// bytes"` as we write it, `"524288"` as async-profiler does).
 fn weighings(recording: &Recording, kind: EventKind) -> (i64, Vec<Weighing>) {
-    let plain = Weighing { scale: 1, floor: 0 };
-    if kind == EventKind::Lock {
-        let floor = |chunk: &Chunk| setting_nanos(chunk, "lock").unwrap_or(0) as u64;
-        return (0, recording.chunks.iter().map(|chunk| Weighing { floor: floor(chunk), ..plain }).collect());
+    let plain = Weighing { scale: 1, floor: 0, bytes_interval: 0 };
+    match kind {
+        EventKind::Lock => {
+            let floor = |chunk: &Chunk| setting_nanos(chunk, "lock").unwrap_or(0) as u64;
+            return (0, recording.chunks.iter().map(|chunk| Weighing { floor: floor(chunk), ..plain }).collect());
+        }
+        EventKind::NativeMem => {
+            let interval = |chunk: &Chunk| setting_amount(chunk, NATIVEMEM_SETTING, " bytes").unwrap_or(0) as u64;
+            let weighing = |chunk: &Chunk| Weighing { bytes_interval: interval(chunk), ..plain };
+            return (0, recording.chunks.iter().map(weighing).collect());
+        }
+        _ => {}
     }
     let intervals: Vec<Option<i64>> = recording.chunks.iter().map(|chunk| chunk_interval(chunk, kind)).collect();
     let sampled =
@@ -348,7 +370,7 @@ fn build_with(
     let chunks = recording.chunks.iter().zip(weighings.into_iter().zip(rules));
     let samples = chunks.flat_map(|(chunk, how)| chunk.samples.iter().map(move |sample| (sample, &chunk.clock, how)));
     for (sample, clock, (weighing, rule)) in samples.filter(|(s, _, _)| s.kind == kind) {
-        let weight = weighing.weigh(sample.weight);
+        let weight = weighing.weigh(sample);
         let count = report.frame_count(weight);
         let recorded = recording.stack(sample);
         let cut = is_cut(recording, recorded, rule);
@@ -515,6 +537,39 @@ mod tests {
         let weights: Vec<(u64, u64)> = profile.samples.iter().map(|s| (s.weight, s.events)).collect();
         assert_eq!(weights, [(62_000, 3)]);
         assert_eq!((report.total_weight, report.events, profile.period), (62_000, 3, 0));
+    }
+
+    /// A sampled native allocation weighs what it stands for at its
+    /// chunk's `nativemem` interval, spelled as we write it or as
+    /// async-profiler does; recorded at every allocation (`0`), or with no
+    /// interval it can read, its size. A Datadog one weighs its size times
+    /// its own weight, whatever the setting.
+    #[test]
+    fn native_allocations_weigh_by_their_chunks_sampling_interval() {
+        let small = || malloc(10, 0xa, 16, vec![native("malloc"), java("app/Main", "main", 1)]);
+        let weigh = |setting: Option<&str>, allocation: crate::recording::SampleData| {
+            let mut chunk = chunk(vec![allocation], vec![]);
+            chunk.settings = setting.map(|v| ("nativemem".to_owned(), v.to_owned())).into_iter().collect();
+            let (profile, report) = build(&recording_of(vec![chunk]), EventKind::NativeMem, None);
+            assert_eq!((report.total_weight, report.events), (profile.total_weight(), 1));
+            profile.total_weight()
+        };
+        // 16 / (1 - exp(-16/524288))
+        assert_eq!(weigh(Some("524288 bytes"), small()), 524_296);
+        assert_eq!(weigh(Some("524288"), small()), 524_296);
+        for every in [Some("0"), Some("1"), Some("0 bytes"), None, Some("512 KiB"), Some("")] {
+            assert_eq!(weigh(every, small()), 16, "{every:?}");
+        }
+        let datadog = crate::recording::SampleData {
+            event: jfr_writer::schema::names::DATADOG_NATIVE_ALLOCATION,
+            weight: 16 * 32_768,
+            ..small()
+        };
+        assert_eq!(weigh(Some("524288 bytes"), datadog), 16 * 32_768);
+        // Other kinds ignore the setting.
+        let mut cpu = chunk(vec![sample("t", 3, vec![])], vec![]);
+        cpu.settings = vec![("nativemem".to_owned(), "524288 bytes".to_owned())];
+        assert_eq!(build_cpu(&recording_of(vec![cpu]), None).0.total_weight(), 3);
     }
 
     #[test]

@@ -1,9 +1,9 @@
 //! Reading recordings (ours in either dialect, async-profiler's, the
 //! JDK's) with the bounded reader [`crate::jfr_in`] into plain data: per
 //! chunk, its clock, its sample events of every kind ([`EventKind`]) with
-//! their stacks and weights, its endpoints, settings and counters, and the
-//! native libraries it lists. Frames, stacks, threads and strings are
-//! interned once per recording and samples refer to them by index, so a
+//! their stacks and weights, the frees of native allocations, its
+//! endpoints, settings and counters, and the native libraries it lists.
+//! Frames, stacks, threads and strings are interned once per recording and samples refer to them by index, so a
 //! recording takes memory in proportion to its distinct stacks, not to
 //! samples times depth; each constant (a stack trace, a method) is
 //! converted once, not once per event that uses it. A chunk is read whole
@@ -163,6 +163,23 @@ pub struct Sample {
     pub context: u32,
     /// Index into [`Recording::stacks`].
     pub stack: u32,
+    /// The address a native allocation returned, and the bytes it asked
+    /// for (0 for other kinds).
+    pub address: u64,
+    pub size: u64,
+}
+
+/// A `profiler.Free`: the end of the native allocation at `address`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Free {
+    pub start_ticks: i64,
+    /// Index into [`Recording::threads`].
+    pub thread: u32,
+    pub address: u64,
+    /// How many of its chunk's samples were read before it: where it lies
+    /// among them in the file, which orders it against an allocation of
+    /// the same tick.
+    pub after: u32,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -184,7 +201,7 @@ pub struct Endpoint {
     pub root_span_id: u64,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Clock {
     pub start_nanos: i64,
     pub start_ticks: i64,
@@ -201,16 +218,39 @@ impl Clock {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Chunk {
     pub clock: Clock,
     /// Context attribute names (the `attributes` setting).
     pub attributes: Vec<String>,
     pub samples: Vec<Sample>,
+    /// In the order read, `after` never decreasing.
+    pub frees: Vec<Free>,
     pub endpoints: Vec<Endpoint>,
     pub settings: Vec<(String, String)>,
     pub counters: Vec<(String, i64)>,
     pub libraries: Vec<NativeLibrary>,
+}
+
+impl Chunk {
+    /// Keeps the samples whose flag in `keep` (one per sample) is set;
+    /// each free keeps its place among those kept.
+    pub fn keep_samples(&mut self, keep: &[bool]) {
+        debug_assert_eq!(keep.len(), self.samples.len());
+        // Samples kept before each place among them: a free's new place.
+        let mut before = Vec::with_capacity(keep.len() + 1);
+        let mut kept = 0u32;
+        for &k in keep {
+            before.push(kept);
+            kept += u32::from(k);
+        }
+        before.push(kept);
+        for free in &mut self.frees {
+            free.after = before[(free.after as usize).min(keep.len())];
+        }
+        let mut flags = keep.iter();
+        self.samples.retain(|_| flags.next().copied().unwrap_or(true));
+    }
 }
 
 /// A sample with its stack, thread and strings spelled out: what tests
@@ -231,6 +271,8 @@ pub struct SampleData {
     pub truncated: bool,
     /// Innermost first.
     pub frames: Vec<Frame>,
+    pub address: u64,
+    pub size: u64,
 }
 
 /// A recording's chunks and the tables their samples refer to.
@@ -305,6 +347,8 @@ impl Recording {
             attributes: self.attributes(sample).to_vec(),
             truncated: self.stack(sample).truncated,
             frames: self.frames_of(sample).cloned().collect(),
+            address: sample.address,
+            size: sample.size,
         }
     }
 
@@ -340,17 +384,20 @@ impl Recording {
         }
     }
 
-    /// Keeps the samples taken within `window` (unix nanoseconds, from
-    /// inclusive, to exclusive; an open end bounds nothing) and returns
-    /// how many are kept.
+    /// Keeps the samples (and frees) taken within `window` (unix
+    /// nanoseconds, from inclusive, to exclusive; an open end bounds
+    /// nothing) and returns how many samples are kept.
     pub fn keep_window(&mut self, (from, to): (Option<i64>, Option<i64>)) -> usize {
         let mut kept = 0;
         for chunk in &mut self.chunks {
             let clock = chunk.clock;
-            chunk.samples.retain(|sample| {
-                let at = clock.nanos_at(sample.start_ticks);
+            let inside = |ticks: i64| {
+                let at = clock.nanos_at(ticks);
                 from.is_none_or(|from| at >= from) && to.is_none_or(|to| at < to)
-            });
+            };
+            let keep: Vec<bool> = chunk.samples.iter().map(|s| inside(s.start_ticks)).collect();
+            chunk.keep_samples(&keep);
+            chunk.frees.retain(|free| inside(free.start_ticks));
             kept += chunk.samples.len();
         }
         kept
@@ -385,6 +432,9 @@ impl Recording {
                 if let Some(leaf) = &mut sample.leaf {
                     leaf.class += strings;
                 }
+            }
+            for free in recording.chunks.iter_mut().flat_map(|c| c.frees.iter_mut()) {
+                free.thread += threads;
             }
             merged.chunks.append(&mut recording.chunks);
             merged.frames.append(&mut recording.frames);
@@ -495,7 +545,14 @@ impl Builder {
             root_span_id: data.root_span_id,
             context: self.context(data.attributes),
             stack: self.frames(data.frames, data.truncated),
+            address: data.address,
+            size: data.size,
         }
+    }
+
+    /// A free spelled out (its thread) interned.
+    pub fn free(&mut self, start_ticks: i64, address: u64, thread: Thread, after: u32) -> Free {
+        Free { start_ticks, thread: self.thread(thread), address, after }
     }
 
     pub fn push_chunk(&mut self, chunk: Chunk) {
@@ -543,6 +600,11 @@ fn long(accessor: Option<Accessor<'_>>) -> Option<i64> {
     accessor?.as_long()
 }
 
+/// An event's `address` (an unsigned long).
+fn address(event: &Accessor<'_>) -> u64 {
+    long(event.get_field("address")).unwrap_or(0) as u64
+}
+
 fn boolean(accessor: Option<Accessor<'_>>) -> bool {
     accessor.and_then(|a| a.as_bool()) == Some(true)
 }
@@ -551,7 +613,7 @@ fn boolean(accessor: Option<Accessor<'_>>) -> bool {
 fn weight(event_type: &EventType, event: &Accessor<'_>, clock: &Clock) -> u64 {
     match event_type.weight {
         Weight::Intervals(fields) => fields.iter().find_map(|f| long(event.get_field(f))).unwrap_or(1).max(1) as u64,
-        Weight::Bytes(field) => long(event.get_field(field)).unwrap_or(0).max(0) as u64,
+        Weight::Bytes(field) | Weight::SampledBytes(field) => long(event.get_field(field)).unwrap_or(0).max(0) as u64,
         Weight::ScaledBytes { size, objects } => {
             let size = long(event.get_field(size)).unwrap_or(0).max(0) as f64;
             let objects = event.get_field(objects).and_then(|a| a.as_float()).unwrap_or(1.0).max(0.0);
@@ -743,6 +805,10 @@ impl Converter {
     }
 
     fn sample(&mut self, event_type: &'static EventType, event: Accessor<'_>, chunk: &Chunk) -> Sample {
+        let (address, size) = match event_type.kind {
+            EventKind::NativeMem => (address(&event), long(event.get_field("size")).unwrap_or(0).max(0) as u64),
+            _ => (0, 0),
+        };
         Sample {
             event: event_type.name,
             kind: event_type.kind,
@@ -755,6 +821,8 @@ impl Converter {
             root_span_id: long(event.get_field("localRootSpanId")).unwrap_or(0) as u64,
             context: self.context(&event, &chunk.attributes),
             stack: self.memoized(&event, "stackTrace", memo::STACK, Self::stack),
+            address,
+            size,
         }
     }
 
@@ -855,6 +923,7 @@ fn is_read(name: &str) -> bool {
             | names::ENDPOINT
             | names::DATADOG_ENDPOINT
             | names::SAMPLE_CONTEXT
+            | names::FREE
     ) || event_type(name).is_some()
 }
 
@@ -899,12 +968,7 @@ fn read_chunk(
             ticks_per_second: header.ticks_per_second,
             duration_nanos: header.duration_nanos,
         },
-        attributes: Vec::new(),
-        samples: Vec::new(),
-        endpoints: Vec::new(),
-        settings: Vec::new(),
-        counters: Vec::new(),
-        libraries: Vec::new(),
+        ..Chunk::default()
     };
     chunk.events(is_read, |event| {
         let value = event.value;
@@ -940,6 +1004,12 @@ fn read_chunk(
                     root_span_id: long(value.get_field("localRootSpanId")).unwrap_or(0) as u64,
                 })
             }
+            names::FREE => data.frees.push(Free {
+                start_ticks: long(value.get_field("startTime")).unwrap_or(0),
+                thread: converter.event_thread(&value),
+                address: address(&value),
+                after: data.samples.len() as u32,
+            }),
             names::SAMPLE_CONTEXT => {
                 let context = converter.context(&value, &data.attributes);
                 if let Some(last) = data.samples.last_mut() {

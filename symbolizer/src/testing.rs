@@ -89,6 +89,22 @@ pub fn sample(thread_name: &str, weight: u64, frames: Vec<Frame>) -> SampleData 
         attributes: Vec::new(),
         truncated: false,
         frames,
+        address: 0,
+        size: 0,
+    }
+}
+
+/// A native allocation (`profiler.Malloc`) of `size` bytes at `address`,
+/// at `ticks`.
+pub fn malloc(ticks: i64, address: u64, size: u64, frames: Vec<Frame>) -> SampleData {
+    SampleData {
+        event: jfr_writer::schema::names::MALLOC,
+        kind: EventKind::NativeMem,
+        start_ticks: ticks,
+        state: String::new(),
+        address,
+        size,
+        ..sample("allocator", size, frames)
     }
 }
 
@@ -106,6 +122,8 @@ pub fn library(path: &str, build_id: &str) -> NativeLibrary {
 pub struct TestChunk {
     pub chunk: Chunk,
     pub samples: Vec<SampleData>,
+    /// Its frees on thread "allocator": (ticks, address, samples before it).
+    pub freed: Vec<(i64, u64, u32)>,
 }
 
 impl std::ops::Deref for TestChunk {
@@ -129,21 +147,19 @@ pub fn chunk(samples: Vec<SampleData>, libraries: Vec<NativeLibrary>) -> TestChu
             ticks_per_second: 1_000_000_000,
             duration_nanos: 50,
         },
-        attributes: Vec::new(),
-        samples: Vec::new(),
-        endpoints: Vec::new(),
-        settings: Vec::new(),
-        counters: Vec::new(),
         libraries,
+        ..Chunk::default()
     };
-    TestChunk { chunk, samples }
+    TestChunk { chunk, samples, freed: Vec::new() }
 }
 
 /// A recording of these chunks.
 pub fn recording_of(chunks: Vec<TestChunk>) -> Recording {
     let mut builder = Builder::default();
-    for TestChunk { mut chunk, samples } in chunks {
+    for TestChunk { mut chunk, samples, freed } in chunks {
         chunk.samples = samples.into_iter().map(|s| builder.sample(s)).collect();
+        chunk.frees =
+            freed.into_iter().map(|(t, address, after)| builder.free(t, address, thread("allocator"), after)).collect();
         builder.push_chunk(chunk);
     }
     builder.finish()

@@ -4,7 +4,8 @@
 //! fixed seed. No case may panic, hang or allocate more than a bounded
 //! multiple of its size; a case is read or refused, and what is read of
 //! the chunks before the first damaged byte is exactly the original. The
-//! profile, pprof and JFR writers run on whatever was read.
+//! profile, pprof and JFR writers and the leak filter run on whatever was
+//! read.
 
 use frames::FrameType;
 use jfr_writer::*;
@@ -12,7 +13,7 @@ use mutation::{Campaign, Case};
 use std::time::Duration;
 use symbolizer::events::EventKind;
 use symbolizer::recording::{self, Recording};
-use symbolizer::{collapsed, jfr_out, pprof, profile};
+use symbolizer::{collapsed, jfr_out, leaks, pprof, profile};
 
 #[global_allocator]
 static ALLOC: mutation::Metered = mutation::Metered;
@@ -62,6 +63,9 @@ fn chunk(dialect: Dialect, pools: &mut ConstantPools, index: i64, final_chunk: b
         SampleKind::Wall,
         SampleKind::Alloc { class, size: 4096 },
         SampleKind::Lock { class, duration_ticks: 5_000 },
+        SampleKind::Malloc { address: 0x7f00_1000 + index as u64, size: 4096 },
+        // No stack; the Datadog dialect has no free (its writer drops it).
+        SampleKind::Free { address: 0x7f00_1000 },
     ];
     for (i, kind) in kinds.into_iter().enumerate() {
         for (n, trace) in [(0, first), (1, second)] {
@@ -111,7 +115,13 @@ fn summary(recording: &Recording, chunks: usize) -> String {
 fn summary_of(recording: &Recording, chunks: std::ops::Range<usize>) -> String {
     let chunks = recording.chunks.get(chunks).unwrap_or_default();
     let samples = |c: &recording::Chunk| c.samples.iter().map(|s| recording.data(s)).collect::<Vec<_>>();
-    format!("{:?}", chunks.iter().map(|c| (samples(c), &c.libraries, &c.settings)).collect::<Vec<_>>())
+    let frees = |c: &recording::Chunk| {
+        c.frees
+            .iter()
+            .map(|f| (f.start_ticks, f.address, f.after, &recording.threads[f.thread as usize]))
+            .collect::<Vec<_>>()
+    };
+    format!("{:?}", chunks.iter().map(|c| (samples(c), frees(c), &c.libraries, &c.settings)).collect::<Vec<_>>())
 }
 
 fn check(case: &Case<'_>) {
@@ -145,6 +155,9 @@ fn check(case: &Case<'_>) {
     let copy = jfr_out::rewrite(&outcome.recording, None);
     let reread = recording::read_bytes(&copy, "copy").expect("the copy of what was read reads");
     assert!(reread.damage.is_empty());
+    let mut read = outcome.recording;
+    leaks::keep_leaks(&mut read, 0.1);
+    let _ = profile::build(&read, EventKind::NativeMem, None);
 }
 
 #[test]

@@ -77,7 +77,14 @@ extern "C" fn nested_sample_handler(_: c_int) {
 }
 
 fn request() -> SampleRequest {
-    SampleRequest { ucontext: std::ptr::null_mut(), weight: 1, kind: SampleKind::Cpu, kernel: None }
+    SampleRequest {
+        ucontext: std::ptr::null_mut(),
+        weight: 1,
+        kind: SampleKind::Cpu,
+        kernel: None,
+        value: 0,
+        address: 0,
+    }
 }
 
 fn sampler() -> Sampler {
@@ -94,6 +101,7 @@ fn sampler() -> Sampler {
         filter: false,
         context: profiler_agent::context::init().unwrap(),
         blocking: BlockingMethods::default(),
+        nativemem: None,
         jvmti_samples: None,
         idle: None,
     }

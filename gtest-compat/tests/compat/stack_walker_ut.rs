@@ -90,11 +90,19 @@ fn record(methods: &[u64]) -> Vec<Frame> {
         filter: false,
         context: profiler_agent::context::init().unwrap(),
         blocking: BlockingMethods::default(),
+        nativemem: None,
         jvmti_samples: None,
         idle: None,
     };
     sampler.record(
-        SampleRequest { ucontext: std::ptr::null_mut(), weight: 1, kind: SampleKind::Cpu, kernel: None },
+        SampleRequest {
+            ucontext: std::ptr::null_mut(),
+            weight: 1,
+            kind: SampleKind::Cpu,
+            kernel: None,
+            value: 0,
+            address: 0,
+        },
         1,
         77,
     );

@@ -634,7 +634,14 @@ fn walker_shape(frames: &[Frame]) -> bool {
 extern "C" fn sampling_handler(_: c_int) {
     let sampler = SAMPLER.load(Ordering::SeqCst);
     if !sampler.is_null() {
-        let request = SampleRequest { ucontext: std::ptr::null_mut(), weight: 1, kind: SampleKind::Cpu, kernel: None };
+        let request = SampleRequest {
+            ucontext: std::ptr::null_mut(),
+            weight: 1,
+            kind: SampleKind::Cpu,
+            kernel: None,
+            value: 0,
+            address: 0,
+        };
         // SAFETY: the test keeps the sampler alive until no thread can be
         // signalled any more, and only then clears SAMPLER.
         unsafe { &*sampler }.record(request, 0, current_tid());
@@ -660,6 +667,7 @@ fn signal_stress(signals: u64, workers: usize) -> (u64, u64) {
         filter: false,
         context: profiler_agent::context::init().unwrap(),
         blocking: BlockingMethods::default(),
+        nativemem: None,
         jvmti_samples: None,
         idle: None,
     });
