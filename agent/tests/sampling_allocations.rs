@@ -267,14 +267,7 @@ fn sampling_path_does_not_allocate() {
     let ring = Ring { base: ring_memory.as_mut_ptr() as usize, page: 4096, data_size: 4096 };
     let record =
         [9 | (48u64 << 48), 4, (-128i64) as u64, 0xffff_ffff_8100_0010, 0xffff_ffff_8100_0020, 0xffff_ffff_8100_0030];
-    let request = SampleRequest {
-        ucontext: std::ptr::null_mut(),
-        weight: 1,
-        kind: SampleKind::Cpu,
-        kernel: Some(ring),
-        value: 0,
-        address: 0,
-    };
+    let request = SampleRequest::signal(std::ptr::null_mut(), 1, SampleKind::Cpu, Some(ring));
     ARMED.store(true, Ordering::SeqCst);
     for i in 0..1000u64 {
         let head = i * 48;

@@ -21,6 +21,9 @@ fn bad_options_refuse_to_start_the_jvm_with_a_clear_error() {
         ("start,event=cpu,event=wall", &["event", "given twice", "event=cpu", "event=wall"]),
         ("start,event=wall,cpu", &["'cpu' contradicts 'event=wall'"]),
         ("start,,", &["empty"]),
+        ("start,nativemem=0", &["nativemem", "'0'"]),
+        ("start,nativemem=abc", &["nativemem", "'abc'"]),
+        ("start,nofree", &["nofree", "nativemem"]),
     ];
     let runs: Vec<_> = cases
         .iter()

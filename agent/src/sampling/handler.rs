@@ -59,7 +59,7 @@ pub extern "C" fn on_sigprof(signo: c_int, info: *mut libc::siginfo_t, ucontext:
             // signal queued before its descriptor was closed and reused
             // names another thread's).
             let kernel = ring.filter(|_| current_tid() == tid);
-            let request = SampleRequest { ucontext, weight, kind: SampleKind::Cpu, kernel, value: 0, address: 0 };
+            let request = SampleRequest::signal(ucontext, weight, SampleKind::Cpu, kernel);
             take_sample(sampler, request, tid);
             true
         }
@@ -82,8 +82,7 @@ pub extern "C" fn on_sigvtalrm(signo: c_int, info: *mut libc::siginfo_t, ucontex
     let view = unsafe { &*info.cast::<RawSiginfo>() };
     let ours = with_active(|sampler| match sampler.origins.classify_sigvtalrm(view) {
         Some(weight) => {
-            let request =
-                SampleRequest { ucontext, weight, kind: SampleKind::Wall, kernel: None, value: 0, address: 0 };
+            let request = SampleRequest::signal(ucontext, weight, SampleKind::Wall, None);
             take_sample(sampler, request, current_tid());
             true
         }

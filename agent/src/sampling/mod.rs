@@ -102,6 +102,13 @@ pub struct SampleRequest {
     pub address: u64,
 }
 
+impl SampleRequest {
+    /// A signal's sample (no allocation's size or address).
+    pub fn signal(ucontext: *mut c_void, weight: u32, kind: SampleKind, kernel: Option<kernel::Ring>) -> Self {
+        Self { ucontext, weight, kind, kernel, value: 0, address: 0 }
+    }
+}
+
 static ACTIVE: AtomicPtr<Sampler> = AtomicPtr::new(std::ptr::null_mut());
 static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
 

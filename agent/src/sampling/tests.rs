@@ -52,14 +52,7 @@ fn sampler(max_depth: usize, current_env: fn() -> *mut JNIEnv) -> Sampler {
 }
 
 fn request() -> SampleRequest {
-    SampleRequest {
-        ucontext: std::ptr::null_mut(),
-        weight: 1,
-        kind: SampleKind::Cpu,
-        kernel: None,
-        value: 0,
-        address: 0,
-    }
+    SampleRequest::signal(std::ptr::null_mut(), 1, SampleKind::Cpu, None)
 }
 
 #[test]

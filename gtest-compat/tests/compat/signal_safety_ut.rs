@@ -77,14 +77,7 @@ extern "C" fn nested_sample_handler(_: c_int) {
 }
 
 fn request() -> SampleRequest {
-    SampleRequest {
-        ucontext: std::ptr::null_mut(),
-        weight: 1,
-        kind: SampleKind::Cpu,
-        kernel: None,
-        value: 0,
-        address: 0,
-    }
+    SampleRequest::signal(std::ptr::null_mut(), 1, SampleKind::Cpu, None)
 }
 
 fn sampler() -> Sampler {

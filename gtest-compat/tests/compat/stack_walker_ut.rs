@@ -94,18 +94,7 @@ fn record(methods: &[u64]) -> Vec<Frame> {
         jvmti_samples: None,
         idle: None,
     };
-    sampler.record(
-        SampleRequest {
-            ucontext: std::ptr::null_mut(),
-            weight: 1,
-            kind: SampleKind::Cpu,
-            kernel: None,
-            value: 0,
-            address: 0,
-        },
-        1,
-        77,
-    );
+    sampler.record(SampleRequest::signal(std::ptr::null_mut(), 1, SampleKind::Cpu, None), 1, 77);
     let mut frames = Vec::new();
     sampler.traces.for_each_live(|t| frames.extend_from_slice(t.frames));
     frames

@@ -634,14 +634,7 @@ fn walker_shape(frames: &[Frame]) -> bool {
 extern "C" fn sampling_handler(_: c_int) {
     let sampler = SAMPLER.load(Ordering::SeqCst);
     if !sampler.is_null() {
-        let request = SampleRequest {
-            ucontext: std::ptr::null_mut(),
-            weight: 1,
-            kind: SampleKind::Cpu,
-            kernel: None,
-            value: 0,
-            address: 0,
-        };
+        let request = SampleRequest::signal(std::ptr::null_mut(), 1, SampleKind::Cpu, None);
         // SAFETY: the test keeps the sampler alive until no thread can be
         // signalled any more, and only then clears SAMPLER.
         unsafe { &*sampler }.record(request, 0, current_tid());
