@@ -205,6 +205,8 @@ pub struct Options {
     pub nativemem: Option<u32>,
     /// Frees of sampled native allocations are not recorded (`nofree`).
     pub nofree: bool,
+    /// Where periods are shipped (`pyroscope=`, `datadog=`, ...).
+    pub export: crate::export::ExportOptions,
     /// Lock waits are sampled every this much time waited (`lock=`).
     pub lock: Option<Duration>,
     /// Lock waits shorter than this are never recorded (`lockthreshold=`).
@@ -258,6 +260,7 @@ impl Default for Options {
             live: false,
             nativemem: None,
             nofree: false,
+            export: Default::default(),
             lock: None,
             lock_threshold: Duration::ZERO,
             lock_virtual: None,
@@ -398,6 +401,11 @@ pub const KEYS: &[&str] = &[
     "log",
     "loglevel",
     "reply",
+    "pyroscope",
+    "datadog",
+    "service",
+    "tags",
+    "credentials",
 ];
 
 fn unknown_option(key: &str) -> OptionError {
@@ -450,7 +458,8 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
         if !KEYS.contains(&key) {
             return Err(unknown_option(key));
         }
-        // Every key of this match (and of `parse_continuous`'s) is in KEYS.
+        // Every key of this match (and of `parse_continuous`'s and the
+        // exporters') is in KEYS.
         match key {
             "start" | "stop" | "dump" | "status" | "version" => {
                 no_value(key, value)?;
@@ -612,7 +621,9 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
             "reply" => options.reply = Some(required(key, value)?.to_owned()),
             "loglevel" => options.log_level = parse_log_level(key, required(key, value)?)?,
             other => {
-                if !parse_continuous(other, value, &mut options.continuous)? {
+                if !parse_continuous(other, value, &mut options.continuous)?
+                    && !crate::export::options::parse(other, value, &mut options.export)?
+                {
                     return Err(unknown_option(other));
                 }
             }
@@ -711,7 +722,36 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
         }
     }
     check_continuous(&mut options, item("loop"), item("file"))?;
+    check_export_dialect(&mut options, item("jfrdialect"))?;
     Ok(options)
+}
+
+/// `datadog=` ships the Datadog profiler's events, `pyroscope=` the JDK's
+/// (which Pyroscope parses), and a session writes one dialect: without
+/// `jfrdialect=`, the exporter's is chosen.
+fn check_export_dialect(options: &mut Options, dialect_item: &str) -> Result<(), OptionError> {
+    let (datadog, pyroscope) = (options.export.datadog.is_some(), options.export.pyroscope.is_some());
+    if datadog && pyroscope {
+        return Err(error(
+            "datadog",
+            "ships jfrdialect=datadog and pyroscope= the jdk dialect, and a session writes one: ship to one of them",
+        ));
+    }
+    if dialect_item.is_empty() {
+        if datadog {
+            options.dialect = Dialect::Datadog;
+        }
+        return Ok(());
+    }
+    match (datadog, pyroscope, options.dialect) {
+        (true, _, Dialect::Jdk) => {
+            Err(error("datadog", "ships the Datadog profiler's events: jfrdialect=jdk contradicts it"))
+        }
+        (_, true, Dialect::Datadog) => {
+            Err(error("pyroscope", "reads the JDK's events: jfrdialect=datadog contradicts it"))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Parses the options of [`Continuous`]; false for any other option.
@@ -773,6 +813,10 @@ fn check_continuous(options: &mut Options, loop_item: &str, file_item: &str) -> 
         return Ok(());
     }
     let Some(template) = options.file.as_deref() else {
+        if options.export.any() {
+            // Periods shipped, none kept on disk.
+            return Ok(());
+        }
         return Err(error("loop", "needs file=PATTERN, expanded for each period (e.g. file=profile-%t.jfr)"));
     };
     if let (Some(age), Some(period)) = (retention.max_age, continuous.period) {

@@ -95,6 +95,12 @@ counters! {
     NativeMemLibraries => "nativemem_hooked_libraries",
     NativeMemSlots => "nativemem_hooked_slots",
     NativeMemPatchFailures => "nativemem_patch_failures",
+    ExportUploads => "export_uploads",
+    ExportRetries => "export_retries",
+    ExportFailures => "export_failures",
+    ExportDropped => "export_dropped",
+    ExportBytes => "export_bytes",
+    ExportNanos => "export_ns_total",
     AgentHeapBytes => "agent_heap_bytes",
 }
 

@@ -16,6 +16,7 @@ pub mod counters;
 pub mod dictionary;
 pub mod engine;
 pub mod entry;
+pub mod export;
 pub mod existing_threads;
 pub mod governor;
 pub mod heap;

@@ -6,6 +6,7 @@ use crate::context;
 use crate::counters;
 use crate::engine;
 use crate::existing_threads;
+use crate::export::{self, Exporters};
 use crate::governor::signal_cost::{self, Delivery, SignalCosts};
 use crate::governor::{Governor, InForce};
 use crate::jni_env::JniEnv;
@@ -20,7 +21,7 @@ use crate::recording::retention::Retention;
 use crate::recording::rotation::Stores;
 use crate::recording::sink::{self, Sink};
 use crate::recording::writer::Writer;
-use crate::recording::{ChunkLimits, DumpContext, Format, Recording};
+use crate::recording::{ChunkLimits, DumpContext, ExportTap, Format, Recording};
 use crate::sampling::java_thread::{self, JavaThreads};
 use crate::sampling::native::{NativeMode, NativeUnwinder};
 use crate::sampling::origin::{CpuSource, Origins};
@@ -143,6 +144,22 @@ fn status() -> String {
             )
         }
         None => "Profiler is not active".to_owned(),
+    }
+}
+
+/// What uploads say of this process.
+fn identity(vm: &Vm, options: &Options) -> export::Identity {
+    let property = |name: &std::ffi::CStr| vm.jvmti().system_property(name).ok().filter(|v| !v.is_empty());
+    let service =
+        options.export.service.clone().or_else(|| property(c"sun.java.command").and_then(|c| export::service_of(&c)));
+    let interval = options.cpu.map(|(_, interval)| interval).or(options.wall);
+    export::Identity {
+        service: service.unwrap_or_else(|| "java".to_owned()),
+        tags: options.export.tags.clone(),
+        host: export::host_name(),
+        pid: std::process::id(),
+        runtime_version: property(c"java.version").or_else(|| property(c"java.vm.version")).unwrap_or_default(),
+        interval_ns: interval.map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
     }
 }
 
@@ -450,13 +467,21 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
         io(format!("start: cannot write the recording to {path}: {e}"))
     })?;
     let continuous = &options.continuous;
-    let periods = continuous.period.zip(options.file.clone()).map(|(length, template)| {
-        sink.retain_within(Retention::new(continuous.retention));
-        Periods::new(template, length)
-    });
-    if let (None, Some(bound)) = (&periods, continuous.retention.max_size) {
-        sink.bound_file(bound);
-    }
+    let looping = continuous.period.zip(options.file.clone());
+    let periods = match looping {
+        Some((length, template)) => {
+            sink.retain_within(Retention::new(continuous.retention));
+            Some(Periods::new(Some(template), length))
+        }
+        None => {
+            if let Some(bound) = continuous.retention.max_size {
+                sink.bound_file(bound);
+            }
+            // Periods shipped, in the session's one file if any.
+            let length = continuous.period.unwrap_or(export::DEFAULT_PERIOD);
+            options.export.any().then(|| Periods::new(None, length))
+        }
+    };
     // Before any engine is armed: the measurement has SIGPROF to itself.
     let governed = options.overhead > 0 && (options.cpu.is_some() || options.wall.is_some());
     let signal_costs = if governed { signal_cost::costs() } else { None };
@@ -498,7 +523,14 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
         settings.extend(options.wall.map(|_| ("wall_signal_cost".to_owned(), nanos(wall))));
     }
     let limits = ChunkLimits { size: continuous.chunk_size, time: continuous.chunk_time };
-    let recording = Arc::new(Mutex::new(Recording::new(settings, format, stores, sink, limits, periods)));
+    let export = match options.export.any() {
+        true => Some(ExportTap::new(Exporters::start(&options.export, identity(vm, options)).map_err(|e| {
+            disarm();
+            argument(e)
+        })?)),
+        false => None,
+    };
+    let recording = Arc::new(Mutex::new(Recording::new(settings, format, stores, sink, limits, periods, export)));
     let mut ticks: Vec<Box<dyn Tick>> = Vec::new();
     if let Some(native) = &sampler.native {
         ticks.push(Box::new(RefreshTick(Arc::clone(&native.libraries))));
@@ -643,26 +675,49 @@ fn stop_locked(
     let mut recording = session.recording.lock().unwrap_or_else(|p| p.into_inner());
     log::info!("profiling stopped after {} s", session.started.elapsed().as_secs());
     if path.is_none() && recording.session_path().is_none() {
-        if let Some(env) = env {
+        if !recording.exports() {
+            if let Some(env) = env {
+                recording.release_live_objects(env);
+            }
+            return Ok("Profiling stopped; no file was given, so the data since the last dump was discarded".to_owned());
+        }
+        // The last period, shipped and not kept.
+        if let (Some(vm), Some(env)) = (vm::get(), env) {
+            recording.rotate(&DumpContext { jvmti: vm.jvmti(), env }, true);
             recording.release_live_objects(env);
         }
-        return Ok("Profiling stopped; no file was given, so the data since the last dump was discarded".to_owned());
+        let exporters = recording.end_exports();
+        drop(recording);
+        finish_exports(exporters);
+        return Ok("Profiling stopped; the last period was shipped".to_owned());
     }
-    match write_recording(&mut recording, env, path, true) {
+    let written = write_recording(&mut recording, env, path, true);
+    let exporters = recording.end_exports();
+    match written {
         Ok(written) => {
             recording.keep_finished_after_stop(true);
+            drop(recording);
+            finish_exports(exporters);
             Ok(format!("Profiling stopped; recording written to {}", shown(&written)))
         }
         Err(e) => {
             // The files finished before are complete; the last one is not.
             recording.keep_finished_after_stop(false);
             drop(recording);
+            finish_exports(exporters);
             *unsaved() = Some(session.recording);
             Err(CommandError {
                 kind: e.kind,
                 message: format!("{e}; profiling stopped, and its recording is kept: stop,file=PATH writes it"),
             })
         }
+    }
+}
+
+/// Delivers the last periods within [`export::FINISH_WAIT`], then gives up.
+fn finish_exports(exporters: Option<Exporters>) {
+    if let Some(exporters) = exporters {
+        exporters.finish(export::FINISH_WAIT);
     }
 }
 

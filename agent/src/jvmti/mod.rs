@@ -95,6 +95,7 @@ slots! {
     GET_EXTENSION_EVENTS = 125 "GetExtensionEvents";
     SET_EXTENSION_EVENT_CALLBACK = 126 "SetExtensionEventCallback";
     GET_ERROR_NAME = 128 "GetErrorName";
+    GET_SYSTEM_PROPERTY = 131 "GetSystemProperty";
     GET_PHASE = 133 "GetPhase";
     ADD_CAPABILITIES = 142 "AddCapabilities";
     SET_HEAP_SAMPLING_INTERVAL = 156 "SetHeapSamplingInterval";
@@ -528,6 +529,18 @@ impl Jvmti {
         self.check(unsafe { f(self.as_raw(), class.as_raw(), &mut count, &mut methods) })?;
         // SAFETY: JVMTI allocated `count` method ids.
         Ok(unsafe { self.take_array(methods, count) }.into_iter().map(MethodRef).collect())
+    }
+
+    /// A system property of the VM (`java.version`, `sun.java.command`).
+    pub fn system_property(&self, name: &std::ffi::CStr) -> JvmtiResult<String> {
+        type F = unsafe extern "C" fn(*mut c_void, *const c_char, *mut *mut c_char) -> jint;
+        let mut value = ptr::null_mut();
+        // SAFETY: slot 131 has this signature.
+        let f: F = unsafe { std::mem::transmute(self.function(GET_SYSTEM_PROPERTY)) };
+        // SAFETY: valid env, NUL-terminated name and out pointer.
+        self.check(unsafe { f(self.as_raw(), name.as_ptr(), &mut value) })?;
+        // SAFETY: JVMTI allocated the string.
+        Ok(unsafe { self.take_string(value) })
     }
 
     /// The JVM signature of a class (`Ljava/lang/String;`).

@@ -39,6 +39,7 @@ fn scratch(module: &str, test: &str) -> PathBuf {
 
 use crate::clock;
 use crate::counters::{self, Counter};
+use crate::export::{Exporters, Period};
 use crate::jni_env::JniEnv;
 use crate::jvmti::Jvmti;
 use crate::jvmti_samples;
@@ -55,7 +56,7 @@ use sink::Sink;
 use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 /// When the current chunk is finished: past `size` event bytes, or
 /// after `time`.
@@ -106,6 +107,31 @@ pub struct Recording {
     chunk_started: Instant,
     /// A looping session's periods.
     periods: Option<Periods>,
+    /// The current period's chunks, for the exporters, if any.
+    export: Option<ExportTap>,
+}
+
+/// What the exporters get of a recording: each period's chunks.
+pub struct ExportTap {
+    exporters: Exporters,
+    chunks: Vec<u8>,
+    started: SystemTime,
+}
+
+impl ExportTap {
+    pub fn new(exporters: Exporters) -> Self {
+        Self { exporters, chunks: Vec::new(), started: SystemTime::now() }
+    }
+
+    /// Ships the period's chunks (if any) and starts the next period.
+    fn ship(&mut self) {
+        let now = SystemTime::now();
+        if !self.chunks.is_empty() {
+            let jfr = std::mem::take(&mut self.chunks);
+            self.exporters.ship(Period { jfr, start: self.started, end: now });
+        }
+        self.started = now;
+    }
 }
 
 impl Recording {
@@ -118,6 +144,7 @@ impl Recording {
         sink: Sink,
         limits: ChunkLimits,
         periods: Option<Periods>,
+        export: Option<ExportTap>,
     ) -> Self {
         let now = clock::monotonic_ns();
         let epoch_offset = clock::epoch_ns() - now as i64;
@@ -137,6 +164,7 @@ impl Recording {
             limits,
             chunk_started: Instant::now(),
             periods,
+            export,
         }
     }
 
@@ -168,8 +196,29 @@ impl Recording {
         let Some(periods) = self.periods.as_mut() else { return };
         let path = periods.start_next();
         self.add_live_objects(ctx.env, false);
-        self.rotate(ctx, true);
-        self.sink.next_file(path);
+        // The last chunk of a file (a period that goes on in the same
+        // file, shipped alone, is no file's last).
+        self.rotate(ctx, path.is_some());
+        if let Some(tap) = &mut self.export {
+            tap.ship();
+        }
+        if let Some(path) = path {
+            self.sink.next_file(path);
+        }
+    }
+
+    /// At the session's end, after its last chunk: ships the last period
+    /// and hands over the exporters, to be finished outside the
+    /// recording's lock.
+    pub fn end_exports(&mut self) -> Option<Exporters> {
+        let mut tap = self.export.take()?;
+        tap.ship();
+        Some(tap.exporters)
+    }
+
+    /// Whether periods are shipped.
+    pub fn exports(&self) -> bool {
+        self.export.is_some()
     }
 
     pub fn session_path(&self) -> Option<&Path> {
@@ -264,6 +313,9 @@ impl Recording {
         counters::add(Counter::ContextValuesExpired, finished.context_values_expired);
         threads::purge_ended();
         self.methods.clear();
+        if let Some(tap) = &mut self.export {
+            tap.chunks.extend_from_slice(&finished.bytes);
+        }
         self.sink.store(finished.bytes);
     }
 

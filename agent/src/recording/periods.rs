@@ -1,13 +1,15 @@
-//! The periods of a looping session (`loop=`): when the current one ends,
-//! and the file the next one is written to (`file=` expanded again with
-//! the next sequence number and the time it starts).
+//! The periods of a looping session (`loop=`, or the exporters' period):
+//! when the current one ends, and the file the next one is written to
+//! (`file=` expanded again with the next sequence number and the time it
+//! starts), if each period has a file of its own.
 
 use crate::args::{self, Naming};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 pub struct Periods {
-    template: String,
+    /// `file=`, when each period has a file of its own.
+    template: Option<String>,
     length: Duration,
     /// The current period's number (the first, written at start, is 0).
     sequence: u64,
@@ -16,7 +18,7 @@ pub struct Periods {
 
 impl Periods {
     /// Periods of `length`, the first starting now.
-    pub fn new(template: String, length: Duration) -> Self {
+    pub fn new(template: Option<String>, length: Duration) -> Self {
         Self { template, length, sequence: 0, started: Instant::now() }
     }
 
@@ -24,15 +26,15 @@ impl Periods {
         self.started.elapsed() >= self.length
     }
 
-    /// Starts the next period: its file's path. A period that ended on
+    /// Starts the next period: its file's path, if it has one. A period that ended on
     /// time starts the next where it ended (the ticks that notice it
     /// cause no drift); one ended early, or more than a period late, now.
-    pub fn start_next(&mut self) -> PathBuf {
+    pub fn start_next(&mut self) -> Option<PathBuf> {
         self.sequence += 1;
         let now = Instant::now();
         let next = self.started + self.length;
         self.started = if next <= now && now - next < self.length { next } else { now };
-        path(&self.template, self.sequence)
+        self.template.as_deref().map(|template| path(template, self.sequence))
     }
 }
 
