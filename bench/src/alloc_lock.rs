@@ -77,6 +77,54 @@ const NATIVEMEM_CONFIGS: &[Config] = &[
 ];
 const NATIVEMEM_EVENTS: &[&str] = &["profiler.Malloc", "profiler.Free"];
 
+/// Shipping to backends that are down, never answer, or refuse
+/// (`export`, on the allocation workload): the JVM's throughput must not
+/// notice. `{down}`, `{slow}` and `{refuse}` are the bench's receivers.
+const EXPORT_CONFIGS: &[Config] = &[
+    Config { name: "unprofiled", profiler: Profiler::None, settings: "" },
+    Config { name: "ours cpu=10ms", profiler: Profiler::Ours, settings: "cpu=10ms" },
+    Config { name: "ours + pyroscope, down", profiler: Profiler::Ours, settings: "cpu=10ms,loop=1s,pyroscope={down}" },
+    Config {
+        name: "ours + pyroscope, never answers",
+        profiler: Profiler::Ours,
+        settings: "cpu=10ms,loop=1s,pyroscope={slow}",
+    },
+    Config {
+        name: "ours + pyroscope, answers 400",
+        profiler: Profiler::Ours,
+        settings: "cpu=10ms,loop=1s,pyroscope={refuse}",
+    },
+];
+const CPU_EVENTS: &[&str] = &["jdk.ExecutionSample"];
+
+/// The receivers of the `export` table: a port nobody listens on, one
+/// that accepts and never answers, one that answers 400. They live as
+/// long as the bench.
+fn receivers() -> [(&'static str, String); 3] {
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+    let url = |listener: &TcpListener| format!("http://{}", listener.local_addr().unwrap());
+    let down = url(&TcpListener::bind("127.0.0.1:0").unwrap());
+    let slow = TcpListener::bind("127.0.0.1:0").unwrap();
+    let refuse = TcpListener::bind("127.0.0.1:0").unwrap();
+    let (slow_url, refuse_url) = (url(&slow), url(&refuse));
+    std::thread::spawn(move || {
+        // Accepted, read from by nobody, answered never.
+        let mut held = Vec::new();
+        for stream in slow.incoming() {
+            held.push(stream);
+        }
+    });
+    std::thread::spawn(move || {
+        for mut stream in refuse.incoming().flatten() {
+            let mut buffer = [0u8; 65536];
+            let _ = stream.read(&mut buffer);
+            let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        }
+    });
+    [("{down}", down), ("{slow}", slow_url), ("{refuse}", refuse_url)]
+}
+
 /// Virtual threads' many short parks (`vlock`, JDK 21+): what timing
 /// them costs.
 const VIRTUAL_LOCK_CONFIGS: &[Config] = &[
@@ -94,14 +142,24 @@ struct Run {
     file_bytes: f64,
 }
 
-fn run_once(config: &Config, mode: &str, seconds: f64, classes: &Path, scratch: &Path, agent: &Path) -> Run {
+#[allow(clippy::too_many_arguments)]
+fn run_once(
+    config: &Config,
+    mode: &str,
+    seconds: f64,
+    classes: &Path,
+    scratch: &Path,
+    agent: &Path,
+    urls: &[(&str, String)],
+) -> Run {
     let file = scratch.join("alloc-lock.jfr");
     let _ = std::fs::remove_file(&file);
     let mut command = Command::new(tool("java"));
     match config.profiler {
         Profiler::None => {}
         Profiler::Ours => {
-            command.arg(format!("-agentpath:{}=start,{},file={}", agent.display(), config.settings, file.display()));
+            let settings = urls.iter().fold(config.settings.to_owned(), |s, (name, url)| s.replace(name, url));
+            command.arg(format!("-agentpath:{}=start,{settings},file={}", agent.display(), file.display()));
         }
         Profiler::Peer => {
             let library = async_profiler();
@@ -122,7 +180,7 @@ fn run_once(config: &Config, mode: &str, seconds: f64, classes: &Path, scratch: 
     let output = command
         .args(["-Xms512m", "-Xmx512m", "-XX:+AlwaysPreTouch", "-cp"])
         .arg(classes)
-        .args(["AllocLockWorkload", mode, &seconds.to_string()])
+        .args(["AllocLockWorkload", if mode == "export" { "alloc" } else { mode }, &seconds.to_string()])
         .output()
         .expect("run java");
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
@@ -133,6 +191,7 @@ fn run_once(config: &Config, mode: &str, seconds: f64, classes: &Path, scratch: 
         let events = match mode {
             "alloc" => ALLOC_EVENTS,
             "nativemem" => NATIVEMEM_EVENTS,
+            "export" => CPU_EVENTS,
             _ => LOCK_EVENTS,
         };
         run.events = sample_counts(&file, events).events;
@@ -141,8 +200,8 @@ fn run_once(config: &Config, mode: &str, seconds: f64, classes: &Path, scratch: 
 }
 
 /// The allocation table (`mode` `alloc`), the lock table (`lock`), the
-/// virtual threads' lock table (`vlock`) or the native memory table
-/// (`nativemem`).
+/// virtual threads' lock table (`vlock`), the native memory table
+/// (`nativemem`) or the shipping table (`export`).
 pub fn run(options: &Options, agent: &Path, scratch: &Path, mode: &str) {
     let classes = scratch.join("classes");
     javac(&classes, &[root().join("bench/java/AllocLockWorkload.java")]);
@@ -150,12 +209,14 @@ pub fn run(options: &Options, agent: &Path, scratch: &Path, mode: &str) {
         "alloc" => ALLOC_CONFIGS,
         "lock" => LOCK_CONFIGS,
         "nativemem" => NATIVEMEM_CONFIGS,
+        "export" => EXPORT_CONFIGS,
         _ => VIRTUAL_LOCK_CONFIGS,
     };
+    let urls = if mode == "export" { receivers().to_vec() } else { Vec::new() };
     let mut runs: Vec<Vec<Run>> = vec![Vec::new(); configs.len()];
     for round in 0..options.rounds {
         for (i, config) in configs.iter().enumerate() {
-            let run = run_once(config, mode, options.seconds, &classes, scratch, agent);
+            let run = run_once(config, mode, options.seconds, &classes, scratch, agent, &urls);
             eprintln!("round {} {:>35}: {:.0} ops", round + 1, config.name, run.ops);
             runs[i].push(run);
         }

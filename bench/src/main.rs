@@ -20,6 +20,8 @@
 //! - `nativemem`: native memory profiling (`nativemem=512k`, with and
 //!   without `nofree`, and `32k`) of a malloc-heavy workload (zlib
 //!   streams, `Unsafe` blocks), ours against async-profiler.
+//! - `export`: the allocation workload shipping every second to backends
+//!   that are down, never answer, or answer 400: throughput unaffected.
 //! - `dumps`: the integration tests' churn fixture (thread and class
 //!   churn, a dump every 100 ms) for 20 s: dumps written, dump time p50/p99.
 //! - `walks`: time per walk, HotSpot walker against AsyncGetCallTrace on
@@ -49,7 +51,7 @@
 //!   `--only soak-unprofiled`: the same load without the agent (the
 //!   baseline of what the JVM's own memory does under it).
 //!
-//! Usage: `cargo run --release -p bench -- [--rounds N] [--seconds S] [--threads T] [--only overhead|wall|deep|zlib|h2|governor|alloc|lock|vlock|nativemem|dumps|walks|floor|native|symbolizer|dictionary|soak|soak-loop|soak-unprofiled] [--soak-seconds S] [--baseline PATH]`
+//! Usage: `cargo run --release -p bench -- [--rounds N] [--seconds S] [--threads T] [--only overhead|wall|deep|zlib|h2|governor|alloc|lock|vlock|nativemem|export|dumps|walks|floor|native|symbolizer|dictionary|soak|soak-loop|soak-unprofiled] [--soak-seconds S] [--baseline PATH]`
 //! (needs `cargo build --release` first, for the agent). `--baseline` names
 //! another build of `libprofiler.so` (say, the previous commit's): the
 //! `overhead`, `wall`, `deep`, `zlib`, `h2` and `governor` tables then run
@@ -71,7 +73,7 @@ struct Options {
     rounds: usize,
     seconds: f64,
     threads: usize,
-    /// Run only this benchmark (`overhead`, `wall`, `deep`, `zlib`, `h2`, `governor`, `alloc`, `lock`, `vlock`, `nativemem`, `dumps`, `walks`, `floor`,
+    /// Run only this benchmark (`overhead`, `wall`, `deep`, `zlib`, `h2`, `governor`, `alloc`, `lock`, `vlock`, `nativemem`, `export`, `dumps`, `walks`, `floor`,
     /// `native`, `symbolizer`, `dictionary` or `soak`).
     only: Option<String>,
     /// How long the soak runs.
@@ -131,7 +133,7 @@ fn main() {
         overhead::run_governor(&options, &agent, &scratch);
     }
     // vlock needs virtual threads (a JDK 21+ as JAVA_HOME): only when named.
-    for mode in ["alloc", "lock", "vlock", "nativemem"] {
+    for mode in ["alloc", "lock", "vlock", "nativemem", "export"] {
         if options.wants(mode) && (mode != "vlock" || options.only.is_some()) {
             alloc_lock::run(&options, &agent, &scratch, mode);
         }
