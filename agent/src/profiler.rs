@@ -158,7 +158,11 @@ fn identity(vm: &Vm, options: &Options) -> export::Identity {
         tags: options.export.tags.clone(),
         host: export::host_name(),
         pid: std::process::id(),
-        runtime_version: property(c"java.version").or_else(|| property(c"java.vm.version")).unwrap_or_default(),
+        // `java.version` is set by Java code, after JVMTI's properties:
+        // it is `java.vm.version` without its build (`21.0.8+9-LTS`).
+        runtime_version: property(c"java.vm.version")
+            .map(|version| version.split('+').next().unwrap_or_default().to_owned())
+            .unwrap_or_default(),
         interval_ns: interval.map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
     }
 }
@@ -498,6 +502,7 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
         }
     }
     context::set_attribute_count(options.attributes.len());
+    let sampling_started = std::time::SystemTime::now();
     sampling::publish(&sampler);
     let (engines, cpu_engine) = arm_engines(vm, options, &sampler, env).map_err(|e| {
         disarm();
@@ -524,10 +529,13 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
     }
     let limits = ChunkLimits { size: continuous.chunk_size, time: continuous.chunk_time };
     let export = match options.export.any() {
-        true => Some(ExportTap::new(Exporters::start(&options.export, identity(vm, options)).map_err(|e| {
-            disarm();
-            argument(e)
-        })?)),
+        true => {
+            let exporters = Exporters::start(&options.export, identity(vm, options)).map_err(|e| {
+                disarm();
+                argument(e)
+            })?;
+            Some(ExportTap::new(exporters, sampling_started))
+        }
         false => None,
     };
     let recording = Arc::new(Mutex::new(Recording::new(settings, format, stores, sink, limits, periods, export)));

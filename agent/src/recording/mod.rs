@@ -56,7 +56,7 @@ use sink::Sink;
 use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 /// When the current chunk is finished: past `size` event bytes, or
 /// after `time`.
@@ -111,26 +111,35 @@ pub struct Recording {
     export: Option<ExportTap>,
 }
 
-/// What the exporters get of a recording: each period's chunks.
+/// What the exporters get of a recording: each period's chunks, and the
+/// times its first chunk started and its last ended.
 pub struct ExportTap {
     exporters: Exporters,
     chunks: Vec<u8>,
     started: SystemTime,
+    ended: SystemTime,
 }
 
 impl ExportTap {
-    pub fn new(exporters: Exporters) -> Self {
-        Self { exporters, chunks: Vec::new(), started: SystemTime::now() }
+    /// A tap of a session whose sampling started at `started`.
+    pub fn new(exporters: Exporters, started: SystemTime) -> Self {
+        Self { exporters, chunks: Vec::new(), started, ended: started }
     }
 
-    /// Ships the period's chunks (if any) and starts the next period.
+    /// Takes a finished chunk, which ended at `end`.
+    fn chunk(&mut self, bytes: &[u8], end: SystemTime) {
+        self.chunks.extend_from_slice(bytes);
+        self.ended = end;
+    }
+
+    /// Ships the period's chunks (if any); the next period starts where
+    /// its last chunk ended.
     fn ship(&mut self) {
-        let now = SystemTime::now();
         if !self.chunks.is_empty() {
             let jfr = std::mem::take(&mut self.chunks);
-            self.exporters.ship(Period { jfr, start: self.started, end: now });
+            self.exporters.ship(Period { jfr, start: self.started, end: self.ended });
         }
-        self.started = now;
+        self.started = self.ended;
     }
 }
 
@@ -149,6 +158,11 @@ impl Recording {
         let now = clock::monotonic_ns();
         let epoch_offset = clock::epoch_ns() - now as i64;
         let ticks = Ticks::starting_at(now);
+        // The first period starts with the first chunk.
+        let mut periods = periods;
+        if let Some(periods) = &mut periods {
+            periods.restart();
+        }
         Self {
             chunk: ChunkBuilder::new(ticks, now, now as i64 + epoch_offset, &settings, &format),
             ticks,
@@ -314,7 +328,8 @@ impl Recording {
         threads::purge_ended();
         self.methods.clear();
         if let Some(tap) = &mut self.export {
-            tap.chunks.extend_from_slice(&finished.bytes);
+            let end = Duration::from_nanos(u64::try_from(now as i64 + self.epoch_offset).unwrap_or(0));
+            tap.chunk(&finished.bytes, SystemTime::UNIX_EPOCH + end);
         }
         self.sink.store(finished.bytes);
     }

@@ -22,6 +22,11 @@ impl Periods {
         Self { template, length, sequence: 0, started: Instant::now() }
     }
 
+    /// Starts the first period now.
+    pub fn restart(&mut self) {
+        self.started = Instant::now();
+    }
+
     pub fn due(&self) -> bool {
         self.started.elapsed() >= self.length
     }
