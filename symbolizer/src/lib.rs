@@ -1,8 +1,8 @@
 //! Offline processing of recordings: reading our JFR files, resolving
 //! remote native frames from debug files found by build-id, keeping the
 //! native allocations never freed (`leaks`), and writing collapsed stacks,
-//! flame graphs (differential ones too), timelines, pprof profiles and JFR
-//! copies.
+//! flame graphs (differential ones too), timelines, pprof profiles, OTLP
+//! profiles (`otlp`) and JFR copies.
 
 pub mod collapsed;
 pub mod debuginfo;
@@ -12,6 +12,7 @@ pub mod flamegraph;
 pub mod jfr_in;
 pub mod jfr_out;
 pub mod leaks;
+pub mod otlp;
 pub mod pprof;
 pub mod profile;
 pub mod recording;

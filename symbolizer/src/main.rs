@@ -8,9 +8,10 @@ use std::process::ExitCode;
 use symbolizer::debuginfo::Locator;
 use symbolizer::debuginfod::{default_cache, urls_from_env, Debuginfod};
 use symbolizer::events::EventKind;
+use symbolizer::otlp::OtlpOptions;
 use symbolizer::recording::Recording;
 use symbolizer::resolve::{Resolver, Tier};
-use symbolizer::{collapsed, flamegraph, jfr_out, leaks, pprof, profile, recording, timeline};
+use symbolizer::{collapsed, flamegraph, jfr_out, leaks, otlp, pprof, profile, recording, timeline};
 
 mod progress;
 use progress::Progress;
@@ -93,6 +94,28 @@ enum Command {
         #[command(flatten)]
         event: EventArg,
     },
+    /// OpenTelemetry profiles (an OTLP ExportProfilesServiceRequest, protobuf, proto v1.10.0): a
+    /// profile per event kind, for Pyroscope or the OpenTelemetry Collector; needs -o or --output-dir
+    Otlp {
+        #[command(flatten)]
+        common: Common,
+        /// The one kind of events sent: cpu, wall, alloc, live, lock or nativemem [default: every kind
+        /// the recordings have, a profile each]
+        #[arg(long, value_name = "KIND", value_parser = event_kind)]
+        event: Option<EventKind>,
+        /// The resource's service.name [default: the class whose main method the stacks start in,
+        /// else java]
+        #[arg(long, value_name = "NAME")]
+        service: Option<String>,
+        /// A resource attribute (repeatable), e.g. deployment.environment.name=prod; it replaces
+        /// what --service or an earlier one set for its key
+        #[arg(long = "attribute", value_name = "KEY=VALUE", value_parser = attribute_arg)]
+        attributes: Vec<(String, String)>,
+        /// Resolve nothing: remote native frames stay their library's build-id mapping and link-time
+        /// address, for the backend to symbolize (as the agent sends them)
+        #[arg(long)]
+        no_resolve: bool,
+    },
     /// A copy of the recording with every remote frame resolved, for any JFR reader; needs -o, or --output-dir for several
     Jfr {
         #[command(flatten)]
@@ -120,8 +143,8 @@ struct Common {
     /// fetched and parsed once for all
     #[arg(required = true, value_name = "RECORDING.jfr|DIR")]
     inputs: Vec<PathBuf>,
-    /// One output per recording: DIR/<name>.collapsed, .html, .timeline.html, .pb.gz, .symbolized.jfr
-    /// or .txt
+    /// One output per recording: DIR/<name>.collapsed, .html, .timeline.html, .pb.gz, .otlp.pb,
+    /// .symbolized.jfr or .txt
     #[arg(long, value_name = "DIR", conflicts_with = "output")]
     output_dir: Option<PathBuf>,
     #[command(flatten)]
@@ -199,6 +222,15 @@ fn event_kind(name: &str) -> Result<EventKind, String> {
     EventKind::from_name(name).ok_or_else(|| format!("unknown event kind; accepted: {}", EventKind::accepted()))
 }
 
+/// A resource attribute as `--attribute` takes it: `KEY=VALUE`, a key
+/// that is not empty.
+fn attribute_arg(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),
+        _ => Err(format!("--attribute {text}: not KEY=VALUE")),
+    }
+}
+
 fn time_arg(flag: &'static str) -> impl Fn(&str) -> Result<i64, String> + Clone {
     move |text| parse_time(flag, text)
 }
@@ -228,6 +260,10 @@ struct Args {
     /// `timeline`: its rows, and its bucket length (nanoseconds).
     rows: usize,
     bucket: Option<i64>,
+    /// `otlp`: the resource's attributes, and whether remote frames are
+    /// left unresolved.
+    otlp: OtlpOptions,
+    no_resolve: bool,
 }
 
 /// The converting command's arguments; `None` when nothing is left to do
@@ -242,6 +278,7 @@ fn parse_args() -> Result<Option<Args>, String> {
         }
     };
     let (mut rows, mut bucket) = (0, None);
+    let (mut otlp, mut no_resolve, mut otlp_event) = (OtlpOptions::default(), false, None);
     let (command, common, event, threads, title) = match cli.command {
         Command::Collapsed(Stacks { common, event, threads }) => ("collapsed", common, Some(event), threads, None),
         Command::Flamegraph { stacks: Stacks { common, event, threads }, title } => {
@@ -256,6 +293,10 @@ fn parse_args() -> Result<Option<Args>, String> {
             ("timeline", common, Some(event), false, title)
         }
         Command::Pprof { common, event } => ("pprof", common, Some(event), false, None),
+        Command::Otlp { common, event, service, attributes, no_resolve: off } => {
+            (otlp, no_resolve, otlp_event) = (OtlpOptions { service, attributes, event }, off, event);
+            ("otlp", common, None, false, None)
+        }
         Command::Jfr { common } => ("jfr", common, None, false, None),
         Command::Report { common, event } => ("report", common, Some(event), false, None),
         Command::Completions { shell } => {
@@ -273,10 +314,24 @@ fn parse_args() -> Result<Option<Args>, String> {
     let (event, leak) = match event {
         Some(EventArg { event, leak: true, tail }) => (Some(leak_event(event)?), Some(tail.unwrap_or(DEFAULT_TAIL))),
         Some(EventArg { event, .. }) => (event, None),
-        None => (None, None),
+        None => (otlp_event, None),
     };
     let by_thread = threads;
-    Ok(Some(Args { command, inputs, output_dir, common: options, event, leak, by_thread, title, window, rows, bucket }))
+    Ok(Some(Args {
+        command,
+        inputs,
+        output_dir,
+        common: options,
+        event,
+        leak,
+        by_thread,
+        title,
+        window,
+        rows,
+        bucket,
+        otlp,
+        no_resolve,
+    }))
 }
 
 /// The events `--leak` shows: native allocations, with `--event` or without.
@@ -538,6 +593,7 @@ fn output_in(dir: &Path, input: &str, command: &str) -> PathBuf {
         "flamegraph" => "html",
         "timeline" => "timeline.html",
         "pprof" => "pb.gz",
+        "otlp" => "otlp.pb",
         "jfr" => "symbolized.jfr",
         _ => "txt",
     };
@@ -558,7 +614,8 @@ fn run() -> Result<Finish, String> {
 /// Decides the kind of events shown, when `--event` did not, once for
 /// every input and window: the recordings' one kind of samples, else CPU.
 fn decide_event(args: &mut Args, kinds: &std::collections::BTreeSet<EventKind>, progress: &Progress) {
-    if args.event.is_some() || args.command == "jfr" {
+    // `jfr` copies every kind; `otlp` sends each as a profile.
+    if args.event.is_some() || ["jfr", "otlp"].contains(&args.command) {
         return;
     }
     let kind = match kinds.iter().collect::<Vec<_>>().as_slice() {
@@ -574,7 +631,7 @@ fn decide_event(args: &mut Args, kinds: &std::collections::BTreeSet<EventKind>, 
 
 /// Every command but `diff`.
 fn convert(args: &mut Args, progress: &Progress) -> Result<Finish, String> {
-    let binary = ["pprof", "jfr"].contains(&args.command);
+    let binary = ["pprof", "otlp", "jfr"].contains(&args.command);
     if binary && args.common.output.is_none() && args.output_dir.is_none() {
         return Err(format!("{} writes a binary file: give -o PATH", args.command));
     }
@@ -596,7 +653,9 @@ fn convert(args: &mut Args, progress: &Progress) -> Result<Finish, String> {
     let mut resolver = resolver(args);
     // Every recording's remote frames at once: each debug file found,
     // fetched and parsed once, each library's addresses on all cores.
-    resolver.prepare_reporting(recordings.iter().map(|(_, r)| r), &mut |step| progress.step(step));
+    if !args.no_resolve {
+        resolver.prepare_reporting(recordings.iter().map(|(_, r)| r), &mut |step| progress.step(step));
+    }
     match &args.output_dir {
         Some(dir) => {
             let mut failed = 0;
@@ -719,6 +778,9 @@ fn produce(
         }
         return Ok(());
     }
+    if args.command == "otlp" {
+        return produce_otlp(args, name, recording, resolver, output, progress);
+    }
     let kind = args.event.unwrap_or_default();
     if !recording.kinds().contains_key(&kind) {
         return Err(no_events(name, recording, kind));
@@ -750,6 +812,36 @@ fn produce(
     write(output, &bytes)?;
     if args.command != "report" && (report.remote_frames > 0 || !report.categories.is_empty()) {
         progress.note(report.to_string().trim_end());
+    }
+    Ok(())
+}
+
+/// `otlp`: a profile for each kind of events (or `--event`'s), remote
+/// frames resolved unless `--no-resolve`.
+fn produce_otlp(
+    args: &Args,
+    name: &str,
+    recording: &Recording,
+    resolver: &mut Resolver,
+    output: Option<&Path>,
+    progress: &Progress,
+) -> Result<(), String> {
+    let kinds = recording.kinds();
+    match args.event {
+        Some(kind) if !kinds.contains_key(&kind) => return Err(no_events(name, recording, kind)),
+        None if kinds.is_empty() => {
+            return Err(format!("{name} has no sample events of any kind ({})", EventKind::accepted()));
+        }
+        _ => {}
+    }
+    progress.phase("building the profiles", None);
+    let resolver = (!args.no_resolve).then_some(resolver);
+    let (request, reports) = otlp::build_request(recording, &args.otlp, resolver);
+    write(output, &prost::Message::encode_to_vec(&request))?;
+    for report in reports {
+        if !args.no_resolve && (report.remote_frames > 0 || !report.categories.is_empty()) {
+            progress.note(format!("{}:\n{}", report.kind.describe(), report.to_string().trim_end()));
+        }
     }
     Ok(())
 }
@@ -795,7 +887,7 @@ fn main() -> ExitCode {
 
 #[cfg(test)]
 mod tests {
-    use super::{leak_event, parse_duration, parse_tail, parse_time, Cli, EventKind};
+    use super::{attribute_arg, leak_event, parse_duration, parse_tail, parse_time, Cli, EventKind};
     use clap::{CommandFactory, Parser};
 
     #[test]
@@ -889,5 +981,23 @@ mod tests {
         assert_eq!(e.kind(), clap::error::ErrorKind::MissingRequiredArgument, "{e}");
         let e = parse(&["--leak", "--tail", "1.5"]).err().expect("a tail over 1");
         assert!(e.to_string().contains("not a ratio in [0, 1]"), "{e}");
+    }
+
+    /// `otlp` takes resource attributes as KEY=VALUE (the value may hold
+    /// `=` or be empty) and sends every kind unless --event names one.
+    #[test]
+    fn otlp_takes_attributes_as_key_value_pairs() {
+        let pair = |k: &str, v: &str| Ok((k.to_owned(), v.to_owned()));
+        assert_eq!(attribute_arg("deployment.environment.name=prod"), pair("deployment.environment.name", "prod"));
+        assert_eq!(attribute_arg("k=a=b"), pair("k", "a=b"));
+        assert_eq!(attribute_arg("k="), pair("k", ""));
+        for bad in ["", "k", "=v"] {
+            assert!(attribute_arg(bad).expect_err(bad).contains("KEY=VALUE"));
+        }
+        let parse = |args: &[&str]| Cli::try_parse_from([&["symbolize", "otlp", "x.jfr", "-o", "x.pb"], args].concat());
+        assert!(parse(&["--attribute", "a=1", "--attribute", "b=2", "--service", "s", "--no-resolve"]).is_ok());
+        assert!(parse(&["--event", "wall"]).is_ok());
+        assert!(parse(&["--event", "heap"]).is_err());
+        assert!(parse(&["--attribute", "novalue"]).is_err());
     }
 }
