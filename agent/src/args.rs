@@ -403,6 +403,7 @@ pub const KEYS: &[&str] = &[
     "reply",
     "pyroscope",
     "datadog",
+    "otlp",
     "service",
     "tags",
     "credentials",

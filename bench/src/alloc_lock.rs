@@ -154,12 +154,18 @@ fn run_once(
 ) -> Run {
     let file = scratch.join("alloc-lock.jfr");
     let _ = std::fs::remove_file(&file);
+    let shipping = urls.iter().any(|(name, _)| config.settings.contains(name));
     let mut command = Command::new(tool("java"));
     match config.profiler {
         Profiler::None => {}
-        Profiler::Ours => {
+        // A session shipping to a receiver keeps no file (a looping one
+        // would need a file per period).
+        Profiler::Ours if shipping => {
             let settings = urls.iter().fold(config.settings.to_owned(), |s, (name, url)| s.replace(name, url));
-            command.arg(format!("-agentpath:{}=start,{settings},file={}", agent.display(), file.display()));
+            command.arg(format!("-agentpath:{}=start,{settings}", agent.display()));
+        }
+        Profiler::Ours => {
+            command.arg(format!("-agentpath:{}=start,{},file={}", agent.display(), config.settings, file.display()));
         }
         Profiler::Peer => {
             let library = async_profiler();
@@ -186,7 +192,7 @@ fn run_once(
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(output.status.success(), "{}: {}", config.name, String::from_utf8_lossy(&output.stderr));
     let mut run = Run { ops: value(&stdout, "ops "), peak_rss_kb: value(&stdout, "peak_rss_kb "), ..Run::default() };
-    if config.profiler != Profiler::None {
+    if config.profiler != Profiler::None && !shipping {
         run.file_bytes = std::fs::metadata(&file).map(|m| m.len() as f64).unwrap_or(0.0);
         let events = match mode {
             "alloc" => ALLOC_EVENTS,

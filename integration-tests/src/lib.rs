@@ -11,6 +11,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 pub use test_skip::{skip, InCi};
 
+pub mod otlp;
 pub mod readers;
 
 /// The compiled Java fixtures and tools.

@@ -8,7 +8,8 @@
 //! never answer or refuse, which must not hold the JVM's exit.
 
 use flate2::read::GzDecoder;
-use integration_tests::readers::{converter_collapsed_as, converter_jar};
+use integration_tests::otlp::{decode_otlp, python_ready};
+use integration_tests::readers::{self, converter_collapsed_as, converter_jar};
 use integration_tests::*;
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -971,4 +972,119 @@ fn the_receiver_reads_chunked_and_multipart_bodies() {
     let event = (parts[1].name.as_str(), parts[1].filename.as_deref(), parts[1].content_type.as_deref());
     assert_eq!(event, ("event", Some("event.json"), Some("application/json")));
     assert_eq!(parts[1].data, b"{}");
+}
+
+/// An upload to `otlp=`: its request, the protobuf gunzipped to `file`,
+/// and the summary OpenTelemetry's own definitions decode from it.
+fn decoded_otlp(upload: &Received, file: &Path) -> serde_json::Value {
+    assert_eq!(upload.method, "POST");
+    assert_eq!(upload.path(), "/v1development/profiles");
+    assert_eq!(upload.header("Content-Type"), Some("application/x-protobuf"));
+    assert_eq!(upload.header("Content-Encoding"), Some("gzip"));
+    let mut protobuf = Vec::new();
+    GzDecoder::new(upload.body.as_slice()).read_to_end(&mut protobuf).expect("a gzipped body");
+    std::fs::write(file, &protobuf).unwrap();
+    decode_otlp(file)
+}
+
+/// The total of the stacks of `profile` (a decoded summary's) that pass
+/// through `frame`.
+fn through(profile: &serde_json::Value, frame: &str) -> i64 {
+    let stacks = profile["stacks"].as_object().expect("stacks");
+    stacks.iter().filter(|(stack, _)| stack.contains(frame)).map(|(_, v)| v.as_i64().unwrap()).sum()
+}
+
+/// `otlp=` every 3 s of the 70/30 fixture: each period an
+/// `ExportProfilesServiceRequest` that opentelemetry-proto decodes, the
+/// service and labels as resource attributes, and together the CPU
+/// samples the threads' CPU time calls for, split as their CPU is.
+#[test]
+fn otlp_receives_profiles_opentelemetrys_definitions_decode() {
+    if !python_ready() {
+        return;
+    }
+    let receiver = Receiver::start(|_| Answer::Status(200));
+    let dir = scratch_dir("export_otlp");
+    let options = format!("start,cpu=1ms,overhead=0,loop=3s,otlp={},service=checkout,tags=env:test", receiver.url());
+    let headers = [("OTEL_EXPORTER_OTLP_HEADERS", "X-Scope-OrgID=tenant-9,Authorization=Bearer otlp-token")];
+    let run = run_fixture(&options, "10", &headers);
+    assert_output_unaffected("otlp", &run.output);
+    let uploads = receiver.received();
+    println!("otlp: {} uploads in {:.1} s of JVM", uploads.len(), run.ended - run.started);
+    assert!(uploads.len() >= 3, "{} uploads", uploads.len());
+    let (mut heavy, mut light) = (0, 0);
+    for (i, upload) in uploads.iter().enumerate() {
+        assert_eq!(upload.header("X-Scope-OrgID"), Some("tenant-9"));
+        assert_eq!(upload.header("Authorization"), Some("Bearer otlp-token"));
+        let summary = decoded_otlp(upload, &dir.join(format!("upload-{i}.pb")));
+        let resource = &summary["resource"];
+        assert_eq!(resource["service.name"], "checkout", "{resource}");
+        assert_eq!(resource["env"], "test", "{resource}");
+        assert_eq!(resource["process.runtime.name"], "java", "{resource}");
+        assert_eq!(resource["process.pid"], run.pid.to_string(), "{resource}");
+        let profiles = summary["profiles"].as_array().expect("profiles");
+        let cpu = profiles.iter().find(|p| p["sample_type"][0] == "samples").expect("a CPU profile");
+        assert_eq!(cpu["sample_type"][1], "count", "{cpu}");
+        heavy += through(cpu, "heavyWork");
+        light += through(cpu, "lightWork");
+    }
+    let (heavy_ns, light_ns) = (measured_cpu_ns(&run.output, "heavy"), measured_cpu_ns(&run.output, "light"));
+    let expected = (heavy_ns + light_ns) / 1e6;
+    let share = heavy as f64 / (heavy + light).max(1) as f64;
+    let truth = heavy_ns / (heavy_ns + light_ns);
+    println!(
+        "otlp: {} worker samples for {expected:.0} ms of CPU; {:.1}% in heavyWork, heavy has {:.1}% of the CPU",
+        heavy + light,
+        share * 100.0,
+        truth * 100.0
+    );
+    assert!((heavy + light) as f64 >= 0.7 * expected, "{} samples for {expected:.0} expected", heavy + light);
+    assert!(
+        (share - truth).abs() <= 0.05,
+        "{:.1}% in heavyWork, {:.1}% of the CPU in heavy",
+        share * 100.0,
+        truth * 100.0
+    );
+}
+
+/// `otlp=` with `remotesym=true`: the JNI library's frames arrive
+/// unresolved, as locations of a mapping carrying the library's GNU
+/// build-id, for the backend to symbolize; one period (the default 60 s
+/// outlasts the run), shipped at exit, holding the samples the local file
+/// holds.
+#[test]
+fn otlp_remote_frames_carry_their_librarys_build_id() {
+    if !python_ready() {
+        return;
+    }
+    let receiver = Receiver::start(|_| Answer::Status(200));
+    let dir = scratch_dir("export_otlp_remote");
+    let library = native_fixture("libremote.so");
+    let file = dir.join("remote.jfr");
+    let options = format!(
+        "start,interval=1ms,overhead=0,cstack=fp,remotesym=true,otlp={},file={}",
+        receiver.url(),
+        file.display()
+    );
+    let output =
+        run_java(Some(&options), "RemoteChain", &[library.to_str().unwrap(), "2", "chain"], Duration::from_secs(60));
+    assert_success(&output);
+    let uploads = receiver.received();
+    assert_eq!(uploads.len(), 1, "one period, shipped at exit");
+    let summary = decoded_otlp(&uploads[0], &dir.join("upload.pb"));
+    let notes = stdout(&std::process::Command::new("readelf").arg("-n").arg(&library).output().expect("run readelf"));
+    let build_id = notes.lines().find_map(|l| l.trim().strip_prefix("Build ID: ")).expect("a GNU build-id").trim();
+    let mappings = summary["mappings"].as_array().expect("mappings");
+    let remote = mappings.iter().find(|m| m["filename"] == "libremote.so").unwrap_or_else(|| panic!("{mappings:#?}"));
+    assert_eq!(remote["build_id"], build_id, "{remote}");
+    assert_eq!(remote["with_lines"], 0, "unresolved: {remote}");
+    let cpu = summary["profiles"].as_array().unwrap().iter().find(|p| p["sample_type"][0] == "samples").expect("CPU");
+    let local = readers::symbolize_collapsed(&file, &["--event", "cpu"]);
+    let local_total: i64 = local.values().sum();
+    println!(
+        "otlp remote: libremote.so {build_id}, {} addresses; {} samples shipped, {local_total} in the file",
+        remote["addresses"].as_array().map_or(0, Vec::len),
+        cpu["total"]
+    );
+    assert_eq!(cpu["total"].as_i64(), Some(local_total), "the period shipped holds the file's samples");
 }

@@ -11,7 +11,7 @@ pub struct Datadog {
     input: String,
     /// `tags_profiler`: `k:v,k2:v2`.
     tags: String,
-    headers: Vec<(&'static str, String)>,
+    headers: Vec<(String, String)>,
 }
 
 impl Datadog {
@@ -27,12 +27,12 @@ impl Datadog {
             format!("profiler_version:jvmprofiler-{}", env!("CARGO_PKG_VERSION")),
         ]);
         let mut headers = vec![
-            ("DD-EVP-ORIGIN", "jvmprofiler".to_owned()),
-            ("DD-EVP-ORIGIN-VERSION", env!("CARGO_PKG_VERSION").to_owned()),
-            ("Datadog-Meta-Lang", "java".to_owned()),
+            ("DD-EVP-ORIGIN".to_owned(), "jvmprofiler".to_owned()),
+            ("DD-EVP-ORIGIN-VERSION".to_owned(), env!("CARGO_PKG_VERSION").to_owned()),
+            ("Datadog-Meta-Lang".to_owned(), "java".to_owned()),
         ];
         if let Some(key) = credentials.get("DD_API_KEY") {
-            headers.push(("DD-API-KEY", key));
+            headers.push(("DD-API-KEY".to_owned(), key));
         }
         Self { input: format!("{url}/profiling/v1/input"), tags: tags.join(",").replace('"', ""), headers }
     }
@@ -63,7 +63,7 @@ impl Backend for Datadog {
         ];
         let (content_type, body) = multipart(&parts);
         let mut headers = self.headers.clone();
-        headers.push(("Content-Type", content_type));
+        headers.push(("Content-Type".to_owned(), content_type));
         Ok(Request { url: self.input.clone(), headers, body })
     }
 }

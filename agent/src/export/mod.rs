@@ -1,5 +1,5 @@
 //! Shipping a session's periods to the backends fleets use (`pyroscope=`,
-//! `datadog=`): each finished period's recording goes, as each
+//! `datadog=`, `otlp=`): each finished period's recording goes, as each
 //! backend wants it, to each backend from a thread of its own, through a
 //! bounded queue (the oldest period dropped first), with timeouts on
 //! connecting and on the whole request, and retries with exponential
@@ -11,6 +11,7 @@
 mod datadog;
 mod delivery;
 pub mod options;
+mod otlp;
 mod pyroscope;
 
 use crate::log;
@@ -77,7 +78,7 @@ pub fn host_name() -> String {
 /// One HTTP request.
 pub struct Request {
     pub url: String,
-    pub headers: Vec<(&'static str, String)>,
+    pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
 }
 
@@ -129,6 +130,9 @@ impl Exporters {
         }
         if let Some(url) = &options.datadog {
             backends.push(Box::new(datadog::Datadog::new(url, Arc::clone(&identity), &credentials)));
+        }
+        if let Some(url) = &options.otlp {
+            backends.push(Box::new(otlp::Otlp::new(url, Arc::clone(&identity), &credentials)));
         }
         let lanes = backends.into_iter().map(Lane::start).collect::<Result<Vec<_>, _>>()?;
         Ok(Self { lanes })

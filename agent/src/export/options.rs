@@ -1,4 +1,4 @@
-//! The exporters' options: `pyroscope=URL`, `datadog=URL`,
+//! The exporters' options: `pyroscope=URL`, `datadog=URL`, `otlp=URL`,
 //! `service=NAME`, `tags=k:v;k:v`, `credentials=FILE`. Credentials never
 //! come in the option string (it shows in process lists): from the
 //! environment or from `credentials=FILE`.
@@ -13,6 +13,8 @@ pub struct ExportOptions {
     pub pyroscope: Option<String>,
     /// A Datadog agent's base URL.
     pub datadog: Option<String>,
+    /// An OTLP/HTTP endpoint (a collector's, Pyroscope's).
+    pub otlp: Option<String>,
     /// The service's name (default: the Java command's main class or jar).
     pub service: Option<String>,
     /// Labels sent with every upload.
@@ -25,7 +27,7 @@ pub struct ExportOptions {
 impl ExportOptions {
     /// Whether any backend is named.
     pub fn any(&self) -> bool {
-        self.pyroscope.is_some() || self.datadog.is_some()
+        self.pyroscope.is_some() || self.datadog.is_some() || self.otlp.is_some()
     }
 }
 
@@ -50,6 +52,7 @@ pub fn parse(key: &str, value: Option<&str>, export: &mut ExportOptions) -> Resu
     match key {
         "pyroscope" => export.pyroscope = Some(url(key, required()?)?),
         "datadog" => export.datadog = Some(url(key, required()?)?),
+        "otlp" => export.otlp = Some(url(key, required()?)?),
         "service" => {
             let name = required()?;
             if name.contains(|c: char| c.is_control() || "{}=;".contains(c)) {

@@ -16,7 +16,7 @@ pub struct Pyroscope {
     /// Samples per second of CPU time (Pyroscope weighs a sample by
     /// 1e9 / rate nanoseconds).
     sample_rate: u64,
-    headers: Vec<(&'static str, String)>,
+    headers: Vec<(String, String)>,
 }
 
 /// `text` with everything but unreserved characters percent-encoded.
@@ -49,14 +49,14 @@ impl Pyroscope {
     pub fn new(url: &str, identity: Arc<Identity>, credentials: &Credentials) -> Self {
         let mut headers = Vec::new();
         if let Some(tenant) = credentials.get("PYROSCOPE_TENANT_ID") {
-            headers.push(("X-Scope-OrgID", tenant));
+            headers.push(("X-Scope-OrgID".to_owned(), tenant));
         }
         let basic = credentials.get("PYROSCOPE_BASIC_AUTH_USER").zip(credentials.get("PYROSCOPE_BASIC_AUTH_PASSWORD"));
         if let Some((user, password)) = basic {
             let pair = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
-            headers.push(("Authorization", format!("Basic {pair}")));
+            headers.push(("Authorization".to_owned(), format!("Basic {pair}")));
         } else if let Some(token) = credentials.get("PYROSCOPE_AUTH_TOKEN") {
-            headers.push(("Authorization", format!("Bearer {token}")));
+            headers.push(("Authorization".to_owned(), format!("Bearer {token}")));
         }
         let sample_rate = identity.interval_ns.map_or(100, |ns| (1_000_000_000 / ns.max(1)).max(1));
         Self { ingest: format!("{url}/ingest"), name: encode(&application_name(&identity)), sample_rate, headers }
@@ -80,7 +80,7 @@ impl Backend for Pyroscope {
         let jfr = gzip(&period.jfr)?;
         let (content_type, body) = multipart(&[Part { name: "jfr", filename: "jfr", content_type: None, data: &jfr }]);
         let mut headers = self.headers.clone();
-        headers.push(("Content-Type", content_type));
+        headers.push(("Content-Type".to_owned(), content_type));
         Ok(Request { url, headers, body })
     }
 }
