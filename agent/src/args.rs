@@ -1076,19 +1076,10 @@ pub fn escape_path(path: &str) -> String {
     path.replace('%', "%%")
 }
 
-/// `YYYYMMDD-hhmmss` in UTC (days-to-civil conversion, proleptic Gregorian).
+/// `YYYYMMDD-hhmmss` in UTC.
 fn format_timestamp(unix_seconds: u64) -> String {
-    let days = (unix_seconds / 86_400) as i64;
     let secs = unix_seconds % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (year, month, day) = crate::clock::civil_from_days((unix_seconds / 86_400) as i64);
     format!("{year:04}{month:02}{day:02}-{:02}{:02}{:02}", secs / 3600, secs / 60 % 60, secs % 60)
 }
 

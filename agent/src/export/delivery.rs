@@ -24,8 +24,9 @@ const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 #[derive(Default)]
 struct State {
     periods: VecDeque<Arc<Period>>,
-    /// No more periods come: deliver what is queued, then end.
-    closed: bool,
+    /// No more periods come: deliver what is queued by this deadline
+    /// (None: however long it takes), then end.
+    closed: Option<Option<Instant>>,
     /// The thread has ended.
     done: bool,
 }
@@ -45,7 +46,19 @@ impl Queue {
 pub struct Lane {
     name: &'static str,
     queue: Arc<Queue>,
-    thread: JoinHandle<()>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Drop for Lane {
+    /// A lane dropped unfinished (a session that failed to start) ends its
+    /// thread: nothing is queued yet.
+    fn drop(&mut self) {
+        let mut state = self.queue.lock();
+        if state.closed.is_none() {
+            state.closed = Some(Some(Instant::now()));
+        }
+        self.queue.wake.notify_all();
+    }
 }
 
 impl Lane {
@@ -61,7 +74,7 @@ impl Lane {
                 shared.wake.notify_all();
             })
             .map_err(|e| format!("{name}: cannot start the delivery thread: {e}"))?;
-        Ok(Lane { name, queue, thread })
+        Ok(Lane { name, queue, thread: Some(thread) })
     }
 
     pub fn name(&self) -> &'static str {
@@ -80,14 +93,16 @@ impl Lane {
         self.queue.wake.notify_all();
     }
 
-    pub fn close(&self) {
-        self.queue.lock().closed = true;
+    /// No more periods: what is queued is delivered by `deadline`, or
+    /// dropped.
+    pub fn close(&self, deadline: Option<Instant>) {
+        self.queue.lock().closed = Some(deadline);
         self.queue.wake.notify_all();
     }
 
     /// Waits until the thread has delivered everything and ended, or
     /// `deadline`; whether it ended (if not, it is left to finish alone).
-    pub fn join_until(self, deadline: Instant) -> bool {
+    pub fn join_until(mut self, deadline: Instant) -> bool {
         let mut state = self.queue.lock();
         while !state.done {
             let Some(left) = deadline.checked_duration_since(Instant::now()).filter(|d| !d.is_zero()) else {
@@ -96,7 +111,9 @@ impl Lane {
             state = self.queue.wake.wait_timeout(state, left).unwrap_or_else(|p| p.into_inner()).0;
         }
         drop(state);
-        let _ = self.thread.join();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
         true
     }
 }
@@ -110,15 +127,18 @@ enum Outcome {
     Failed(String),
 }
 
-/// The outcome of an HTTP status `code` with its `Retry-After` header.
-fn outcome_of(code: u16, retry_after: Option<&str>) -> Outcome {
+/// The outcome of an HTTP status `code` with its `Retry-After` header, by
+/// `backend`'s rules. A redirect is a failure: the agent follows none (a
+/// POST redirected is not delivered).
+fn outcome_of(backend: &dyn Backend, code: u16, retry_after: Option<&str>) -> Outcome {
     match code {
-        200..=399 => Outcome::Sent,
+        200..=299 => Outcome::Sent,
         429 => {
             let asked = retry_after.and_then(|v| v.trim().parse::<u64>().ok()).map(Duration::from_secs);
             Outcome::Retry(asked.map(|d| d.min(MAX_RETRY_AFTER)), "429 Too Many Requests".into())
         }
-        500..=599 => Outcome::Retry(None, format!("HTTP {code}")),
+        300..=399 => Outcome::Failed(format!("HTTP {code}: redirected (give the URL it redirects to)")),
+        _ if backend.retries(code) => Outcome::Retry(None, format!("HTTP {code}")),
         _ => Outcome::Failed(format!("HTTP {code}: the backend refuses the upload")),
     }
 }
@@ -133,22 +153,42 @@ fn backoff(attempt: u32, asked: Option<Duration>, draw: u64) -> Duration {
     exponential.mul_f64(jitter).max(asked.unwrap_or_default())
 }
 
-fn send(agent: &ureq::Agent, request: &Request) -> Outcome {
-    let mut call = agent.post(&request.url);
+/// One attempt, in at most `timeout`. Only a request that never reached
+/// the backend (no name, no connection) is worth repeating on a transport
+/// error: one that timed out or broke after sending may have been taken.
+fn send(agent: &ureq::Agent, backend: &dyn Backend, request: &Request, timeout: Duration) -> Outcome {
+    let mut call = agent.post(&request.url).timeout(timeout);
     for (name, value) in &request.headers {
         call = call.set(name, value);
     }
     match call.send_bytes(&request.body) {
-        Ok(response) => outcome_of(response.status(), None),
-        Err(ureq::Error::Status(code, response)) => outcome_of(code, response.header("Retry-After")),
-        Err(ureq::Error::Transport(e)) => Outcome::Retry(None, e.to_string()),
+        Ok(response) => outcome_of(backend, response.status(), None),
+        Err(ureq::Error::Status(code, response)) => outcome_of(backend, code, response.header("Retry-After")),
+        Err(ureq::Error::Transport(e)) => match e.kind() {
+            ureq::ErrorKind::Dns | ureq::ErrorKind::ConnectionFailed | ureq::ErrorKind::ProxyConnect => {
+                Outcome::Retry(None, e.to_string())
+            }
+            _ => Outcome::Failed(e.to_string()),
+        },
+    }
+}
+
+/// Waits `pause`, or less when the queue is closed meanwhile with a
+/// deadline sooner.
+fn wait(queue: &Queue, pause: Duration) {
+    let until = Instant::now() + pause;
+    let mut state = queue.lock();
+    loop {
+        let end = state.closed.flatten().map_or(until, |deadline| deadline.min(until));
+        let Some(left) = end.checked_duration_since(Instant::now()).filter(|d| !d.is_zero()) else { return };
+        state = queue.wake.wait_timeout(state, left).unwrap_or_else(|p| p.into_inner()).0;
     }
 }
 
 /// Delivers the queue's periods until it is closed and empty.
 fn deliver(backend: &dyn Backend, queue: &Queue) {
     let name = backend.name();
-    let agent = ureq::AgentBuilder::new().timeout_connect(CONNECT_TIMEOUT).timeout(REQUEST_TIMEOUT).build();
+    let agent = ureq::AgentBuilder::new().timeout_connect(CONNECT_TIMEOUT).redirects(0).build();
     // A spell of failures is logged once, and its end once.
     let mut failing = false;
     loop {
@@ -158,7 +198,7 @@ fn deliver(backend: &dyn Backend, queue: &Queue) {
                 if let Some(period) = state.periods.pop_front() {
                     break period;
                 }
-                if state.closed {
+                if state.closed.is_some() {
                     return;
                 }
                 state = queue.wake.wait(state).unwrap_or_else(|p| p.into_inner());
@@ -174,7 +214,14 @@ fn deliver(backend: &dyn Backend, queue: &Queue) {
         };
         for attempt in 0..MAX_ATTEMPTS {
             let started = Instant::now();
-            let outcome = send(&agent, &request);
+            // At the session's end, no attempt outlasts its deadline.
+            let deadline = queue.lock().closed.flatten();
+            let left = deadline.map_or(REQUEST_TIMEOUT, |d| d.saturating_duration_since(started).min(REQUEST_TIMEOUT));
+            let outcome = if left.is_zero() {
+                Outcome::Failed("the session ended before it could be sent".into())
+            } else {
+                send(&agent, backend, &request, left)
+            };
             match outcome {
                 Outcome::Sent => {
                     counters::increment(Counter::ExportUploads);
@@ -190,7 +237,7 @@ fn deliver(backend: &dyn Backend, queue: &Queue) {
                     if !std::mem::replace(&mut failing, true) {
                         log::warn!("{name}: {} did not take an upload ({why}); retrying", request.url);
                     }
-                    std::thread::sleep(backoff(attempt, asked, crate::random::next_u64()));
+                    wait(queue, backoff(attempt, asked, crate::random::next_u64()));
                 }
                 Outcome::Retry(_, why) | Outcome::Failed(why) => {
                     counters::increment(Counter::ExportFailures);
@@ -210,14 +257,24 @@ mod tests {
 
     #[test]
     fn server_errors_and_429_are_retried_other_refusals_not() {
-        assert_eq!(outcome_of(200, None), Outcome::Sent);
-        assert_eq!(outcome_of(204, None), Outcome::Sent);
-        assert!(matches!(outcome_of(503, None), Outcome::Retry(None, _)));
-        assert!(matches!(outcome_of(429, Some("7")), Outcome::Retry(Some(d), _) if d == Duration::from_secs(7)));
-        assert!(matches!(outcome_of(429, Some("3600")), Outcome::Retry(Some(d), _) if d == MAX_RETRY_AFTER));
-        assert!(matches!(outcome_of(429, Some("Wed, 21 Oct 2015 07:28:00 GMT")), Outcome::Retry(None, _)));
-        for code in [400, 401, 403, 404, 413] {
-            assert!(matches!(outcome_of(code, None), Outcome::Failed(_)), "{code}");
+        struct Any5xx;
+        impl Backend for Any5xx {
+            fn name(&self) -> &'static str {
+                "test"
+            }
+            fn request(&self, _: &Period) -> Result<Request, String> {
+                Err("none".into())
+            }
+        }
+        let b = &Any5xx;
+        assert_eq!(outcome_of(b, 200, None), Outcome::Sent);
+        assert_eq!(outcome_of(b, 204, None), Outcome::Sent);
+        assert!(matches!(outcome_of(b, 503, None), Outcome::Retry(None, _)));
+        assert!(matches!(outcome_of(b, 429, Some("7")), Outcome::Retry(Some(d), _) if d == Duration::from_secs(7)));
+        assert!(matches!(outcome_of(b, 429, Some("3600")), Outcome::Retry(Some(d), _) if d == MAX_RETRY_AFTER));
+        assert!(matches!(outcome_of(b, 429, Some("Wed, 21 Oct 2015 07:28:00 GMT")), Outcome::Retry(None, _)));
+        for code in [301, 302, 307, 308, 400, 401, 403, 404, 413] {
+            assert!(matches!(outcome_of(b, code, None), Outcome::Failed(_)), "{code}");
         }
     }
 

@@ -86,6 +86,11 @@ pub struct Request {
 pub trait Backend: Send + Sync {
     fn name(&self) -> &'static str;
     fn request(&self, period: &Period) -> Result<Request, String>;
+    /// Whether an answer `code` (not 2xx, 3xx or 429) is worth another
+    /// attempt: a server error, by default.
+    fn retries(&self, code: u16) -> bool {
+        (500..=599).contains(&code)
+    }
 }
 
 /// Credentials by name: the environment, then `credentials=FILE`'s
@@ -150,7 +155,7 @@ impl Exporters {
     pub fn finish(self, wait: Duration) {
         let deadline = Instant::now() + wait;
         for lane in &self.lanes {
-            lane.close();
+            lane.close(Some(deadline));
         }
         for lane in self.lanes {
             let name = lane.name();
@@ -212,17 +217,8 @@ pub fn unix_seconds(time: SystemTime) -> u64 {
 /// `time` in ISO-8601, UTC, to the millisecond: `2026-12-06T14:00:00.123Z`.
 pub fn iso8601(time: SystemTime) -> String {
     let since = time.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
-    let (days, seconds) = (since.as_secs() / 86_400, since.as_secs() % 86_400);
-    // Days to a proleptic Gregorian date (Howard Hinnant's civil_from_days).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let seconds = since.as_secs() % 86_400;
+    let (year, month, day) = crate::clock::civil_from_days((since.as_secs() / 86_400) as i64);
     format!(
         "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
         seconds / 3600,

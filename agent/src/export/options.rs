@@ -55,8 +55,11 @@ pub fn parse(key: &str, value: Option<&str>, export: &mut ExportOptions) -> Resu
         "otlp" => export.otlp = Some(url(key, required()?)?),
         "service" => {
             let name = required()?;
-            if name.contains(|c: char| c.is_control() || "{}=;".contains(c)) {
-                return Err(error(key, format!("'{}' holds a character a label cannot ({{, }}, =, ;)", echo(name))));
+            if name.contains(|c: char| c.is_control() || "{}=;,\"\\".contains(c)) {
+                return Err(error(
+                    key,
+                    format!("'{}' holds a character a label cannot ({{ }} = ; , \" \\)", echo(name)),
+                ));
             }
             export.service = Some(name.to_owned());
         }
@@ -72,11 +75,11 @@ fn parse_tags(key: &str, value: &str) -> Result<Vec<(String, String)>, OptionErr
         .split(';')
         .map(|tag| {
             let (name, value) = tag.split_once(':').unwrap_or((tag, ""));
-            let bad = |s: &str| s.is_empty() || s.contains(|c: char| c.is_control() || "{}=,\"".contains(c));
+            let bad = |s: &str| s.is_empty() || s.contains(|c: char| c.is_control() || "{}=,\"\\".contains(c));
             if bad(name) || bad(value) {
                 return Err(error(
                     key,
-                    format!("'{}' is not NAME:VALUE (accepted: k:v;k2:v2, without {{ }} = , or quotes)", echo(tag)),
+                    format!("'{}' is not NAME:VALUE (accepted: k:v;k2:v2, without {{ }} = , \" or \\)", echo(tag)),
                 ));
             }
             Ok((name.to_owned(), value.to_owned()))

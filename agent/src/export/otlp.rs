@@ -27,13 +27,34 @@ fn endpoint(url: &str) -> String {
     }
 }
 
-/// `k=v,k2=v2`, as OpenTelemetry's SDKs read their headers variable.
+/// `k=v,k2=v2`, values percent-encoded, as OpenTelemetry's SDKs read
+/// their headers variable.
 fn parse_headers(text: &str) -> Vec<(String, String)> {
     text.split(',')
         .filter_map(|pair| pair.split_once('='))
-        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .map(|(k, v)| (k.trim().to_owned(), percent_decoded(v.trim())))
         .filter(|(k, _)| !k.is_empty())
         .collect()
+}
+
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+        match (b, hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+            (b'%', Some(decoded)) => {
+                out.push(decoded);
+                i += 3;
+            }
+            _ => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 impl Otlp {
@@ -58,6 +79,11 @@ impl Otlp {
 impl Backend for Otlp {
     fn name(&self) -> &'static str {
         "otlp"
+    }
+
+    /// The OTLP specification's retryable answers.
+    fn retries(&self, code: u16) -> bool {
+        matches!(code, 502..=504)
     }
 
     fn request(&self, period: &Period) -> Result<Request, String> {
@@ -85,7 +111,7 @@ mod tests {
             "http://pyroscope:4040/v1development/profiles"
         );
         assert_eq!(
-            parse_headers("Authorization=Bearer abc, X-Scope-OrgID=team1,bad"),
+            parse_headers("Authorization=Bearer%20abc, X-Scope-OrgID=team1,bad"),
             [("Authorization".to_owned(), "Bearer abc".to_owned()), ("X-Scope-OrgID".to_owned(), "team1".to_owned())]
         );
     }

@@ -1,82 +1,79 @@
 //! The addresses of sampled native allocations not yet freed: a bounded,
-//! lock-free open-addressing set, so that a `free` is recorded only for
-//! the allocations that were (leaks are then the allocations without
-//! one). Signal-safe but [`Addresses::new`].
+//! lock-free set, so that a `free` is recorded only for the allocations
+//! that were (leaks are then the allocations without one). An address
+//! lives in one bucket of eight slots, a cache line: a lookup reads that
+//! line and nothing else, however long the set has been in use (no
+//! tombstones: a removed address leaves its slot empty). Signal-safe but
+//! [`Addresses::new`].
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-/// A slot never used since the last clear: a probe for an address ends
-/// here.
+/// An empty slot (no allocation is at address 0).
 const EMPTY: u64 = 0;
-/// A slot whose address was removed: probes go on past it, inserts reuse
-/// it. (No allocation is at address 1.)
-const GONE: u64 = 1;
-/// Slots an insert or a lookup tries at most.
-const PROBES: usize = 32;
+const SLOTS: usize = 8;
+
+#[repr(align(64))]
+struct Bucket([AtomicU64; SLOTS]);
+
+/// Its own cache line: every `free` reads it, inserts and removes write it.
+#[repr(align(64))]
+struct Live(AtomicUsize);
 
 pub struct Addresses {
-    slots: Box<[AtomicU64]>,
+    buckets: Box<[Bucket]>,
     /// Addresses in the set: frees skip the lookup while it is zero.
-    live: AtomicUsize,
+    live: Live,
 }
 
 impl Addresses {
     /// A set of `2^bits` slots. Not signal-safe (allocates).
     pub fn new(bits: u32) -> Self {
-        Self { slots: (0..1usize << bits).map(|_| AtomicU64::new(EMPTY)).collect(), live: AtomicUsize::new(0) }
+        let buckets = (0..(1usize << bits) / SLOTS).map(|_| Bucket(std::array::from_fn(|_| AtomicU64::new(EMPTY))));
+        Self { buckets: buckets.collect(), live: Live(AtomicUsize::new(0)) }
     }
 
-    fn probes(&self, address: u64) -> impl Iterator<Item = &AtomicU64> {
-        let mask = self.slots.len() - 1;
-        let start = ((address >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize;
-        (0..PROBES).filter_map(move |i| self.slots.get(start.wrapping_add(i) & mask))
+    fn bucket(&self, address: u64) -> Option<&Bucket> {
+        let hash = (address >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
+        self.buckets.get(hash as usize % self.buckets.len().max(1))
     }
 
-    /// Adds `address`; false when its probe range is full (the caller
-    /// counts it: the allocation's free will not be recorded).
+    /// Adds `address`; false when its bucket is full (the caller counts
+    /// it: the allocation's free will not be recorded).
     pub fn insert(&self, address: u64) -> bool {
-        for slot in self.probes(address) {
-            let seen = slot.load(Ordering::Acquire);
-            if (seen == EMPTY || seen == GONE)
-                && slot.compare_exchange(seen, address, Ordering::AcqRel, Ordering::Relaxed).is_ok()
-            {
-                self.live.fetch_add(1, Ordering::Relaxed);
-                return true;
-            }
+        let Some(bucket) = self.bucket(address).filter(|_| address != EMPTY) else { return false };
+        let taken = bucket.0.iter().any(|slot| {
+            slot.load(Ordering::Relaxed) == EMPTY
+                && slot.compare_exchange(EMPTY, address, Ordering::AcqRel, Ordering::Relaxed).is_ok()
+        });
+        if taken {
+            self.live.0.fetch_add(1, Ordering::Relaxed);
         }
-        false
+        taken
     }
 
-    /// Removes `address`; whether it was there. A slot becomes EMPTY only
-    /// by [`Self::clear`], so a probe that meets one has passed every slot
-    /// an insert of `address` can have taken.
+    /// Removes `address`; whether it was there.
     pub fn remove(&self, address: u64) -> bool {
-        if self.live.load(Ordering::Relaxed) == 0 || address <= GONE {
+        if self.live.0.load(Ordering::Relaxed) == 0 || address == EMPTY {
             return false;
         }
-        for slot in self.probes(address) {
-            match slot.load(Ordering::Acquire) {
-                EMPTY => return false,
-                seen if seen == address => {
-                    if slot.compare_exchange(address, GONE, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
-                        self.live.fetch_sub(1, Ordering::Relaxed);
-                        return true;
-                    }
-                    return false;
-                }
-                _ => {}
-            }
+        let Some(bucket) = self.bucket(address) else { return false };
+        let removed = bucket.0.iter().any(|slot| {
+            slot.load(Ordering::Acquire) == address
+                && slot.compare_exchange(address, EMPTY, Ordering::AcqRel, Ordering::Relaxed).is_ok()
+        });
+        if removed {
+            self.live.0.fetch_sub(1, Ordering::Relaxed);
         }
-        false
+        removed
     }
 
     /// Empties the set (a new session: no allocation of an earlier one is
     /// tracked).
     pub fn clear(&self) {
-        for slot in self.slots.iter() {
+        for slot in self.buckets.iter().flat_map(|b| b.0.iter()) {
             slot.store(EMPTY, Ordering::Relaxed);
         }
-        self.live.store(0, Ordering::SeqCst);
+        self.live.0.store(0, Ordering::SeqCst);
     }
 }
 
@@ -92,21 +89,34 @@ mod tests {
         assert!(set.remove(0x1000));
         assert!(!set.remove(0x1000), "removed already");
         assert!(set.remove(0x2000));
-        assert!(!set.remove(0));
+        assert!(!set.insert(0) && !set.remove(0));
     }
 
+    /// Addresses of one bucket: eight fit, a ninth is refused until one
+    /// goes; a long run of inserts and removes leaves every lookup one
+    /// bucket's read, and the set empty.
     #[test]
-    fn a_full_set_refuses_and_reuses_removed_slots() {
-        let set = Addresses::new(4);
-        let addresses: Vec<u64> = (1..=16).map(|i| i << 12).collect();
-        assert!(addresses.iter().all(|&a| set.insert(a)));
-        assert!(!set.insert(0x100_0000), "16 slots hold 16 addresses");
-        assert!(set.remove(addresses[3]));
-        assert!(set.insert(0x100_0000));
-        assert!(addresses.iter().filter(|&&a| a != addresses[3]).all(|&a| set.remove(a)));
-        assert!(set.remove(0x100_0000));
-        set.clear();
-        assert!(set.insert(0x5000) && set.remove(0x5000));
+    fn a_full_bucket_refuses_and_takes_again_once_emptied() {
+        let set = Addresses::new(10);
+        let home = |a: u64| set.bucket(a).map(|b| b as *const Bucket);
+        let first = 0x10_0000u64;
+        let same: Vec<u64> =
+            (1..1_000_000u64).map(|i| first + (i << 4)).filter(|&a| home(a) == home(first)).take(9).collect();
+        assert!(set.insert(first));
+        assert!(same[..7].iter().all(|&a| set.insert(a)));
+        assert!(!set.insert(same[7]), "eight slots hold eight addresses");
+        assert!(set.remove(same[3]));
+        assert!(set.insert(same[7]));
+        for round in 0..100_000u64 {
+            let address = 0x7f00_0000_0000 + (round << 4);
+            if set.insert(address) {
+                assert!(set.remove(address));
+            }
+        }
+        for &a in [first].iter().chain(&same[..3]).chain(&same[4..8]) {
+            assert!(set.remove(a), "{a:#x}");
+        }
+        assert_eq!(set.live.0.load(Ordering::SeqCst), 0);
     }
 
     #[test]
@@ -116,15 +126,16 @@ mod tests {
             .map(|t| {
                 let set = std::sync::Arc::clone(&set);
                 std::thread::spawn(move || {
-                    for round in 0..2000u64 {
+                    for round in 0..20_000u64 {
                         let address = (t << 40) | (round << 4) | 0x1_0000;
-                        assert!(set.insert(address));
-                        assert!(set.remove(address));
+                        if set.insert(address) {
+                            assert!(set.remove(address));
+                        }
                     }
                 })
             })
             .collect();
         threads.into_iter().for_each(|t| t.join().unwrap());
-        assert_eq!(set.live.load(Ordering::SeqCst), 0);
+        assert_eq!(set.live.0.load(Ordering::SeqCst), 0);
     }
 }

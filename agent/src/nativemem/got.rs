@@ -1,9 +1,11 @@
 //! The import slots of loaded objects: each object's dynamic section names
 //! the relocations of the functions it imports (`.rela.plt`, `.rela.dyn`),
 //! and a slot (PLT/GOT entry) pointed at a hook sends that object's calls
-//! to it. Read from the objects as loaded (no file is opened), patched
-//! under the loader's lock (`dl_iterate_phdr`), so no object is unloaded
-//! meanwhile. Control plane only.
+//! to it. Read from the objects as loaded (no file is opened). The loader
+//! lists an object before it relocates it, so an object is patched only
+//! once `dlopen(RTLD_NOLOAD)` has returned it (which waits for a load in
+//! progress to end, and pins the object until the pass ends). Control
+//! plane only.
 
 use std::ffi::{c_int, c_void, CStr};
 use std::ops::Range;
@@ -76,6 +78,10 @@ struct Pass<'a> {
     /// The agent's image: its own imports are never hooked.
     own: &'a Range<u64>,
     page: u64,
+    /// The objects to patch, by name and load bias: the first walk lists
+    /// them, the second patches those pinned meanwhile.
+    objects: Vec<(Vec<u8>, u64)>,
+    patching: bool,
     done: Patched,
 }
 
@@ -86,10 +92,29 @@ struct Pass<'a> {
 pub fn patch_loaded(hooks: &[Hook], own: &Range<u64>) -> Patched {
     // SAFETY: sysconf has no preconditions.
     let page = u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
-    let mut pass = Pass { hooks, own, page, done: Patched::default() };
+    let mut pass = Pass { hooks, own, page, objects: Vec::new(), patching: false, done: Patched::default() };
     // SAFETY: `visit` matches the callback signature; `pass` outlives the
     // call.
     unsafe { libc::dl_iterate_phdr(Some(visit), (&mut pass as *mut Pass).cast()) };
+    // The main program (no name) was relocated before the agent ran.
+    let mut pinned = Vec::new();
+    pass.objects.retain(|(name, _)| {
+        if name.is_empty() {
+            return true;
+        }
+        let Ok(path) = std::ffi::CString::new(name.clone()) else { return false };
+        // SAFETY: a loaded object's path; RTLD_NOLOAD loads nothing.
+        let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY) };
+        pinned.extend((!handle.is_null()).then_some(handle));
+        !handle.is_null()
+    });
+    pass.patching = true;
+    // SAFETY: as above.
+    unsafe { libc::dl_iterate_phdr(Some(visit), (&mut pass as *mut Pass).cast()) };
+    for handle in pinned {
+        // SAFETY: a handle of the dlopen above.
+        unsafe { libc::dlclose(handle) };
+    }
     pass.done
 }
 
@@ -115,6 +140,13 @@ unsafe extern "C" fn visit(info: *mut libc::dl_phdr_info, _size: libc::size_t, d
     // the vDSO imports nothing.
     let skipped = name.windows(9).any(|w| w == b"ld-linux-") || name.starts_with(b"linux-vdso");
     if holds_agent || skipped {
+        return 0;
+    }
+    if !pass.patching {
+        pass.objects.push((name.to_vec(), bias));
+        return 0;
+    }
+    if !pass.objects.iter().any(|(n, b)| n == name && *b == bias) {
         return 0;
     }
     let Some(dynamic) = headers.iter().find(|h| h.p_type == libc::PT_DYNAMIC) else { return 0 };
@@ -248,6 +280,50 @@ mod tests {
         // SAFETY: buffers of the lengths given.
         let result = unsafe { compress2(output.as_mut_ptr(), &mut length, input.as_ptr(), 4096, 6) };
         assert_eq!(result, 0, "compress2");
+    }
+
+    /// Passes racing a thread that loads and unloads a library (lazily
+    /// bound, with RELRO) patch only what is loaded whole: nothing faults,
+    /// and the library, when patched, calls the hook.
+    #[test]
+    fn passes_racing_loads_patch_only_loaded_objects() {
+        let own = {
+            let probe = counting_malloc as *const () as u64;
+            let (objects, _) = crate::libraries::scan::loaded_objects();
+            objects.into_iter().find(|o| o.image.contains(&probe)).expect("the test's own image").image
+        };
+        let hooks =
+            [Hook { name: c"malloc", address: counting_malloc as *const () as u64, only_in: Some(b"libbz2.so.1.0") }];
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let loader = {
+            let stop = std::sync::Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let mut loads = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    // SAFETY: loading and unloading a system library nothing else uses.
+                    let handle = unsafe { libc::dlopen(c"libbz2.so.1.0".as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL) };
+                    if handle.is_null() {
+                        return loads;
+                    }
+                    loads += 1;
+                    // Held a moment, so that some passes find it loaded.
+                    for i in 0..20_000u32 {
+                        std::hint::black_box(i);
+                    }
+                    // SAFETY: the handle just opened.
+                    unsafe { libc::dlclose(handle) };
+                }
+                loads
+            })
+        };
+        let passes = (0..300).map(|_| patch_loaded(&hooks, &own)).filter(|p| p.new_objects > 0).count();
+        stop.store(true, Ordering::Relaxed);
+        let loads = loader.join().unwrap();
+        if loads == 0 {
+            test_skip::skip("libbz2.so.1.0 cannot be loaded", test_skip::InCi::Required);
+            return;
+        }
+        println!("{loads} loads, {passes} passes patched it");
     }
 
     /// A library loaded after a pass is patched by the next; one unloaded

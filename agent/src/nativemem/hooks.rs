@@ -94,20 +94,25 @@ fn allocated(address: *mut c_void, size: usize) {
     });
 }
 
-/// Before the release of the allocation at `address`: recorded if it was
-/// sampled. Before, not after: once released, the address may be another
-/// thread's new allocation.
+/// Before the release of the allocation at `address`: whether it was
+/// sampled (then it is no longer tracked), and when. Before, not after:
+/// once released, the address may be another thread's new allocation,
+/// sampled and tracked anew.
 #[inline]
-fn releasing(address: *mut c_void) {
+fn releasing(address: *mut c_void) -> Option<u64> {
     if address.is_null() || !TRACK_FREES.load(Ordering::Relaxed) {
-        return;
+        return None;
     }
-    let Some((addresses, _)) = STATE.get() else { return };
-    if addresses.remove(address as u64) {
-        guarded(|| {
-            with_active(|sampler| sampler.record_free(address as u64, crate::os_thread::current_tid()));
-        });
-    }
+    let (addresses, _) = STATE.get()?;
+    addresses.remove(address as u64).then(crate::clock::monotonic_ns)
+}
+
+/// Records the release at `time_ns` (from [`releasing`]) of the sampled
+/// allocation at `address`.
+fn released(address: *mut c_void, time_ns: u64) {
+    guarded(|| {
+        with_active(|sampler| sampler.record_free(address as u64, time_ns, crate::os_thread::current_tid()));
+    });
 }
 
 /// `malloc`.
@@ -137,9 +142,19 @@ pub unsafe extern "C" fn calloc(count: usize, size: usize) -> *mut c_void {
 /// # Safety
 /// As `realloc`.
 pub unsafe extern "C" fn realloc(old: *mut c_void, size: usize) -> *mut c_void {
-    releasing(old);
+    let sampled = releasing(old);
     // SAFETY: as in `malloc`.
     let address = unsafe { libc::realloc(old, size) };
+    match sampled {
+        // Failed: the old block lives on, tracked again.
+        Some(_) if address.is_null() && size != 0 => {
+            if let Some((addresses, _)) = STATE.get() {
+                addresses.insert(old as u64);
+            }
+        }
+        Some(time_ns) => released(old, time_ns),
+        None => {}
+    }
     allocated(address, size);
     address
 }
@@ -149,9 +164,12 @@ pub unsafe extern "C" fn realloc(old: *mut c_void, size: usize) -> *mut c_void {
 /// # Safety
 /// As `free`.
 pub unsafe extern "C" fn free(address: *mut c_void) {
-    releasing(address);
+    let sampled = releasing(address);
     // SAFETY: as in `malloc`.
-    unsafe { libc::free(address) }
+    unsafe { libc::free(address) };
+    if let Some(time_ns) = sampled {
+        released(address, time_ns);
+    }
 }
 
 /// `posix_memalign`.
@@ -189,10 +207,7 @@ pub unsafe extern "C" fn aligned_alloc(alignment: usize, size: usize) -> *mut c_
 pub unsafe extern "C" fn dlopen(file: *const std::ffi::c_char, mode: c_int) -> *mut c_void {
     // SAFETY: the loader's dlopen, through the agent's own import.
     let handle = unsafe { libc::dlopen(file, mode) };
-    if !handle.is_null() && INTERVAL.load(Ordering::Relaxed) != 0 {
-        if let Err(e) = super::patch(false) {
-            crate::log::warn!("{e}");
-        }
+    if !handle.is_null() && INTERVAL.load(Ordering::Relaxed) != 0 && super::patch_if_loaded() {
         with_active(|sampler| sampler.native.as_ref().map(|native| native.libraries.refresh_if_changed()));
     }
     handle

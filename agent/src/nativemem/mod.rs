@@ -29,8 +29,13 @@ use std::sync::Mutex;
 /// KiB): beyond, an allocation is still recorded but its free is not.
 const ADDRESS_BITS: u32 = 16;
 
-/// Patching is one pass at a time.
-static PATCHING: Mutex<()> = Mutex::new(());
+/// Patching is one pass at a time; the loader's load/unload counters when
+/// the last pass began.
+static PATCHING: Mutex<(u64, u64)> = Mutex::new((0, 0));
+/// Ticks between passes made whatever the counters say: a thread binding
+/// a lazy slot as it is patched may write the resolved function over the
+/// hook.
+const TICKS_PER_PASS: u32 = 50;
 
 fn hooks() -> [Hook; 7] {
     let hook = |name, address: *const ()| Hook { name, address: address as u64, only_in: None };
@@ -59,7 +64,8 @@ fn own_image() -> Option<Range<u64>> {
 /// Patches every loaded object not patched yet; counts the objects and
 /// slots hooked (`all`: by now; else newly).
 pub(crate) fn patch(all: bool) -> Result<(), String> {
-    let _one = PATCHING.lock().unwrap_or_else(|p| p.into_inner());
+    let mut seen = PATCHING.lock().unwrap_or_else(|p| p.into_inner());
+    *seen = scan::load_counters();
     let (_, own) = hooks::STATE.get().ok_or("nativemem: not installed")?;
     let done = got::patch_loaded(&hooks(), own);
     let (objects, slots) = if all { (done.objects, done.slots) } else { (done.new_objects, done.new_slots) };
@@ -70,6 +76,22 @@ pub(crate) fn patch(all: bool) -> Result<(), String> {
         log::warn!("nativemem: {} import slots could not be made writable; their calls are not seen", done.failures);
     }
     Ok(())
+}
+
+/// Patches if objects were loaded or unloaded since the last pass began;
+/// whether it did.
+pub(crate) fn patch_if_loaded() -> bool {
+    let seen = *PATCHING.lock().unwrap_or_else(|p| p.into_inner());
+    if scan::load_counters() == seen {
+        return false;
+    }
+    match patch(false) {
+        Ok(()) => true,
+        Err(e) => {
+            log::warn!("{e}");
+            false
+        }
+    }
 }
 
 /// Starts sampling native allocations every `interval` bytes on average,
@@ -100,22 +122,21 @@ pub fn stop() {
     hooks::TRACK_FREES.store(false, Ordering::SeqCst);
 }
 
-/// Patches objects loaded since the last pass (`System.load`, `dlopen`),
-/// on the session's ticker.
+/// Patches objects loaded since the last pass (`dlopen` by other code
+/// than the JVM's), and every [`TICKS_PER_PASS`] ticks all, on the
+/// session's ticker.
 #[derive(Default)]
 pub struct RefreshTick {
-    /// The loader's load/unload counters at the last pass.
-    seen: (u64, u64),
+    ticks: u32,
 }
 
 impl Tick for RefreshTick {
     fn tick(&mut self, _env: Option<JniEnv>) {
-        let now = scan::load_counters();
-        if now != self.seen {
-            self.seen = now;
-            if let Err(e) = patch(false) {
-                log::warn!("{e}");
-            }
+        self.ticks += 1;
+        if !self.ticks.is_multiple_of(TICKS_PER_PASS) {
+            patch_if_loaded();
+        } else if let Err(e) = patch(false) {
+            log::warn!("{e}");
         }
     }
 }

@@ -215,6 +215,7 @@ impl Recording {
         self.rotate(ctx, path.is_some());
         if let Some(tap) = &mut self.export {
             tap.ship();
+            self.sink.forget_unfiled();
         }
         if let Some(path) = path {
             self.sink.next_file(path);

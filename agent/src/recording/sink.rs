@@ -410,6 +410,14 @@ impl Sink {
         }
     }
 
+    /// Forgets the chunks held in memory when there is no session file to
+    /// write them to (a session that ships its periods and keeps none).
+    pub fn forget_unfiled(&mut self) {
+        if self.session_file.is_none() {
+            self.interval.clear();
+        }
+    }
+
     pub fn session_path(&self) -> Option<&Path> {
         self.session_file.as_ref().map(|f| f.path.as_path())
     }

@@ -257,15 +257,14 @@ impl Sampler {
         self.record(request, crate::clock::monotonic_ns(), tid);
     }
 
-    /// Records the release of the sampled allocation at `address` by the
-    /// calling thread (no stack). Signal-safe.
-    pub fn record_free(&self, address: u64, tid: u32) {
+    /// Records the release at `time_ns` of the sampled allocation at
+    /// `address` by the calling thread (no stack). Signal-safe.
+    pub fn record_free(&self, address: u64, time_ns: u64, tid: u32) {
         let kind = SampleKind::Free;
         let Some(mut stripe) = self.stripes.try_acquire(tid) else {
             counters::increment(kind.counters().busy);
             return;
         };
-        let time_ns = crate::clock::monotonic_ns();
         stripe.push_counted(SampleRecord {
             time_ns,
             tid,
