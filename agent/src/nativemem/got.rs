@@ -287,11 +287,7 @@ mod tests {
     /// and the library, when patched, calls the hook.
     #[test]
     fn passes_racing_loads_patch_only_loaded_objects() {
-        let own = {
-            let probe = counting_malloc as *const () as u64;
-            let (objects, _) = crate::libraries::scan::loaded_objects();
-            objects.into_iter().find(|o| o.image.contains(&probe)).expect("the test's own image").image
-        };
+        let own = super::super::own_image().expect("the test's own image");
         let hooks =
             [Hook { name: c"malloc", address: counting_malloc as *const () as u64, only_in: Some(b"libbz2.so.1.0") }];
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -340,11 +336,7 @@ mod tests {
             test_skip::skip("libz.so.1 cannot be loaded", test_skip::InCi::Required);
             return;
         }
-        let own = {
-            let probe = counting_malloc as *const () as u64;
-            let (objects, _) = crate::libraries::scan::loaded_objects();
-            objects.into_iter().find(|o| o.image.contains(&probe)).expect("the test's own image").image
-        };
+        let own = super::super::own_image().expect("the test's own image");
         let hooks =
             [Hook { name: c"malloc", address: counting_malloc as *const () as u64, only_in: Some(b"libz.so.1") }];
         let first = patch_loaded(&hooks, &own);

@@ -55,7 +55,7 @@ fn hooks() -> [Hook; 7] {
 }
 
 /// The loaded image holding the agent's code.
-fn own_image() -> Option<Range<u64>> {
+pub(crate) fn own_image() -> Option<Range<u64>> {
     let probe = own_image as *const () as u64;
     let (objects, _) = scan::loaded_objects();
     objects.into_iter().find(|o| o.image.contains(&probe)).map(|o| o.image)
