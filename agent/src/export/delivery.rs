@@ -125,6 +125,8 @@ enum Outcome {
     /// Worth another attempt, after at least the delay the server asked.
     Retry(Option<Duration>, String),
     Failed(String),
+    /// Not delivered by the session's end.
+    GivenUp(String),
 }
 
 /// The outcome of an HTTP status `code` with its `Retry-After` header, by
@@ -218,9 +220,14 @@ fn deliver(backend: &dyn Backend, queue: &Queue) {
             let deadline = queue.lock().closed.flatten();
             let left = deadline.map_or(REQUEST_TIMEOUT, |d| d.saturating_duration_since(started).min(REQUEST_TIMEOUT));
             let outcome = if left.is_zero() {
-                Outcome::Failed("the session ended before it could be sent".into())
+                Outcome::GivenUp("no time was left to send it".into())
             } else {
                 send(&agent, backend, &request, left)
+            };
+            let ended = deadline.is_some_and(|d| Instant::now() >= d);
+            let outcome = match outcome {
+                Outcome::Retry(_, why) | Outcome::Failed(why) if ended => Outcome::GivenUp(why),
+                outcome => outcome,
             };
             match outcome {
                 Outcome::Sent => {
@@ -238,6 +245,11 @@ fn deliver(backend: &dyn Backend, queue: &Queue) {
                         log::warn!("{name}: {} did not take an upload ({why}); retrying", request.url);
                     }
                     wait(queue, backoff(attempt, asked, crate::random::next_u64()));
+                }
+                Outcome::GivenUp(why) => {
+                    counters::increment(Counter::ExportFailures);
+                    log::warn!("{name}: a period was given up at the session's end ({why})");
+                    break;
                 }
                 Outcome::Retry(_, why) | Outcome::Failed(why) => {
                     counters::increment(Counter::ExportFailures);
