@@ -290,35 +290,42 @@ mod tests {
         let own = super::super::own_image().expect("the test's own image");
         let hooks =
             [Hook { name: c"malloc", address: counting_malloc as *const () as u64, only_in: Some(b"libbz2.so.1.0") }];
+        let library = c"libbz2.so.1.0";
+        // SAFETY: loading and unloading a system library nothing else uses.
+        let available = unsafe { libc::dlopen(library.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL) };
+        if available.is_null() {
+            test_skip::skip("libbz2.so.1.0 cannot be loaded", test_skip::InCi::Required);
+            return;
+        }
+        // SAFETY: the handle just opened.
+        unsafe { libc::dlclose(available) };
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let loads = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let loader = {
-            let stop = std::sync::Arc::clone(&stop);
+            let (stop, loads) = (std::sync::Arc::clone(&stop), std::sync::Arc::clone(&loads));
             std::thread::spawn(move || {
-                let mut loads = 0;
                 while !stop.load(Ordering::Relaxed) {
-                    // SAFETY: loading and unloading a system library nothing else uses.
-                    let handle = unsafe { libc::dlopen(c"libbz2.so.1.0".as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL) };
-                    if handle.is_null() {
-                        return loads;
-                    }
-                    loads += 1;
+                    // SAFETY: as above.
+                    let handle = unsafe { libc::dlopen(library.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL) };
+                    assert!(!handle.is_null(), "libbz2.so.1.0 loaded before");
                     // Held a moment, so that some passes find it loaded.
                     for i in 0..20_000u32 {
                         std::hint::black_box(i);
                     }
                     // SAFETY: the handle just opened.
                     unsafe { libc::dlclose(handle) };
+                    loads.fetch_add(1, Ordering::Relaxed);
                 }
-                loads
             })
         };
-        let passes = (0..300).map(|_| patch_loaded(&hooks, &own)).filter(|p| p.new_objects > 0).count();
-        stop.store(true, Ordering::Relaxed);
-        let loads = loader.join().unwrap();
-        if loads == 0 {
-            test_skip::skip("libbz2.so.1.0 cannot be loaded", test_skip::InCi::Required);
-            return;
+        // Passes until the loader has loaded and unloaded it 200 times.
+        let mut passes = 0;
+        while loads.load(Ordering::Relaxed) < 200 && !loader.is_finished() {
+            passes += usize::from(patch_loaded(&hooks, &own).new_objects > 0);
         }
+        stop.store(true, Ordering::Relaxed);
+        loader.join().unwrap();
+        let loads = loads.load(Ordering::Relaxed);
         println!("{loads} loads, {passes} passes patched it");
     }
 
