@@ -261,6 +261,9 @@ mod tests {
     use std::sync::atomic::AtomicUsize;
 
     static MALLOCS: AtomicUsize = AtomicUsize::new(0);
+    /// One test at a time: a pass pins every loaded object, so a pass of one
+    /// test keeps another's library from unloading.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
     unsafe extern "C" fn counting_malloc(size: usize) -> *mut c_void {
         MALLOCS.fetch_add(1, Ordering::SeqCst);
@@ -287,6 +290,7 @@ mod tests {
     /// and the library, when patched, calls the hook.
     #[test]
     fn passes_racing_loads_patch_only_loaded_objects() {
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
         let own = super::super::own_image().expect("the test's own image");
         let hooks =
             [Hook { name: c"malloc", address: counting_malloc as *const () as u64, only_in: Some(b"libbz2.so.1.0") }];
@@ -334,6 +338,7 @@ mod tests {
     /// a child forked with patched slots calls through them.
     #[test]
     fn loaded_libraries_are_patched_and_unloaded_ones_forgotten() {
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
         let open = || {
             // SAFETY: loading a system library.
             unsafe { libc::dlopen(c"libz.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) }
