@@ -212,6 +212,7 @@ fn callbacks() -> EventCallbacks {
         .thread_start(on_thread_start)
         .thread_end(on_thread_end)
         .class_load(on_class_load)
+        .class_file_load_hook(engine::park::virtual_threads::class_file_load_hook)
         .class_prepare(on_class_prepare)
         .compiled_method_load(on_compiled_method_load)
         .monitor_contended_enter(on_monitor_contended_enter)

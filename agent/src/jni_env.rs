@@ -261,6 +261,36 @@ impl JniEnv {
         (!field.is_null()).then_some(field)
     }
 
+    pub fn static_field(&self, class: ClassRef, name: &CStr, signature: &CStr) -> Option<jfieldID> {
+        // SAFETY: valid env, class reference and names.
+        let field =
+            unsafe { ((**self.0).v1_1.GetStaticFieldID)(self.0, class.as_raw(), name.as_ptr(), signature.as_ptr()) };
+        self.clear_exception();
+        (!field.is_null()).then_some(field)
+    }
+
+    /// Sets a static `boolean` field.
+    ///
+    /// # Safety
+    /// `field` must be a static boolean field of `class`.
+    pub unsafe fn set_static_boolean(&self, class: ClassRef, field: jfieldID, value: bool) {
+        // SAFETY: per the contract.
+        unsafe { ((**self.0).v1_1.SetStaticBooleanField)(self.0, class.as_raw(), field, value) };
+    }
+
+    /// The module of `class` (JDK 9+; a local reference).
+    pub fn module(&self, class: ClassRef) -> Option<jobject> {
+        // SAFETY: valid env and class reference; JNI 9+ (the agent needs 11).
+        let module = unsafe { ((**self.0).v9.GetModule)(self.0, class.as_raw()) };
+        (!module.is_null()).then_some(module)
+    }
+
+    /// Whether `thread` is a virtual thread (JDK 21+ only).
+    pub fn is_virtual(&self, thread: ThreadRef) -> bool {
+        // SAFETY: valid env and thread reference; the caller checked the JDK.
+        unsafe { ((**self.0).v19.IsVirtualThread)(self.0, thread.as_raw()) }
+    }
+
     /// An object field's value (a local reference, null for null).
     ///
     /// # Safety

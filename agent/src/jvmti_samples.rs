@@ -121,12 +121,13 @@ pub fn weight(size: u64, interval: u32) -> u64 {
     (size as f64 / p).round() as u64
 }
 
-/// The calling thread's Java frames from JVMTI, into `STACK`'s raw
-/// frames. No stripe may be held: JVMTI may wait out a safepoint.
-fn java_frames(sampler: &Sampler, jvmti: &Jvmti) {
+/// The calling thread's Java frames from JVMTI, less the innermost
+/// `skip`, into `STACK`'s raw frames. No stripe may be held: JVMTI may
+/// wait out a safepoint.
+fn java_frames(sampler: &Sampler, jvmti: &Jvmti, skip: u8) {
     STACK.with_borrow_mut(|(raw, _)| {
         raw.resize(sampler.max_depth, FrameInfo { method: std::ptr::null_mut(), location: -1 });
-        let count = jvmti.own_stack_trace(raw).unwrap_or_else(|_| {
+        let count = jvmti.own_stack_trace(skip, raw).unwrap_or_else(|_| {
             counters::increment(Counter::JvmtiStackFailed);
             0
         });
@@ -162,13 +163,15 @@ fn stored_trace(sampler: &Sampler, tid: u32, native_in: Option<usize>) -> TraceI
 }
 
 /// What one sample saw: an object of `class` (allocated, or waited for)
-/// and `value` (bytes, or nanoseconds waited since `time_ns`).
+/// and `value` (bytes, or nanoseconds waited since `time_ns`), by code
+/// under the innermost `own_frames` Java frames (the agent's).
 struct Observed {
     kind: SampleKind,
     class: ClassRef,
     value: u64,
     park_time: i64,
     time_ns: u64,
+    own_frames: u8,
 }
 
 /// Records `observed` as a sample of the calling thread `tid`; returns
@@ -182,7 +185,7 @@ fn record(
     tid: u32,
 ) -> (u32, TraceId, Context) {
     let class = samples.class_id(jvmti, observed.class, tid);
-    java_frames(sampler, jvmti);
+    java_frames(sampler, jvmti, observed.own_frames);
     // Held from here to the push: a native walk uses the stripe's caches.
     let stripe = sampler.stripes.try_acquire(tid);
     let native_in = stripe.as_ref().filter(|_| observed.kind == SampleKind::Alloc).map(|s| s.index());
@@ -230,7 +233,7 @@ pub unsafe fn record_allocation(
     if !sampler.sampled(tid) {
         return;
     }
-    let observed = Observed { kind: SampleKind::Alloc, class, value: size, park_time: 0, time_ns };
+    let observed = Observed { kind: SampleKind::Alloc, class, value: size, park_time: 0, time_ns, own_frames: 0 };
     let (class, trace, context) = record(sampler, samples, jvmti, observed, tid);
     let (Some(live), Some(env)) = (samples.live.as_ref(), env) else { return };
     STACK.with_borrow(|(_, frames)| {
@@ -250,19 +253,17 @@ pub unsafe fn record_allocation(
     });
 }
 
-/// Whether waits' starts are kept in threads' JVMTI thread-local values
-/// (while virtual threads' waits are timed: a virtual thread may begin a
-/// wait on one carrier and end it on another), else in the OS thread's.
+/// Whether contended monitor waits' starts are kept in threads' JVMTI
+/// thread-local values (JDK 24+, while virtual threads' waits are timed:
+/// a virtual thread blocked on a monitor unmounts, and enters on another
+/// carrier), else in the OS thread's.
 static WAIT_STARTS_IN_JVMTI: AtomicBool = AtomicBool::new(false);
-/// Since when: a start from before (an earlier session's) is dropped.
+/// Since when: a start from before (an earlier session's, whose events
+/// ended before the wait did) is dropped.
 static WAIT_STARTS_SINCE_NS: AtomicU64 = AtomicU64::new(u64::MAX);
-/// A JVMTI thread-local wait start is monotonic ns with this bit set for a
-/// contended monitor (ended by `MonitorContendedEntered`) and clear for a
-/// park (ended by the virtual thread's mount).
-const MONITOR_WAIT: usize = 1;
 
-/// Keeps waits' starts in JVMTI thread-local values from now on, or (off)
-/// in OS threads' again.
+/// Keeps monitor waits' starts in JVMTI thread-local values from now on,
+/// or (off) in OS threads' again.
 pub fn keep_wait_starts_in_jvmti(on: bool) {
     WAIT_STARTS_SINCE_NS.store(clock::monotonic_ns(), Ordering::SeqCst);
     WAIT_STARTS_IN_JVMTI.store(on, Ordering::SeqCst);
@@ -271,31 +272,10 @@ pub fn keep_wait_starts_in_jvmti(on: bool) {
 /// The calling thread starts waiting for a contended monitor.
 pub fn contended_enter(jvmti: &Jvmti) {
     let now = clock::monotonic_ns();
-    if WAIT_STARTS_IN_JVMTI.load(Ordering::Relaxed) && jvmti.set_thread_local(now as usize | MONITOR_WAIT).is_ok() {
+    if WAIT_STARTS_IN_JVMTI.load(Ordering::Relaxed) && jvmti.set_thread_local(now as usize).is_ok() {
         return;
     }
     WAIT_START.set(now);
-}
-
-/// What the calling thread's JVMTI thread-local value says of its wait.
-enum Kept {
-    /// Nothing, or a start older than [`WAIT_STARTS_SINCE_NS`] (left by an
-    /// earlier session, whose events ended before the wait did).
-    None,
-    Park(u64),
-    Monitor(u64),
-}
-
-fn kept(jvmti: &Jvmti) -> Kept {
-    let value = jvmti.thread_local().unwrap_or(0);
-    let start = (value & !MONITOR_WAIT) as u64;
-    if value == 0 || start < WAIT_STARTS_SINCE_NS.load(Ordering::Relaxed) {
-        Kept::None
-    } else if value & MONITOR_WAIT != 0 {
-        Kept::Monitor(start)
-    } else {
-        Kept::Park(start)
-    }
 }
 
 /// When the calling thread began waiting for the monitor it entered (0:
@@ -305,31 +285,12 @@ fn contended_start(jvmti: &Jvmti) -> u64 {
     if !WAIT_STARTS_IN_JVMTI.load(Ordering::Relaxed) {
         return start;
     }
-    match kept(jvmti) {
-        Kept::Monitor(start) => {
-            let _ = jvmti.set_thread_local(0);
-            start
-        }
-        Kept::None | Kept::Park(_) => start,
+    let kept = jvmti.thread_local().unwrap_or(0) as u64;
+    if kept == 0 || kept < WAIT_STARTS_SINCE_NS.load(Ordering::Relaxed) {
+        return start;
     }
-}
-
-/// A virtual thread leaves its carrier: a park (if it parks) starts now,
-/// unless it leaves waiting for a monitor.
-pub fn unmounting(jvmti: &Jvmti) {
-    if !matches!(kept(jvmti), Kept::Monitor(_)) {
-        let _ = jvmti.set_thread_local(clock::monotonic_ns() as usize & !MONITOR_WAIT);
-    }
-}
-
-/// A virtual thread is back on a carrier: when its park began, if it
-/// left to park. The start stays (every mount follows an unmount, which
-/// writes a new one), saving a JVMTI call on each mount.
-pub fn mounted(jvmti: &Jvmti) -> Option<u64> {
-    match kept(jvmti) {
-        Kept::Park(start) => Some(start),
-        Kept::None | Kept::Monitor(_) => None,
-    }
+    let _ = jvmti.set_thread_local(0);
+    kept
 }
 
 /// The calling thread `tid` entered the contended monitor `object`: its
@@ -348,7 +309,8 @@ pub unsafe fn contended_entered(sampler: &Sampler, jvmti: &Jvmti, env: JniEnv, o
     }
     // SAFETY: per the contract, a valid reference on this thread.
     let Some(class) = (unsafe { env.object_class(object) }) else { return };
-    let observed = Observed { kind: SampleKind::Lock, class, value: waited, park_time: 0, time_ns: start };
+    let observed =
+        Observed { kind: SampleKind::Lock, class, value: waited, park_time: 0, time_ns: start, own_frames: 0 };
     record(sampler, samples, jvmti, observed, tid);
     env.delete_local_ref(class);
 }
@@ -382,25 +344,24 @@ fn is_lock(signature: &str) -> bool {
     LOCK_CLASSES.iter().any(|prefix| signature.starts_with(prefix))
 }
 
-/// The calling thread `tid` was parked from `start` for `waited` ns, a
-/// wait the park hook sampled ([`LockSampling`]): if its park blocker
-/// (`Thread.parkBlocker`, field `blocker`) is a lock, the wait is recorded
-/// in the published `sampler`.
+/// A park the park hooks timed and sampled ([`LockSampling`]).
+pub struct Park {
+    /// When it began, monotonic ns.
+    pub start: u64,
+    pub waited: u64,
+    pub timeout: ParkTimeout,
+    /// The agent's Java frames on top of the parking code's.
+    pub own_frames: u8,
+}
+
+/// The calling thread `tid` was parked as `park` says: if its park
+/// blocker (`Thread.parkBlocker`, field `blocker`) is a lock, the wait is
+/// recorded in the published `sampler`.
 ///
 /// # Safety
 /// `env` must be the calling thread's and `blocker` the id of
 /// `Thread.parkBlocker`.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn parked(
-    sampler: &Sampler,
-    jvmti: &Jvmti,
-    env: JniEnv,
-    blocker: jni::sys::jfieldID,
-    start: u64,
-    waited: u64,
-    timeout: ParkTimeout,
-    tid: u32,
-) {
+pub unsafe fn parked(sampler: &Sampler, jvmti: &Jvmti, env: JniEnv, blocker: jni::sys::jfieldID, park: Park, tid: u32) {
     let Some(samples) = sampler.jvmti_samples.as_ref().filter(|s| s.lock.is_some()) else { return };
     if blocker.is_null() || !sampler.sampled(tid) || env.clear_exception() {
         return;
@@ -416,7 +377,14 @@ pub unsafe fn parked(
         if !jvmti.class_signature(class).is_ok_and(|s| is_lock(&s)) {
             return;
         }
-        let observed = Observed { kind: SampleKind::Park, class, value: waited, park_time: timeout.0, time_ns: start };
+        let observed = Observed {
+            kind: SampleKind::Park,
+            class,
+            value: park.waited,
+            park_time: park.timeout.0,
+            time_ns: park.start,
+            own_frames: park.own_frames,
+        };
         record(sampler, samples, jvmti, observed, tid);
     });
 }

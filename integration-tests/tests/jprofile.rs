@@ -103,9 +103,9 @@ fn a_timed_collection_writes_a_recording() {
     assert!(heavy > 50, "2 s of a busy thread at 10 ms: {heavy} samples");
 }
 
-/// Lock profiling of virtual threads started by attach (the JVMTI
-/// capability and events taken at run time): the `ReentrantLock` waits of
-/// the virtual threads are recorded with their own stacks.
+/// Lock profiling of virtual threads started by attach, with its
+/// defaults (`LockSupport` rewritten at run time): the `ReentrantLock`
+/// waits of the virtual threads are recorded with their own stacks.
 #[test]
 fn virtual_threads_lock_waits_are_recorded_after_an_attach() {
     let dir = scratch_dir("jprofile_virtual_locks");
@@ -119,7 +119,7 @@ fn virtual_threads_lock_waits_are_recorded_after_an_attach() {
     }
     let pid = run.id().to_string();
     let file_text = file.to_str().unwrap();
-    assert_answer(&jprofile(&[&pid, "start", "-e", "lock", "-f", file_text, "--", "lockvirtual"]), "Profiling started");
+    assert_answer(&jprofile(&[&pid, "start", "-e", "lock", "-f", file_text]), "Profiling started");
     run.go();
     let output = run.wait(Duration::from_secs(60));
     assert_success(&output);

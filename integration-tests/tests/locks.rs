@@ -137,18 +137,19 @@ fn short_frequent_contention_is_sampled_and_weighs_what_was_waited() {
 }
 
 /// Eight virtual threads on a monitor and eight on a `ReentrantLock`
-/// (JDK 21+), each holding it 300 µs and napping 1 ms, with the default
-/// `lock` and `lockvirtual` (the default from JDK 25): the monitor waits (pinned on 21, unmounted from 24) weigh within
-/// 20% of what the threads measured, the `ReentrantLock` waits (timed from
-/// unmount to mount) within 30%, and every recorded wait carries the
-/// virtual thread's own stack, from `VirtualThread.run` up to the
-/// fixture's method.
+/// (JDK 21+), each holding it 300 µs and napping 1 ms, with `lock` and
+/// its defaults: the monitor waits (pinned on 21, unmounted from 24)
+/// weigh within 25% of what the threads measured, the `ReentrantLock`
+/// waits (timed in the rewritten `LockSupport`, across the unmount)
+/// within 30%, and every recorded wait carries the virtual thread's own
+/// stack, from `VirtualThread.run` up to the fixture's method, parks with
+/// `LockSupport.park` on top (not the agent's timer).
 #[test]
 fn virtual_threads_lock_waits_add_up_to_what_they_measured() {
     let dir = scratch_dir("lock_virtual");
     let file = dir.join("virtual.jfr");
     let output = run_java(
-        Some(&format!("start,lock,lockvirtual,file={}", file.display())),
+        Some(&format!("start,lock,file={}", file.display())),
         "LockShares",
         &["3", "300000", "1000000", "virtual"],
         Duration::from_secs(60),
@@ -183,9 +184,14 @@ fn virtual_threads_lock_waits_add_up_to_what_they_measured() {
         for wait in waits {
             let virtual_run = wait.frames.iter().any(|f| f.class == "java.lang.VirtualThread" && f.method == "run");
             assert!(virtual_run, "{what}: not the virtual thread's stack: {:?}", wait.frames);
+            let top = &wait.frames[0];
+            let park_on_top = top.class == "java.util.concurrent.locks.LockSupport" && top.method == "park";
+            assert!(what == "monitor" || park_on_top, "{what}: {top:?} on top of {:?}", wait.frames);
+            let ours = wait.frames.iter().any(|f| f.class.starts_with("dev.jvmprofiler"));
+            assert!(!ours, "{what}: the agent's frames in {:?}", wait.frames);
         }
     }
-    assert_eq!(recording.settings.get("lockvirtual").map(String::as_str), Some("true"));
+    assert_eq!(recording.settings.get("lockvirtual").map(String::as_str), Some("default"));
 
     // lockvirtual=false: virtual threads' parks are not timed (those a
     // pinned virtual thread makes in Unsafe.park still are: JDK 21 has some).

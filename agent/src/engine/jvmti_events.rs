@@ -53,7 +53,7 @@ fn enable(jvmti: Jvmti, event: Event) -> Result<(), String> {
 /// Stops both (callbacks already running may still record into the
 /// session, which `sampling::retire` waits for).
 pub fn disarm(jvmti: Jvmti) {
-    park::disarm(jvmti);
+    park::disarm();
     for event in [
         Event::SampledObjectAlloc,
         Event::GarbageCollectionFinish,

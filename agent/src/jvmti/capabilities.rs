@@ -24,11 +24,9 @@ pub const CAN_GENERATE_GARBAGE_COLLECTION_EVENTS: Capability =
 pub const CAN_GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS: Capability =
     Capability { bit: 43, name: "can_generate_sampled_object_alloc_events" };
 
-/// Virtual threads as JVMTI threads, with their mount and unmount
-/// events (JDK 21+): requested by lock sampling when it starts, not at
-/// load, since it makes every virtual thread's mount and unmount call
-/// into the VM.
-pub const CAN_SUPPORT_VIRTUAL_THREADS: Capability = Capability { bit: 44, name: "can_support_virtual_threads" };
+/// Rewriting a loaded class (`LockSupport`, to time virtual threads'
+/// lock waits): requested by lock sampling when it starts, on JDK 21+.
+pub const CAN_RETRANSFORM_CLASSES: Capability = Capability { bit: 37, name: "can_retransform_classes" };
 
 /// Every capability the agent requests at load.
 pub const REQUESTED: &[Capability] = &[

@@ -4,7 +4,7 @@
 
 use super::jthread;
 use jni::sys::{jclass, jint, jlong, jmethodID, jobject, JNIEnv};
-use std::ffi::c_void;
+use std::ffi::{c_char, c_void};
 
 pub const FIRST_EVENT: usize = 50;
 pub const LAST_EVENT: usize = 86;
@@ -16,6 +16,7 @@ pub enum Event {
     VmDeath = 51,
     ThreadStart = 52,
     ThreadEnd = 53,
+    ClassFileLoadHook = 54,
     ClassLoad = 55,
     ClassPrepare = 56,
     VmStart = 57,
@@ -40,12 +41,13 @@ impl Event {
         Event::CompiledMethodLoad,
     ];
 
-    pub const ALL: [(Event, &'static str); 12] = [
+    pub const ALL: [(Event, &'static str); 13] = [
         (Event::VmStart, "JVMTI_EVENT_VM_START"),
         (Event::VmInit, "JVMTI_EVENT_VM_INIT"),
         (Event::VmDeath, "JVMTI_EVENT_VM_DEATH"),
         (Event::ThreadStart, "JVMTI_EVENT_THREAD_START"),
         (Event::ThreadEnd, "JVMTI_EVENT_THREAD_END"),
+        (Event::ClassFileLoadHook, "JVMTI_EVENT_CLASS_FILE_LOAD_HOOK"),
         (Event::ClassLoad, "JVMTI_EVENT_CLASS_LOAD"),
         (Event::ClassPrepare, "JVMTI_EVENT_CLASS_PREPARE"),
         (Event::CompiledMethodLoad, "JVMTI_EVENT_COMPILED_METHOD_LOAD"),
@@ -61,6 +63,20 @@ pub type VmInitFn = unsafe extern "C" fn(JvmtiEnvPtr, *mut JNIEnv, jthread);
 pub type VmDeathFn = unsafe extern "C" fn(JvmtiEnvPtr, *mut JNIEnv);
 pub type VmStartFn = unsafe extern "C" fn(JvmtiEnvPtr, *mut JNIEnv);
 pub type ThreadFn = unsafe extern "C" fn(JvmtiEnvPtr, *mut JNIEnv, jthread);
+/// `ClassFileLoadHook`: (env, jni, class being redefined, loader, name,
+/// protection domain, length, bytes, new length out, new bytes out).
+pub type ClassFileLoadHookFn = unsafe extern "C" fn(
+    JvmtiEnvPtr,
+    *mut JNIEnv,
+    jclass,
+    jobject,
+    *const c_char,
+    jobject,
+    jint,
+    *const u8,
+    *mut jint,
+    *mut *mut u8,
+);
 pub type ClassFn = unsafe extern "C" fn(JvmtiEnvPtr, *mut JNIEnv, jthread, jclass);
 pub type GarbageCollectionFn = unsafe extern "C" fn(JvmtiEnvPtr);
 pub type MonitorFn = unsafe extern "C" fn(JvmtiEnvPtr, *mut JNIEnv, jthread, jobject);
@@ -107,6 +123,11 @@ impl EventCallbacks {
 
     pub fn thread_end(mut self, f: ThreadFn) -> Self {
         self.set(Event::ThreadEnd, f as *const c_void);
+        self
+    }
+
+    pub fn class_file_load_hook(mut self, f: ClassFileLoadHookFn) -> Self {
+        self.set(Event::ClassFileLoadHook, f as *const c_void);
         self
     }
 

@@ -76,6 +76,7 @@ slots! {
     GET_ALL_THREADS = 4 "GetAllThreads";
     GET_THREAD_INFO = 9 "GetThreadInfo";
     GET_CURRENT_THREAD = 18 "GetCurrentThread";
+    ALLOCATE = 46 "Allocate";
     DEALLOCATE = 47 "Deallocate";
     GET_CLASS_SIGNATURE = 48 "GetClassSignature";
     GET_CLASS_MODIFIERS = 51 "GetClassModifiers";
@@ -86,18 +87,18 @@ slots! {
     GET_LINE_NUMBER_TABLE = 70 "GetLineNumberTable";
     GET_LOADED_CLASSES = 78 "GetLoadedClasses";
     GET_VERSION_NUMBER = 88 "GetVersionNumber";
+    ADD_MODULE_READS = 94 "AddModuleReads";
     GET_THREAD_LOCAL_STORAGE = 102 "GetThreadLocalStorage";
     SET_THREAD_LOCAL_STORAGE = 103 "SetThreadLocalStorage";
     GET_STACK_TRACE = 104 "GetStackTrace";
     SET_JNI_FUNCTION_TABLE = 120 "SetJNIFunctionTable";
     GET_JNI_FUNCTION_TABLE = 121 "GetJNIFunctionTable";
     SET_EVENT_CALLBACKS = 122 "SetEventCallbacks";
-    GET_EXTENSION_EVENTS = 125 "GetExtensionEvents";
-    SET_EXTENSION_EVENT_CALLBACK = 126 "SetExtensionEventCallback";
     GET_ERROR_NAME = 128 "GetErrorName";
     GET_SYSTEM_PROPERTY = 131 "GetSystemProperty";
     GET_PHASE = 133 "GetPhase";
     ADD_CAPABILITIES = 142 "AddCapabilities";
+    RETRANSFORM_CLASSES = 152 "RetransformClasses";
     SET_HEAP_SAMPLING_INTERVAL = 156 "SetHeapSamplingInterval";
 }
 
@@ -135,31 +136,6 @@ pub struct FrameInfo {
     pub method: jmethodID,
     pub location: jlong,
 }
-
-/// `jvmtiExtensionEventInfo`.
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct RawExtensionEvent {
-    index: jint,
-    id: *mut c_char,
-    description: *mut c_char,
-    param_count: jint,
-    params: *mut RawParamInfo,
-}
-
-/// `jvmtiParamInfo`.
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct RawParamInfo {
-    name: *mut c_char,
-    kind: jint,
-    base_type: jint,
-    null_ok: jboolean,
-}
-
-/// The callback of an extension event whose parameters are the JNI
-/// environment and a thread (HotSpot's virtual thread mount and unmount).
-pub type ThreadExtensionEventFn = unsafe extern "C" fn(*mut c_void, *mut jni::sys::JNIEnv, jthread);
 
 /// One row of a method's line number table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -314,66 +290,47 @@ impl Jvmti {
 
     /// Enables or disables delivery of `event` for all threads.
     pub fn set_event_enabled(&self, event: events::Event, enabled: bool) -> JvmtiResult<()> {
-        self.set_notification_mode(event as jint, enabled)
-    }
-
-    /// Enables or disables delivery of the extension event of `index` (as
-    /// [`Jvmti::extension_events`] lists it) for all threads.
-    pub fn set_extension_event_enabled(&self, index: jint, enabled: bool) -> JvmtiResult<()> {
-        self.set_notification_mode(index, enabled)
-    }
-
-    fn set_notification_mode(&self, event: jint, enabled: bool) -> JvmtiResult<()> {
         type F = unsafe extern "C" fn(*mut c_void, jint, jint, jthread, ...) -> jint;
         // SAFETY: slot 2 has this (variadic) signature.
         let f: F = unsafe { std::mem::transmute(self.function(SET_EVENT_NOTIFICATION_MODE)) };
         let mode = if enabled { 1 } else { 0 };
         // SAFETY: valid env; a null thread means all threads.
-        self.check(unsafe { f(self.as_raw(), mode, event, ptr::null_mut()) })
+        self.check(unsafe { f(self.as_raw(), mode, event as jint, ptr::null_mut()) })
     }
 
-    /// The extension events of this JVM: their indexes and ids
-    /// (`com.sun.hotspot.events.VirtualThreadMount`, ...).
-    pub fn extension_events(&self) -> JvmtiResult<Vec<(jint, String)>> {
-        type F = unsafe extern "C" fn(*mut c_void, *mut jint, *mut *mut RawExtensionEvent) -> jint;
-        let (mut count, mut events) = (0, ptr::null_mut());
-        // SAFETY: slot 125 has this signature.
-        let f: F = unsafe { std::mem::transmute(self.function(GET_EXTENSION_EVENTS)) };
-        // SAFETY: valid env and out pointers.
-        self.check(unsafe { f(self.as_raw(), &mut count, &mut events) })?;
-        // SAFETY: JVMTI allocated `count` entries, each with its strings
-        // and parameter array, all ours to deallocate.
-        let raw = unsafe { self.take_array(events, count) };
-        Ok(raw
-            .into_iter()
-            .map(|event| {
-                // SAFETY: as above.
-                let params = unsafe { self.take_array(event.params, event.param_count) };
-                for param in params {
-                    // SAFETY: as above.
-                    drop(unsafe { self.take_string(param.name) });
-                }
-                // SAFETY: as above.
-                drop(unsafe { self.take_string(event.description) });
-                // SAFETY: as above.
-                (event.index, unsafe { self.take_string(event.id) })
-            })
-            .collect())
+    /// A copy of `bytes` in memory this env allocated, as
+    /// `ClassFileLoadHook` hands new class bytes to the JVM.
+    pub fn allocated_copy(&self, bytes: &[u8]) -> JvmtiResult<*mut u8> {
+        type F = unsafe extern "C" fn(*mut c_void, jlong, *mut *mut u8) -> jint;
+        let mut memory = ptr::null_mut();
+        // SAFETY: slot 46 has this signature.
+        let f: F = unsafe { std::mem::transmute(self.function(ALLOCATE)) };
+        // SAFETY: valid env and out pointer.
+        self.check(unsafe { f(self.as_raw(), bytes.len() as jlong, &mut memory) })?;
+        // SAFETY: JVMTI allocated `bytes.len()` bytes at `memory`.
+        unsafe { ptr::copy_nonoverlapping(bytes.as_ptr(), memory, bytes.len()) };
+        Ok(memory)
     }
 
-    /// Sets (or, with `None`, clears) the callback of the extension event
-    /// of `index`, which must take the JNI environment and a thread.
-    pub fn set_extension_event_callback(
-        &self,
-        index: jint,
-        callback: Option<ThreadExtensionEventFn>,
-    ) -> JvmtiResult<()> {
-        type F = unsafe extern "C" fn(*mut c_void, jint, *const c_void) -> jint;
-        // SAFETY: slot 126 has this signature.
-        let f: F = unsafe { std::mem::transmute(self.function(SET_EXTENSION_EVENT_CALLBACK)) };
-        let callback = callback.map_or(ptr::null(), |c| c as *const c_void);
-        // SAFETY: valid env; the callback has the event's parameters.
-        self.check(unsafe { f(self.as_raw(), index, callback) })
+    /// Makes `module` read `other` (so that its classes may link to
+    /// `other`'s exported ones).
+    pub fn add_module_reads(&self, module: jobject, other: jobject) -> JvmtiResult<()> {
+        type F = unsafe extern "C" fn(*mut c_void, jobject, jobject) -> jint;
+        // SAFETY: slot 94 has this signature.
+        let f: F = unsafe { std::mem::transmute(self.function(ADD_MODULE_READS)) };
+        // SAFETY: valid env and module references.
+        self.check(unsafe { f(self.as_raw(), module, other) })
+    }
+
+    /// Has the JVM load `class` again from its class file, through
+    /// `ClassFileLoadHook` (needs `can_retransform_classes`).
+    pub fn retransform_class(&self, class: ClassRef) -> JvmtiResult<()> {
+        type F = unsafe extern "C" fn(*mut c_void, jint, *const jclass) -> jint;
+        // SAFETY: slot 152 has this signature.
+        let f: F = unsafe { std::mem::transmute(self.function(RETRANSFORM_CLASSES)) };
+        let classes = [class.as_raw()];
+        // SAFETY: valid env and one class reference.
+        self.check(unsafe { f(self.as_raw(), 1, classes.as_ptr()) })
     }
 
     /// The calling thread's JVMTI thread-local value (a virtual thread's
@@ -450,8 +407,9 @@ impl Jvmti {
     }
 
     /// The calling thread's Java frames, innermost first, into `frames`
-    /// (its length is the most taken). Returns how many were filled.
-    pub fn own_stack_trace(&self, frames: &mut [FrameInfo]) -> JvmtiResult<usize> {
+    /// (its length is the most taken), less the innermost `skip`. Returns
+    /// how many were filled.
+    pub fn own_stack_trace(&self, skip: u8, frames: &mut [FrameInfo]) -> JvmtiResult<usize> {
         type F = unsafe extern "C" fn(*mut c_void, jthread, jint, jint, *mut FrameInfo, *mut jint) -> jint;
         let max = jint::try_from(frames.len()).unwrap_or(jint::MAX);
         let mut count = 0;
@@ -459,7 +417,7 @@ impl Jvmti {
         let f: F = unsafe { std::mem::transmute(self.function(GET_STACK_TRACE)) };
         // SAFETY: valid env; a null thread is the current one; `frames`
         // holds `max` entries.
-        self.check(unsafe { f(self.as_raw(), ptr::null_mut(), 0, max, frames.as_mut_ptr(), &mut count) })?;
+        self.check(unsafe { f(self.as_raw(), ptr::null_mut(), skip.into(), max, frames.as_mut_ptr(), &mut count) })?;
         Ok(usize::try_from(count).unwrap_or(0).min(frames.len()))
     }
 

@@ -15,18 +15,17 @@
 //! to the original, and no rebinding ever races threads parked inside it.
 //!
 //! A virtual thread (JDK 21+) parks by unmounting from its carrier, not
-//! in `Unsafe.park` (unless pinned): its wait is timed from JVMTI's
-//! `VirtualThreadUnmount` to the `VirtualThreadMount` that resumes it,
-//! perhaps on another carrier, the start kept in the virtual thread's own
-//! JVMTI thread-local value, and handed to `jvmti_samples::parked` at the
-//! mount, where the virtual thread runs with its own stack.
+//! in `Unsafe.park` (unless pinned): [`virtual_threads`] times its lock
+//! waits in `LockSupport`.
+
+mod classfile;
+pub mod virtual_threads;
 
 use crate::clock;
 use crate::entry::ffi_boundary;
 use crate::jni_env::JniEnv;
-use crate::jvmti::capabilities::{Capabilities, CAN_SUPPORT_VIRTUAL_THREADS};
-use crate::jvmti::{jthread, ClassRef, Jvmti, RegisterNativesFn, ThreadExtensionEventFn};
-use crate::jvmti_samples::{self, LockSampling};
+use crate::jvmti::{ClassRef, Jvmti, RegisterNativesFn};
+use crate::jvmti_samples::{self, LockSampling, Park};
 use crate::log;
 use crate::os_thread::current_tid;
 use crate::sampling;
@@ -41,6 +40,7 @@ type ParkFn = unsafe extern "system" fn(*mut JNIEnv, jobject, jboolean, jlong);
 const PARK: &CStr = c"park";
 const PARK_SIGNATURE: &CStr = c"(ZJ)V";
 /// The boot-loader class whose method rebinds `Unsafe.park`.
+const BINDER: &str = "dev/jvmprofiler/boot/ParkBinder";
 const BINDER_CLASS: &CStr = c"dev/jvmprofiler/boot/ParkBinder";
 
 /// `Unsafe.park`'s own entry (0 until found).
@@ -62,110 +62,29 @@ static INTERVAL_NS: AtomicU64 = AtomicU64::new(u64::MAX);
 static THRESHOLD_NS: AtomicU64 = AtomicU64::new(u64::MAX);
 /// The outcome of binding the hook, once per JVM.
 static BOUND: Mutex<Option<Result<(), String>>> = Mutex::new(None);
-/// The extension events that time virtual threads' parks (mount, unmount),
-/// found once per JVM; `None` inside on a JDK without virtual threads.
-static VIRTUAL_EVENTS: Mutex<Option<Result<Option<[jint; 2]>, String>>> = Mutex::new(None);
-
-const MOUNT_EVENT: &str = "com.sun.hotspot.events.VirtualThreadMount";
-const UNMOUNT_EVENT: &str = "com.sun.hotspot.events.VirtualThreadUnmount";
-/// JDK 21 made virtual threads final (and JVMTI's support of them).
-const VIRTUAL_THREADS_SINCE: u32 = 21;
-/// Where timing virtual threads' parks is on by default: on JDK 21 (21.0.8
-/// measured) `SetThreadLocalStorage` stops every virtual thread's mount
-/// and unmount in the JVM, so a park timed at each unmount cost a workload
-/// of nothing but switches 90% of its throughput (JDK 25: 18 points more
-/// than lock profiling without it); 22 to 24 are not measured.
-const VIRTUAL_THREADS_CHEAP_SINCE: u32 = 25;
 
 /// Starts recording parks on `java.util.concurrent` locks, binding the
-/// hook the first time, and virtual threads' (JDK 21+) as
-/// `virtual_threads` says (`None`: from JDK 25, where it is cheap). Fails with the reason when this JVM's `Unsafe`
-/// cannot be traced (monitor waits are still recorded then).
+/// hook the first time, and virtual threads' (JDK 21+) unless
+/// `virtual_threads` is `Some(false)`. Fails with the reason when this
+/// JVM's `Unsafe` cannot be traced (monitor waits are still recorded
+/// then); virtual threads' parks not timed are a warning.
 pub fn arm(jvmti: Jvmti, env: JniEnv, lock: LockSampling, virtual_threads: Option<bool>) -> Result<(), String> {
     let mut bound = BOUND.lock().unwrap_or_else(|p| p.into_inner());
     bound.get_or_insert_with(|| bind(jvmti, env)).clone()?;
     INTERVAL_NS.store(lock.interval_ns, Ordering::SeqCst);
     THRESHOLD_NS.store(lock.threshold_ns, Ordering::SeqCst);
     TRACING.store(true, Ordering::SeqCst);
-    let major = jvmti.version_number().map(crate::jdk_support::major).unwrap_or(0);
-    if !virtual_threads.unwrap_or(major >= VIRTUAL_THREADS_CHEAP_SINCE) {
-        return Ok(());
-    }
-    let mut virtual_events = VIRTUAL_EVENTS.lock().unwrap_or_else(|p| p.into_inner());
-    match virtual_events.get_or_insert_with(|| bind_virtual(jvmti)) {
-        Ok(Some(events)) => {
-            jvmti_samples::keep_wait_starts_in_jvmti(true);
-            for &index in events.iter() {
-                if let Err(e) = jvmti.set_extension_event_enabled(index, true) {
-                    log::warn!("lock: virtual threads' java.util.concurrent lock waits are not profiled ({e})");
-                }
-            }
-        }
-        Ok(None) => {}
-        Err(e) => log::warn!("lock: virtual threads' java.util.concurrent lock waits are not profiled ({e})"),
+    if let Err(e) = virtual_threads::arm(jvmti, env, virtual_threads) {
+        log::warn!("lock: virtual threads' java.util.concurrent lock waits are not profiled ({e})");
     }
     Ok(())
 }
 
-/// Stops recording parks (the hook stays bound and passes through; the
-/// virtual threads' events are turned off).
-pub fn disarm(jvmti: Jvmti) {
+/// Stops recording parks (the hook stays bound and passes through, the
+/// rewritten `LockSupport` returns to its own code).
+pub fn disarm() {
     TRACING.store(false, Ordering::SeqCst);
-    jvmti_samples::keep_wait_starts_in_jvmti(false);
-    if let Some(Ok(Some(events))) = VIRTUAL_EVENTS.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
-        for &index in events.iter() {
-            let _ = jvmti.set_extension_event_enabled(index, false);
-        }
-    }
-}
-
-/// Sets up the timing of virtual threads' parks: the capability (granted
-/// at load and attach alike) and the mount and unmount callbacks. `None`
-/// on a JDK without virtual threads.
-fn bind_virtual(jvmti: Jvmti) -> Result<Option<[jint; 2]>, String> {
-    let version = jvmti.version_number().map_err(|e| format!("GetVersionNumber: {e}"))?;
-    if crate::jdk_support::major(version) < VIRTUAL_THREADS_SINCE {
-        return Ok(None);
-    }
-    jvmti
-        .add_capabilities(&Capabilities::default().with(CAN_SUPPORT_VIRTUAL_THREADS))
-        .map_err(|e| format!("{}: {e}", CAN_SUPPORT_VIRTUAL_THREADS.name))?;
-    let events = jvmti.extension_events().map_err(|e| format!("GetExtensionEvents: {e}"))?;
-    let index = |id: &str| {
-        events.iter().find(|(_, name)| name == id).map(|&(index, _)| index).ok_or(format!("{id} not offered"))
-    };
-    let (mount, unmount) = (index(MOUNT_EVENT)?, index(UNMOUNT_EVENT)?);
-    let callbacks: [(jint, ThreadExtensionEventFn); 2] = [(mount, on_mount), (unmount, on_unmount)];
-    for (index, callback) in callbacks {
-        jvmti.set_extension_event_callback(index, Some(callback)).map_err(|e| format!("{e} setting a callback"))?;
-    }
-    Ok(Some([mount, unmount]))
-}
-
-/// `VirtualThreadUnmount`, on the virtual thread about to leave its
-/// carrier: notes when, in the virtual thread's thread-local value.
-unsafe extern "C" fn on_unmount(jvmti: *mut c_void, _env: *mut JNIEnv, _thread: jthread) {
-    if TRACING.load(Ordering::Relaxed) {
-        // SAFETY: the jvmtiEnv the JVM passes to its callback.
-        jvmti_samples::unmounting(&unsafe { Jvmti::from_raw(jvmti) });
-    }
-}
-
-/// `VirtualThreadMount`, on the virtual thread back on a carrier: the time
-/// since its unmount, sampled as a park's (`jvmti_samples::parked` keeps
-/// it if the park blocker is a lock).
-unsafe extern "C" fn on_mount(jvmti: *mut c_void, env: *mut JNIEnv, _thread: jthread) {
-    if !TRACING.load(Ordering::Relaxed) {
-        return;
-    }
-    // SAFETY: the jvmtiEnv the JVM passes to its callback.
-    let jvmti = unsafe { Jvmti::from_raw(jvmti) };
-    let Some(start) = jvmti_samples::mounted(&jvmti) else { return };
-    let waited = clock::monotonic_ns().saturating_sub(start);
-    if sampled(waited) {
-        // The timeout of a virtual thread's park is not known here.
-        record("VirtualThreadMount", jvmti, env, start, waited, jvmti_samples::ParkTimeout(0));
-    }
+    virtual_threads::disarm();
 }
 
 /// Whether a park of `waited` ns is sampled now (`lock=`, `lockthreshold=`).
@@ -179,14 +98,14 @@ fn sampled(waited: u64) -> bool {
 
 /// Hands the calling thread's sampled park to `jvmti_samples::parked`
 /// (`what` names the JVM's call for a panic's log line).
-fn record(what: &str, jvmti: Jvmti, env: *mut JNIEnv, start: u64, waited: u64, timeout: jvmti_samples::ParkTimeout) {
+fn record(what: &str, jvmti: Jvmti, env: *mut JNIEnv, park: Park) {
     ffi_boundary(what, (), || {
-        // SAFETY: the env the JVM passed to the calling hook or callback.
+        // SAFETY: the env the JVM passed to the calling hook or native.
         let Some(env) = (unsafe { JniEnv::from_raw(env) }) else { return };
         let blocker: jfieldID = PARK_BLOCKER.load(Ordering::Relaxed).cast();
         sampling::with_active(|sampler| {
             // SAFETY: the env of this thread and Thread.parkBlocker's id.
-            unsafe { jvmti_samples::parked(sampler, &jvmti, env, blocker, start, waited, timeout, current_tid()) }
+            unsafe { jvmti_samples::parked(sampler, &jvmti, env, blocker, park, current_tid()) }
         });
     })
 }
@@ -302,50 +221,28 @@ unsafe extern "system" fn park_hook(env: *mut JNIEnv, this: jobject, absolute: j
     // SAFETY: as above.
     unsafe { original(env, this, absolute, time) };
     let waited = clock::monotonic_ns().saturating_sub(start);
-    if let (true, Some(vm)) = (sampled(waited), vm::get()) {
-        record("Unsafe.park", vm.jvmti(), env, start, waited, jvmti_samples::ParkTimeout::of(absolute, time));
+    let Some(vm) = vm::get().filter(|_| sampled(waited)) else { return };
+    let timeout = jvmti_samples::ParkTimeout::of(absolute, time);
+    // A pinned virtual thread parks here under the timer, which records it.
+    // SAFETY: the env the JVM passed.
+    if unsafe { JniEnv::from_raw(env) }.is_some_and(|e| virtual_threads::timed_elsewhere(&vm.jvmti(), e)) {
+        return;
     }
+    record("Unsafe.park", vm.jvmti(), env, Park { start, waited, timeout, own_frames: 0 });
 }
 
-/// The class file of `dev.jvmprofiler.boot.ParkBinder` (Java 11, version
-/// 55): `private static native void bind0(long)` and
-/// `static void bind(long e) { bind0(e); }` — straight-line code, so no
-/// stack map is needed.
+/// The class file of `dev.jvmprofiler.boot.ParkBinder`:
+/// `private static native void bind0(long)` and
+/// `static void bind(long e) { bind0(e); }`.
 fn binder_class() -> Vec<u8> {
-    fn utf8(out: &mut Vec<u8>, text: &CStr) {
-        let bytes = text.to_bytes();
-        out.push(1);
-        out.extend((bytes.len() as u16).to_be_bytes());
-        out.extend(bytes);
-    }
-    let u16s = |out: &mut Vec<u8>, values: &[u16]| values.iter().for_each(|v| out.extend(v.to_be_bytes()));
-    let mut class = vec![0xCA, 0xFE, 0xBA, 0xBE];
-    u16s(&mut class, &[0, 55, 11]); // minor, major, constant pool count + 1
-    utf8(&mut class, BINDER_CLASS); // #1
-    class.push(7); // #2 Class #1
-    u16s(&mut class, &[1]);
-    utf8(&mut class, c"java/lang/Object"); // #3
-    class.push(7); // #4 Class #3
-    u16s(&mut class, &[3]);
-    utf8(&mut class, c"bind0"); // #5
-    utf8(&mut class, c"(J)V"); // #6
-    class.push(12); // #7 NameAndType #5 #6
-    u16s(&mut class, &[5, 6]);
-    class.push(10); // #8 Methodref #2 #7
-    u16s(&mut class, &[2, 7]);
-    utf8(&mut class, c"bind"); // #9
-    utf8(&mut class, c"Code"); // #10
-                               // public final super; this #2, super #4; no interfaces or fields; two methods.
-    u16s(&mut class, &[0x0031, 2, 4, 0, 0, 2]);
-    // bind0: private static native, no attributes.
-    u16s(&mut class, &[0x010A, 5, 6, 0]);
-    // bind: static, one Code attribute of 17 bytes: max stack 2, max
-    // locals 2, 5 bytes of code (lload_0, invokestatic #8, return), no
-    // exception table or attributes.
-    u16s(&mut class, &[0x0008, 9, 6, 1, 10, 0, 17, 2, 2, 0, 5]);
-    class.extend([0x1E, 0xB8, 0x00, 0x08, 0xB1]);
-    u16s(&mut class, &[0, 0, 0]); // exception table, code attributes, class attributes
-    class
+    let mut class = classfile::ClassWriter::new(BINDER);
+    class.method(classfile::ACC_PRIVATE | classfile::ACC_STATIC | classfile::ACC_NATIVE, "bind0", "(J)V", None);
+    let bind0 = class.pool.method(BINDER, "bind0", "(J)V");
+    let mut code = classfile::Code::default();
+    code.op_u1(classfile::op::LLOAD, 0).op_u2(classfile::op::INVOKESTATIC, bind0).op(classfile::op::RETURN);
+    let body = classfile::Body { max_stack: 2, max_locals: 2, code: &code, handlers: &[] };
+    class.method(classfile::ACC_STATIC, "bind", "(J)V", Some(body));
+    class.finish(49)
 }
 
 #[cfg(test)]
