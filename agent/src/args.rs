@@ -212,8 +212,7 @@ pub struct Options {
     /// Lock waits shorter than this are never recorded (`lockthreshold=`).
     pub lock_threshold: Duration,
     /// Virtual threads' parks on `java.util.concurrent` locks are timed
-    /// (`lockvirtual`; JDK 21+); by default where that is cheap (see
-    /// `engine::park`).
+    /// (`lockvirtual`; JDK 21+; `None`: the default, yes).
     pub lock_virtual: Option<bool>,
     /// Threads signalled per wall-clock interval (`walltpt=`).
     pub wall_threads_per_tick: u32,
