@@ -311,11 +311,12 @@ mod tests {
     use std::path::{Path, PathBuf};
     use std::process::Command;
 
+    fn java_home() -> PathBuf {
+        PathBuf::from(std::env::var("JAVA_HOME").expect("JAVA_HOME: a JDK with jimage and javap"))
+    }
+
     fn jdk_tool(name: &str) -> PathBuf {
-        match std::env::var("JAVA_HOME") {
-            Ok(home) => PathBuf::from(home).join("bin").join(name),
-            Err(_) => name.into(),
-        }
+        java_home().join("bin").join(name)
     }
 
     /// `javap -c -p -v` of `bytes` written as `class` under `dir`.
@@ -346,5 +347,50 @@ mod tests {
         ] {
             assert!(text.contains(needle), "{needle} in {text}");
         }
+    }
+
+    /// The JDK's own `LockSupport` (`JAVA_HOME`'s), rewritten, passes the
+    /// JVM's verifier (boot classes verified too) and parks, with the
+    /// timer beside it in the boot loader (its `on` false: the original
+    /// bodies run).
+    #[test]
+    fn the_rewritten_lock_support_verifies_and_parks() {
+        let dir = std::env::temp_dir().join(format!("lock-support-{}", std::process::id()));
+        let image = dir.join("image");
+        let status = Command::new(jdk_tool("jimage"))
+            .args(["extract", "--dir"])
+            .arg(&image)
+            .args(["--include", r"regex:.*/java/util/concurrent/locks/LockSupport\.class"])
+            .arg(java_home().join("lib/modules"))
+            .status()
+            .expect("run jimage");
+        assert!(status.success());
+        let path = "java/util/concurrent/locks/LockSupport.class";
+        let original = std::fs::read(image.join("java.base").join(path)).unwrap();
+        let write = |file: PathBuf, bytes: &[u8]| {
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(file, bytes).unwrap();
+        };
+        write(dir.join("patch").join(path), &rewritten(&original).unwrap());
+        write(dir.join("boot").join(format!("{TIMER}.class")), &timer_class());
+        let program = "import java.util.concurrent.locks.LockSupport;\n\
+            class Park { public static void main(String[] a) {\n\
+            LockSupport.parkNanos(new Object(), 1000L); LockSupport.parkUntil(new Object(), 0L);\n\
+            Thread t = new Thread(() -> LockSupport.park(new Object())); t.start(); LockSupport.unpark(t);\n\
+            System.out.println(\"parked\"); } }\n";
+        write(dir.join("Park.java"), program.as_bytes());
+        let output = Command::new(jdk_tool("java"))
+            .arg(format!("--patch-module=java.base={}", dir.join("patch").display()))
+            .arg("--add-reads=java.base=ALL-UNNAMED")
+            .arg(format!("-Xbootclasspath/a:{}", dir.join("boot").display()))
+            .args(["-XX:+UnlockDiagnosticVMOptions", "-XX:+BytecodeVerificationLocal", "-Xlog:verification=info"])
+            .arg(dir.join("Park.java"))
+            .output()
+            .expect("run java");
+        std::fs::remove_dir_all(&dir).unwrap();
+        let text = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{text}{}", String::from_utf8_lossy(&output.stderr));
+        assert!(text.contains("Verifying class java.util.concurrent.locks.LockSupport"), "{text}");
+        assert!(text.lines().any(|l| l == "parked"), "{text}");
     }
 }
