@@ -314,11 +314,14 @@ impl Jvmti {
 
     /// Makes `module` read `other` (so that its classes may link to
     /// `other`'s exported ones).
-    pub fn add_module_reads(&self, module: jobject, other: jobject) -> JvmtiResult<()> {
+    ///
+    /// # Safety
+    /// Both must be live references to `java.lang.Module`s.
+    pub unsafe fn add_module_reads(&self, module: jobject, other: jobject) -> JvmtiResult<()> {
         type F = unsafe extern "C" fn(*mut c_void, jobject, jobject) -> jint;
         // SAFETY: slot 94 has this signature.
         let f: F = unsafe { std::mem::transmute(self.function(ADD_MODULE_READS)) };
-        // SAFETY: valid env and module references.
+        // SAFETY: valid env; module references, per the contract.
         self.check(unsafe { f(self.as_raw(), module, other) })
     }
 

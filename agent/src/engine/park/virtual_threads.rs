@@ -126,7 +126,8 @@ fn install(jvmti: Jvmti, env: JniEnv) -> Result<Timer, String> {
         let lock_support = env.find_class(LOCK_SUPPORT).ok_or("LockSupport not found")?;
         // java.base links to the timer only if it reads the timer's module.
         let modules = env.module(lock_support).zip(env.module(class)).ok_or("modules not found")?;
-        jvmti.add_module_reads(modules.0, modules.1).map_err(|e| format!("AddModuleReads: {e}"))?;
+        // SAFETY: the modules of two live classes.
+        unsafe { jvmti.add_module_reads(modules.0, modules.1) }.map_err(|e| format!("AddModuleReads: {e}"))?;
         jvmti
             .add_capabilities(&Capabilities::default().with(CAN_RETRANSFORM_CLASSES))
             .map_err(|e| format!("{}: {e}", CAN_RETRANSFORM_CLASSES.name))?;
@@ -144,6 +145,9 @@ fn install(jvmti: Jvmti, env: JniEnv) -> Result<Timer, String> {
 /// `ClassFileLoadHook`, enabled only while [`install`] retransforms
 /// `LockSupport`: hands back `LockSupport` rewritten, and leaves other
 /// classes (loaded meanwhile by other threads) as they are.
+///
+/// # Safety
+/// Called by the JVM only, with `ClassFileLoadHook`'s arguments.
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn class_file_load_hook(
     jvmti: *mut c_void,
