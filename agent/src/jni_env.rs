@@ -285,9 +285,12 @@ impl JniEnv {
         (!module.is_null()).then_some(module)
     }
 
-    /// Whether `thread` is a virtual thread (JDK 21+ only).
-    pub fn is_virtual(&self, thread: ThreadRef) -> bool {
-        // SAFETY: valid env and thread reference; the caller checked the JDK.
+    /// Whether `thread` is a virtual thread.
+    ///
+    /// # Safety
+    /// The JVM's JNI must be version 19 or later (JDK 19+).
+    pub unsafe fn is_virtual(&self, thread: ThreadRef) -> bool {
+        // SAFETY: valid env and thread reference; JNI 19+ per the contract.
         unsafe { ((**self.0).v19.IsVirtualThread)(self.0, thread.as_raw()) }
     }
 

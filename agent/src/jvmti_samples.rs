@@ -1,8 +1,8 @@
 //! Samples taken on the Java thread itself: sampled heap allocations
 //! (`alloc=`, JVMTI `SampledObjectAlloc`), contended monitor waits
 //! (`lock=`, `MonitorContendedEnter`/`Entered`) and waits parked on
-//! `java.util.concurrent` locks (`lock=`, the `Unsafe.park` hook of
-//! `engine::park`). Each records the object's class, an amount (bytes, or
+//! `java.util.concurrent` locks (`lock=`, the `Unsafe.park` hook and the
+//! virtual threads' timer of `engine::park`). Each records the object's class, an amount (bytes, or
 //! nanoseconds waited) and the thread's Java stack next to the CPU and
 //! wall-clock samples; an allocation made by JNI code has that code's
 //! native frames on top (`cstack=`, as CPU samples have them).
@@ -254,9 +254,8 @@ pub unsafe fn record_allocation(
 }
 
 /// Whether contended monitor waits' starts are kept in threads' JVMTI
-/// thread-local values (JDK 24+, while virtual threads' waits are timed:
-/// a virtual thread blocked on a monitor unmounts, and enters on another
-/// carrier), else in the OS thread's.
+/// thread-local values (JDK 24+: a virtual thread blocked on a monitor
+/// unmounts, and enters on another carrier), else in the OS thread's.
 static WAIT_STARTS_IN_JVMTI: AtomicBool = AtomicBool::new(false);
 /// Since when: a start from before (an earlier session's, whose events
 /// ended before the wait did) is dropped.

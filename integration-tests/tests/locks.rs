@@ -194,18 +194,25 @@ fn virtual_threads_lock_waits_add_up_to_what_they_measured() {
     assert_eq!(recording.settings.get("lockvirtual").map(String::as_str), Some("default"));
 
     // lockvirtual=false: virtual threads' parks are not timed (those a
-    // pinned virtual thread makes in Unsafe.park still are: JDK 21 has some).
+    // pinned virtual thread makes in Unsafe.park still are: JDK 21 has
+    // some); their monitor waits still are, whole.
     let off = dir.join("off.jfr");
     let options = format!("start,lock,lockvirtual=false,file={}", off.display());
     let output =
         run_java(Some(&options), "LockShares", &["2", "300000", "1000000", "virtual"], Duration::from_secs(60));
     assert_success(&output);
     let out = stdout(&output);
-    let measured: f64 = out.lines().find_map(|l| l.strip_prefix("waited lock ")).unwrap().trim().parse().unwrap();
-    let weighed =
-        weight_of(&symbolize_collapsed(&off, &["--event", "lock"]), |f| has_frame(f, "LockShares.waitForLock"));
-    println!("lockvirtual=false: {weighed} ns of {measured:.0} ns measured");
-    assert!((weighed as f64) < 0.5 * measured, "lockvirtual=false: {weighed} ns of {measured:.0} ns recorded");
+    let measured = |what: &str| -> f64 {
+        let prefix = format!("waited {what} ");
+        out.lines().find_map(|l| l.strip_prefix(&prefix)).expect(&prefix).trim().parse().unwrap()
+    };
+    let collapsed = symbolize_collapsed(&off, &["--event", "lock"]);
+    let weighed = weight_of(&collapsed, |f| has_frame(f, "LockShares.waitForLock"));
+    println!("lockvirtual=false: {weighed} ns of {:.0} ns measured", measured("lock"));
+    assert!((weighed as f64) < 0.5 * measured("lock"), "lockvirtual=false: {weighed} ns recorded");
+    let monitor = weight_of(&collapsed, |f| has_frame(f, "LockShares.waitForMonitor")) as f64 / measured("monitor");
+    println!("lockvirtual=false: monitor waits {:.1}% of measured", 100.0 * monitor);
+    assert!((0.75..=1.25).contains(&monitor), "lockvirtual=false: monitor waits {monitor:.2} of measured");
 }
 
 #[test]

@@ -9,7 +9,7 @@ use super::park;
 use crate::jni_env::JniEnv;
 use crate::jvmti::events::Event;
 use crate::jvmti::Jvmti;
-use crate::jvmti_samples::LockSampling;
+use crate::jvmti_samples::{self, LockSampling};
 use crate::log;
 
 /// Samples allocations every `interval` bytes on average, counting
@@ -27,13 +27,18 @@ pub fn arm_alloc(jvmti: Jvmti, interval: u32, live: bool) -> Result<(), String> 
 /// Delivers contended monitor waits and, given the calling thread's
 /// `env`, parks on `java.util.concurrent` locks (without them, with a
 /// warning saying why, if `Unsafe.park` cannot be hooked), virtual
-/// threads' too as `virtual_threads` says (`None`: where it is cheap).
+/// threads' too unless `virtual_threads` is `Some(false)`. From JDK 24,
+/// where a virtual thread blocked on a monitor unmounts and may enter on
+/// another carrier, monitor waits' starts are kept in JVMTI's thread-local
+/// values.
 pub fn arm_lock(
     jvmti: Jvmti,
     env: Option<JniEnv>,
     lock: LockSampling,
     virtual_threads: Option<bool>,
 ) -> Result<(), String> {
+    let major = jvmti.version_number().map(crate::jdk_support::major).unwrap_or(0);
+    jvmti_samples::keep_wait_starts_in_jvmti(major >= UNMOUNTED_MONITORS_SINCE);
     enable(jvmti, Event::MonitorContendedEnter)
         .and_then(|()| enable(jvmti, Event::MonitorContendedEntered))
         .map_err(|e| format!("lock: {e}"))?;
@@ -46,6 +51,9 @@ pub fn arm_lock(
     Ok(())
 }
 
+/// JDK 24 unmounts a virtual thread blocked on a monitor.
+const UNMOUNTED_MONITORS_SINCE: u32 = 24;
+
 fn enable(jvmti: Jvmti, event: Event) -> Result<(), String> {
     jvmti.set_event_enabled(event, true).map_err(|e| format!("cannot enable {event:?}: {e}"))
 }
@@ -54,6 +62,7 @@ fn enable(jvmti: Jvmti, event: Event) -> Result<(), String> {
 /// session, which `sampling::retire` waits for).
 pub fn disarm(jvmti: Jvmti) {
     park::disarm();
+    jvmti_samples::keep_wait_starts_in_jvmti(false);
     for event in [
         Event::SampledObjectAlloc,
         Event::GarbageCollectionFinish,

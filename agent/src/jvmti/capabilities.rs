@@ -25,7 +25,10 @@ pub const CAN_GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS: Capability =
     Capability { bit: 43, name: "can_generate_sampled_object_alloc_events" };
 
 /// Rewriting a loaded class (`LockSupport`, to time virtual threads'
-/// lock waits): requested by lock sampling when it starts, on JDK 21+.
+/// lock waits, JDK 21+). Taken at load, as async-profiler and the JDK's
+/// recorder take it: taken later, HotSpot's JIT has not recorded which
+/// code depends on which method, and the first rewrite discards every
+/// compiled method.
 pub const CAN_RETRANSFORM_CLASSES: Capability = Capability { bit: 37, name: "can_retransform_classes" };
 
 /// Every capability the agent requests at load.
@@ -37,6 +40,7 @@ pub const REQUESTED: &[Capability] = &[
     CAN_GENERATE_MONITOR_EVENTS,
     CAN_GENERATE_GARBAGE_COLLECTION_EVENTS,
     CAN_GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS,
+    CAN_RETRANSFORM_CLASSES,
 ];
 
 #[repr(C)]

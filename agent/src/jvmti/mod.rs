@@ -581,4 +581,4 @@ impl Jvmti {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -58,7 +58,8 @@ impl Pool {
         let index = self.next;
         self.bytes.extend_from_slice(entry);
         self.added.push((entry.to_vec(), index));
-        self.next += 1;
+        // A pool holds at most 65,535 entries; the JVM refuses more.
+        self.next = self.next.saturating_add(1);
         index
     }
 
@@ -419,7 +420,7 @@ fn moved_code(body: &[u8], prefix: Prefix, pool: &mut Pool) -> Result<Vec<u8>, S
         let length = r.u4()? as usize;
         let data = r.take(length)?;
         let moved = match pool.text(name) {
-            Some(b"LineNumberTable") => moved_table(data, 4, shift)?,
+            Some(b"LineNumberTable") => moved_lines(data, shift)?,
             Some(b"LocalVariableTable" | b"LocalVariableTypeTable") => moved_table(data, 10, shift)?,
             Some(b"StackMapTable") => {
                 stack_map = Some(moved_frames(data, shift)?);
@@ -461,6 +462,16 @@ fn moved_table(data: &[u8], entry: usize, shift: u16) -> Result<Vec<u8>, String>
         r.copy(entry - 2, &mut out)?;
     }
     Ok(out)
+}
+
+/// A `LineNumberTable` moved, the prefix on the line where the method
+/// begins (so that a frame in it has a line).
+fn moved_lines(data: &[u8], shift: u16) -> Result<Vec<u8>, String> {
+    let moved = moved_table(data, 4, shift)?;
+    let rows: Vec<&[u8]> = moved[2..].chunks(4).collect();
+    let Some(first) = rows.iter().min_by_key(|row| u16::from_be_bytes([row[0], row[1]])) else { return Ok(moved) };
+    let count = rows.len() as u16 + 1;
+    Ok([&count.to_be_bytes()[..], &[0, 0], &first[2..4], &moved[2..]].concat())
 }
 
 /// A `StackMapTable`'s frames (count, bytes) after a new first frame at
@@ -521,4 +532,74 @@ fn moved_types(r: &mut Reader, count: usize, shift: u16, out: &mut Vec<u8>) -> R
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `StackMapTable` of the given frames.
+    fn table(frames: &[&[u8]]) -> Vec<u8> {
+        [&(frames.len() as u16).to_be_bytes()[..], &frames.concat()].concat()
+    }
+
+    #[test]
+    fn frames_move_behind_the_new_one() {
+        // same (delta 5), same_locals_1 with an Uninitialized at 7,
+        // extended (delta 300) with an Object, full with an Uninitialized.
+        let frames = table(&[&[5], &[64 + 3, 8, 0, 7], &[247, 1, 44, 7, 0, 9], &[255, 0, 2, 0, 1, 8, 0, 20, 0, 0]]);
+        let (count, moved) = moved_frames(&frames, 12).unwrap();
+        assert_eq!(count, 4);
+        let expected: Vec<u8> =
+            [&[4][..], &[64 + 3, 8, 0, 19], &[247, 1, 44, 7, 0, 9], &[255, 0, 2, 0, 1, 8, 0, 32, 0, 0]].concat();
+        assert_eq!(moved, expected);
+        // Only the first frame's delta changes; one at offset 0 cannot move.
+        assert!(moved_frames(&table(&[&[0]]), 12).is_err());
+        assert!(moved_frames(&table(&[&[200]]), 12).is_err(), "reserved frame type");
+    }
+
+    #[test]
+    fn tables_and_lines_move() {
+        // Two line rows (start 0 → line 10, start 6 → line 11).
+        let lines = [0, 2, 0, 0, 0, 10, 0, 6, 0, 11];
+        let moved = moved_lines(&lines, 8).unwrap();
+        // The prefix is on the first line.
+        assert_eq!(moved, [0, 3, 0, 0, 0, 10, 0, 8, 0, 10, 0, 14, 0, 11]);
+        let locals = [0, 1, 0, 2, 0, 9, 0, 1, 0, 2, 0, 0];
+        assert_eq!(moved_table(&locals, 10, 8).unwrap(), [0, 1, 0, 10, 0, 9, 0, 1, 0, 2, 0, 0]);
+    }
+
+    #[test]
+    fn a_prefix_lands_on_the_original_code_with_a_frame() {
+        // A class whose static method `m()V` is `return`.
+        let mut class = ClassWriter::new("T");
+        let mut body = Code::default();
+        body.op(op::RETURN);
+        class.method(ACC_STATIC, "m", "()V", Some(Body { max_stack: 0, max_locals: 0, code: &body, handlers: &[] }));
+        let bytes = class.finish(52);
+        let prefix = |_: &mut Pool| {
+            let mut code = Code::default();
+            code.op(op::ICONST_0);
+            let skip = code.branch(op::IFEQ);
+            code.op(op::RETURN);
+            code.land(skip);
+            Prefix { code, max_stack: 1 }
+        };
+        let rewritten = prepend(&bytes, &[("m", "()V", &prefix)]).unwrap();
+        // Three nops, iconst_0, ifeq +4, return: the original at 8.
+        let code = [op::NOP, op::NOP, op::NOP, op::ICONST_0, op::IFEQ, 0, 4, op::RETURN, op::RETURN];
+        let at = rewritten.windows(code.len()).position(|w| w == code).expect("the prefix");
+        assert_eq!(rewritten[at - 4..at], 9u32.to_be_bytes(), "code length");
+        let after = &rewritten[at + code.len()..];
+        // No handlers, one attribute: a stack map of one same_frame at 8.
+        assert_eq!(after[..4], [0, 0, 0, 1]);
+        assert_eq!(after[6..10], 3u32.to_be_bytes());
+        assert_eq!(after[10..13], [0, 1, 8]);
+        assert!(rewritten.windows(13).any(|w| w == b"StackMapTable"));
+        // Errors name what is missing.
+        let missing = prepend(&bytes, &[("n", "()V", &prefix)]).unwrap_err();
+        assert!(missing.contains("no static method n()V"), "{missing}");
+        assert!(prepend(b"\0\0\0\0", &[]).is_err());
+        assert!(prepend(&bytes[..bytes.len() - 3], &[]).is_err());
+    }
 }

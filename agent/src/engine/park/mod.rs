@@ -253,17 +253,8 @@ mod tests {
     #[test]
     fn the_binder_class_is_a_valid_class_file() {
         let dir = std::env::temp_dir().join(format!("park-binder-{}", std::process::id()));
-        let path = dir.join("dev/jvmprofiler/boot/ParkBinder.class");
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, binder_class()).unwrap();
-        let javap = match std::env::var("JAVA_HOME") {
-            Ok(home) => std::path::PathBuf::from(home).join("bin/javap"),
-            Err(_) => "javap".into(),
-        };
-        let output = std::process::Command::new(javap).args(["-c", "-p"]).arg(&path).output().expect("run javap");
-        let text = String::from_utf8_lossy(&output.stdout);
+        let text = virtual_threads::tests::javap(&dir, BINDER, &binder_class());
         std::fs::remove_dir_all(&dir).unwrap();
-        assert!(output.status.success(), "{text}{}", String::from_utf8_lossy(&output.stderr));
         assert!(text.contains("public final class dev.jvmprofiler.boot.ParkBinder"), "{text}");
         assert!(text.contains("private static native void bind0(long);"), "{text}");
         assert!(text.contains("static void bind(long);"), "{text}");

@@ -27,21 +27,19 @@ use crate::jni_env::JniEnv;
 use crate::jvmti::capabilities::{Capabilities, CAN_RETRANSFORM_CLASSES};
 use crate::jvmti::events::Event;
 use crate::jvmti::{ClassRef, Jvmti};
-use crate::jvmti_samples::{self, Park, ParkTimeout};
+use crate::jvmti_samples::{Park, ParkTimeout};
 use crate::vm;
 use jni::sys::{jboolean, jclass, jfieldID, jint, jlong, jobject, JNIEnv};
 use std::ffi::{c_char, c_void, CStr};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 const TIMER: &str = "dev/jvmprofiler/boot/ParkTimer";
 const TIMER_CLASS: &CStr = c"dev/jvmprofiler/boot/ParkTimer";
-const LOCK_SUPPORT: &CStr = c"java/util/concurrent/locks/LockSupport";
-const LOCK_SUPPORT_NAME: &str = "java/util/concurrent/locks/LockSupport";
+const LOCK_SUPPORT: &str = "java/util/concurrent/locks/LockSupport";
+const LOCK_SUPPORT_CLASS: &CStr = c"java/util/concurrent/locks/LockSupport";
 /// JDK 21 made virtual threads final.
 const VIRTUAL_THREADS_SINCE: u32 = 21;
-/// JDK 24 unmounts a virtual thread blocked on a monitor.
-const UNMOUNTED_MONITORS_SINCE: u32 = 24;
 /// `ParkTimer.parked`'s frame and the `ParkTimer` method's, above
 /// `LockSupport`'s in a recorded stack.
 const TIMER_FRAMES: u8 = 2;
@@ -67,33 +65,39 @@ static REWRITE: Mutex<Option<Result<(), String>>> = Mutex::new(None);
 /// Whether a session times virtual threads' parks: the `Unsafe.park`
 /// hook leaves a pinned virtual thread's park to the timer then.
 static TIMING: AtomicBool = AtomicBool::new(false);
+/// When it began: a park that began before (a wait across sessions) is
+/// not recorded.
+static SINCE_NS: AtomicU64 = AtomicU64::new(u64::MAX);
 
-/// Times virtual threads' lock waits from now on, as `wanted` says
-/// (`None`: yes), where the JDK has virtual threads; `Ok(false)` where not.
-pub fn arm(jvmti: Jvmti, env: JniEnv, wanted: Option<bool>) -> Result<bool, String> {
+/// Times virtual threads' lock waits from now on, where the JDK has
+/// virtual threads, unless `wanted` is `Some(false)`.
+pub fn arm(jvmti: Jvmti, env: JniEnv, wanted: Option<bool>) -> Result<(), String> {
     let major = jvmti.version_number().map(crate::jdk_support::major).unwrap_or(0);
-    if major < VIRTUAL_THREADS_SINCE || !wanted.unwrap_or(true) {
-        return Ok(false);
+    if major < VIRTUAL_THREADS_SINCE {
+        return Ok(());
     }
     let mut installed = INSTALLED.lock().unwrap_or_else(|p| p.into_inner());
-    let timer = installed.get_or_insert_with(|| install(jvmti, env)).as_ref().map_err(Clone::clone)?;
-    if major >= UNMOUNTED_MONITORS_SINCE {
-        jvmti_samples::keep_wait_starts_in_jvmti(true);
-    }
-    TIMING.store(true, Ordering::SeqCst);
+    let on = wanted.unwrap_or(true);
+    let timer = match installed.as_ref() {
+        Some(Ok(timer)) => timer,
+        // Installed only when first wanted.
+        None | Some(Err(_)) if !on => return Ok(()),
+        _ => installed.get_or_insert_with(|| install(jvmti, env)).as_ref().map_err(Clone::clone)?,
+    };
+    SINCE_NS.store(clock::monotonic_ns(), Ordering::SeqCst);
+    TIMING.store(on, Ordering::SeqCst);
     // SAFETY: `on` is the timer class's static boolean.
-    unsafe { env.set_static_boolean(timer.class, timer.on, true) };
-    Ok(true)
+    unsafe { env.set_static_boolean(timer.class, timer.on, on) };
+    Ok(())
 }
 
-/// Stops timing virtual threads' parks (the timer's native side stops
-/// recording at once; its Java side stops calling it when this thread
-/// can reach the JVM, which stopping sessions do).
+/// Stops timing virtual threads' parks: the timer's native side stops
+/// recording at once, its Java side stops timing when this thread can
+/// reach the JVM (else at the next session's `arm`).
 pub fn disarm() {
     if !TIMING.swap(false, Ordering::SeqCst) {
         return;
     }
-    jvmti_samples::keep_wait_starts_in_jvmti(false);
     let installed = INSTALLED.lock().unwrap_or_else(|p| p.into_inner());
     let (Some(Ok(timer)), Some(vm)) = (installed.as_ref(), vm::get()) else { return };
     // SAFETY: the calling thread's env, when it has one.
@@ -107,7 +111,8 @@ pub fn disarm() {
 /// to the timer: a session times virtual threads, and this is one.
 pub fn timed_elsewhere(jvmti: &Jvmti, env: JniEnv) -> bool {
     TIMING.load(Ordering::Relaxed)
-        && env.with_local_frame(4, || jvmti.current_thread().is_ok_and(|thread| env.is_virtual(thread)))
+        // SAFETY: the timer is on only where virtual threads exist (JDK 21+).
+        && env.with_local_frame(4, || jvmti.current_thread().is_ok_and(|thread| unsafe { env.is_virtual(thread) }))
 }
 
 /// Defines the timer and rewrites `LockSupport` to call it.
@@ -123,7 +128,7 @@ fn install(jvmti: Jvmti, env: JniEnv) -> Result<Timer, String> {
             return Err("cannot link the park timer class".into());
         }
         let on = env.static_field(class, c"on", c"Z").ok_or("ParkTimer.on not found")?;
-        let lock_support = env.find_class(LOCK_SUPPORT).ok_or("LockSupport not found")?;
+        let lock_support = env.find_class(LOCK_SUPPORT_CLASS).ok_or("LockSupport not found")?;
         // java.base links to the timer only if it reads the timer's module.
         let modules = env.module(lock_support).zip(env.module(class)).ok_or("modules not found")?;
         // SAFETY: the modules of two live classes.
@@ -163,7 +168,7 @@ pub unsafe extern "C" fn class_file_load_hook(
 ) {
     ffi_boundary("ClassFileLoadHook", (), || {
         // SAFETY: the JVM passes a NUL-terminated name, or null.
-        let ours = !name.is_null() && unsafe { CStr::from_ptr(name) } == LOCK_SUPPORT;
+        let ours = !name.is_null() && unsafe { CStr::from_ptr(name) } == LOCK_SUPPORT_CLASS;
         if redefined.is_null() || !ours || bytes.is_null() {
             return;
         }
@@ -180,8 +185,7 @@ pub unsafe extern "C" fn class_file_load_hook(
             }
             Ok(())
         });
-        *REWRITE.lock().unwrap_or_else(|p| p.into_inner()) =
-            Some(outcome.map_err(|e| format!("{LOCK_SUPPORT_NAME}: {e}")));
+        *REWRITE.lock().unwrap_or_else(|p| p.into_inner()) = Some(outcome.map_err(|e| format!("{LOCK_SUPPORT}: {e}")));
     })
 }
 
@@ -262,7 +266,7 @@ fn timer_class() -> Vec<u8> {
         let pool = &mut class.pool;
         let timed = pool.method(TIMER, "timed", "(Ljava/lang/Object;)Z");
         let nano_time = pool.method("java/lang/System", "nanoTime", "()J");
-        let lock_support = LOCK_SUPPORT_NAME;
+        let lock_support = LOCK_SUPPORT;
         let set_blocker = pool.method(lock_support, "setCurrentBlocker", "(Ljava/lang/Object;)V");
         let park = pool.method(lock_support, name, &format!("({time})V"));
         let parked = pool.method(TIMER, "parked", "(JJZ)V");
@@ -302,6 +306,9 @@ fn timer_class() -> Vec<u8> {
 /// `LockSupport` took it; sampled as the `Unsafe.park` hook samples.
 unsafe extern "system" fn parked(env: *mut JNIEnv, _class: jclass, start: jlong, time: jlong, absolute: jboolean) {
     let start = start as u64;
+    if !TIMING.load(Ordering::Relaxed) || start < SINCE_NS.load(Ordering::Relaxed) {
+        return;
+    }
     let waited = clock::monotonic_ns().saturating_sub(start);
     if let (true, Some(vm)) = (super::sampled(waited), vm::get()) {
         let park = Park { start, waited, timeout: ParkTimeout::of(absolute, time), own_frames: TIMER_FRAMES };
@@ -310,21 +317,18 @@ unsafe extern "system" fn parked(env: *mut JNIEnv, _class: jclass, start: jlong,
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
+    use crate::jvmti::tests::java_home;
     use std::path::{Path, PathBuf};
     use std::process::Command;
-
-    fn java_home() -> PathBuf {
-        PathBuf::from(std::env::var("JAVA_HOME").expect("JAVA_HOME: a JDK with jimage and javap"))
-    }
 
     fn jdk_tool(name: &str) -> PathBuf {
         java_home().join("bin").join(name)
     }
 
     /// `javap -c -p -v` of `bytes` written as `class` under `dir`.
-    fn javap(dir: &Path, class: &str, bytes: &[u8]) -> String {
+    pub(in crate::engine::park) fn javap(dir: &Path, class: &str, bytes: &[u8]) -> String {
         let path = dir.join(format!("{class}.class"));
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, bytes).unwrap();
