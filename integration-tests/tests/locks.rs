@@ -139,7 +139,7 @@ fn short_frequent_contention_is_sampled_and_weighs_what_was_waited() {
 /// Eight virtual threads on a monitor and eight on a `ReentrantLock`
 /// (JDK 21+), each holding it 300 µs and napping 1 ms, with `lock` and
 /// its defaults: the monitor waits (pinned on 21, unmounted from 24)
-/// weigh within 25% of what the threads measured, the `ReentrantLock`
+/// weigh within 30% of what the threads measured, the `ReentrantLock`
 /// waits (timed in the rewritten `LockSupport`, across the unmount)
 /// within 30%, and every recorded wait carries the virtual thread's own
 /// stack, from `VirtualThread.run` up to the fixture's method, parks with
@@ -167,9 +167,10 @@ fn virtual_threads_lock_waits_add_up_to_what_they_measured() {
     let recording = read_recording(&file);
     let collapsed = symbolize_collapsed(&file, &["--event", "lock"]);
     let checks = [
-        // Monitors within 25%: HotSpot spins before it blocks, and the
-        // spinning is no contended wait (JDK 21, pinned: 85-91% recorded).
-        ("monitor", "LockShares.waitForMonitor", "waitForMonitor", "jdk.JavaMonitorEnter", 0.25),
+        // Monitors within 30%: HotSpot spins before it blocks, and the
+        // spinning is no contended wait (JDK 21, pinned: 79-92% recorded
+        // in eight runs; the JDK's recorder leaves the spin out too).
+        ("monitor", "LockShares.waitForMonitor", "waitForMonitor", "jdk.JavaMonitorEnter", 0.3),
         ("lock", "LockShares.waitForLock", "waitForLock", "jdk.ThreadPark", 0.3),
     ];
     for (what, frame, method, kind, tolerance) in checks {
@@ -212,7 +213,33 @@ fn virtual_threads_lock_waits_add_up_to_what_they_measured() {
     assert!((weighed as f64) < 0.5 * measured("lock"), "lockvirtual=false: {weighed} ns recorded");
     let monitor = weight_of(&collapsed, |f| has_frame(f, "LockShares.waitForMonitor")) as f64 / measured("monitor");
     println!("lockvirtual=false: monitor waits {:.1}% of measured", 100.0 * monitor);
-    assert!((0.75..=1.25).contains(&monitor), "lockvirtual=false: monitor waits {monitor:.2} of measured");
+    assert!((0.7..=1.3).contains(&monitor), "lockvirtual=false: monitor waits {monitor:.2} of measured");
+
+    // Timed waits (tryLock(10 s): parkNanos through the timer) keep their
+    // timeout, as platform threads' do.
+    let timed = dir.join("timed.jfr");
+    let options = format!("start,lock,file={}", timed.display());
+    let output =
+        run_java(Some(&options), "LockShares", &["2", "300000", "1000000", "virtual-timed"], Duration::from_secs(60));
+    assert_success(&output);
+    let out = stdout(&output);
+    let measured: f64 = out.lines().find_map(|l| l.strip_prefix("waited lock ")).unwrap().trim().parse().unwrap();
+    let weighed =
+        weight_of(&symbolize_collapsed(&timed, &["--event", "lock"]), |f| has_frame(f, "LockShares.waitForLock"));
+    println!("timed: {weighed} ns of {measured:.0} ns measured");
+    assert!((0.7..=1.3).contains(&(weighed as f64 / measured)), "timed: {weighed} ns of {measured:.0} ns");
+    let recording = read_recording(&timed);
+    let parks: Vec<&Event> = recording
+        .events
+        .iter()
+        .filter(|e| e.kind == "jdk.ThreadPark" && e.frames.iter().any(|f| f.method == "waitForLock"))
+        .collect();
+    assert!(parks.len() >= 20, "timed: only {} waits", parks.len());
+    for park in parks {
+        assert_eq!(park.frames[0].method, "parkNanos", "{:?}", park.frames);
+        let timeout: f64 = park.field("timeout").parse().unwrap_or_else(|_| panic!("{:?}", park.fields));
+        assert!((1e9..=1e10).contains(&timeout), "timeout {timeout} ns: {:?}", park.fields);
+    }
 }
 
 #[test]
