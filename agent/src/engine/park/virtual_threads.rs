@@ -262,14 +262,13 @@ fn timer_class() -> Vec<u8> {
     timed.op(op::ICONST_0).op(op::IRETURN);
     let body = Body { max_stack: 1, max_locals: 1, code: &timed, handlers: &[] };
     class.method(ACC_PRIVATE | ACC_STATIC, "timed", "(Ljava/lang/Object;)Z", Some(body));
+    let pool = &mut class.pool;
+    let timed = pool.method(TIMER, "timed", "(Ljava/lang/Object;)Z");
+    let nano_time = pool.method("java/lang/System", "nanoTime", "()J");
+    let set_blocker = pool.method(LOCK_SUPPORT, "setCurrentBlocker", "(Ljava/lang/Object;)V");
+    let parked = pool.method(TIMER, "parked", "(JJZ)V");
     for (name, time, absolute) in PARKS {
-        let pool = &mut class.pool;
-        let timed = pool.method(TIMER, "timed", "(Ljava/lang/Object;)Z");
-        let nano_time = pool.method("java/lang/System", "nanoTime", "()J");
-        let lock_support = LOCK_SUPPORT;
-        let set_blocker = pool.method(lock_support, "setCurrentBlocker", "(Ljava/lang/Object;)V");
-        let park = pool.method(lock_support, name, &format!("({time})V"));
-        let parked = pool.method(TIMER, "parked", "(JJZ)V");
+        let park = class.pool.method(LOCK_SUPPORT, name, &format!("({time})V"));
         // Locals: the blocker, the time (two slots) if any, the start
         // (two), the exception.
         let start = if time.is_empty() { 1 } else { 3 };
