@@ -2,4 +2,4 @@ pub use profiler_agent;
 
 /// The agent's heap, counted (`agent_heap_bytes`).
 #[global_allocator]
-static ALLOCATOR: profiler_agent::heap::Counting = profiler_agent::heap::Counting;
+static ALLOCATOR: sampler::heap::Counting = sampler::heap::Counting;

@@ -1078,7 +1078,7 @@ pub fn escape_path(path: &str) -> String {
 /// `YYYYMMDD-hhmmss` in UTC.
 fn format_timestamp(unix_seconds: u64) -> String {
     let secs = unix_seconds % 86_400;
-    let (year, month, day) = crate::clock::civil_from_days((unix_seconds / 86_400) as i64);
+    let (year, month, day) = sampler::clock::civil_from_days((unix_seconds / 86_400) as i64);
     format!("{year:04}{month:02}{day:02}-{:02}{:02}{:02}", secs / 3600, secs / 60 % 60, secs % 60)
 }
 

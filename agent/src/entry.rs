@@ -2,9 +2,8 @@
 //! call from the JVM enters here, and no panic leaves.
 
 use crate::args::{self, Action, Options};
-use crate::clock;
-use crate::context;
-use crate::engine::{self, signals::SignalBlocker};
+use crate::callback_state;
+use crate::engine;
 use crate::java_api;
 use crate::jni_env::JniEnv;
 use crate::jvmti::events::EventCallbacks;
@@ -12,12 +11,14 @@ use crate::jvmti::{jthread, ClassRef, ThreadRef};
 use crate::jvmti_samples;
 use crate::live_objects;
 use crate::log;
-use crate::os_thread::current_tid;
 use crate::profiler;
-use crate::sampling;
 use crate::threads;
 use crate::vm::{self, Vm, JNI_VERSION};
 use jni::sys::{jclass, jint, jlong, jmethodID, jobject, JNIEnv, JavaVM, JNI_ERR, JNI_OK};
+use sampler::clock;
+use sampler::context;
+use sampler::os_thread::current_tid;
+use sampler::signals::SignalBlocker;
 use std::ffi::{c_char, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
@@ -353,9 +354,9 @@ unsafe extern "C" fn on_sampled_object_alloc(
         let (class, env) = unsafe { (ClassRef::from_raw(class), JniEnv::from_raw(env)) };
         let (time_ns, tid) = (clock::monotonic_ns(), current_tid());
         let size = u64::try_from(size).unwrap_or(0);
-        sampling::with_active(|sampler| {
+        callback_state::with_active(|state| {
             // SAFETY: the object reference this callback received.
-            unsafe { jvmti_samples::record_allocation(sampler, &vm.jvmti(), env, object, class, size, time_ns, tid) }
+            unsafe { jvmti_samples::record_allocation(state, &vm.jvmti(), env, object, class, size, time_ns, tid) }
         });
     })
 }
@@ -389,9 +390,9 @@ unsafe extern "C" fn on_monitor_contended_entered(
         // SAFETY: the env this callback received.
         let Some(env) = (unsafe { JniEnv::from_raw(env) }) else { return };
         let tid = current_tid();
-        sampling::with_active(|sampler| {
+        callback_state::with_active(|state| {
             // SAFETY: the monitor reference this callback received.
-            unsafe { jvmti_samples::contended_entered(sampler, &vm.jvmti(), env, object, tid) }
+            unsafe { jvmti_samples::contended_entered(state, &vm.jvmti(), env, object, tid) }
         });
     })
 }

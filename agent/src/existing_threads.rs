@@ -4,10 +4,10 @@
 //! (the JavaThread*), then [`OsThreadIds`]. Control plane only.
 
 use crate::jni_env::JniEnv;
-use crate::sampling::safe_read::ProcessMemory;
 use crate::threads;
 use crate::vm::Vm;
 use hotspot::os_thread::OsThreadIds;
+use sampler::safe_read::ProcessMemory;
 
 /// Registers every live Java thread under its Java name and id, keyed by
 /// its kernel thread id. Needs the fault handlers installed. Returns how

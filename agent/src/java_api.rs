@@ -8,16 +8,16 @@
 //! Java side turns into exceptions.
 
 use crate::args;
-use crate::context;
-use crate::counters;
+use crate::callback_state;
 use crate::entry::{adopt_calling_thread, ffi_boundary};
 use crate::jni_env::JniEnv;
 use crate::jvmti::{ClassRef, Jvmti};
-use crate::os_thread::current_tid;
 use crate::profiler::{self, CommandResult, ErrorKind};
 use crate::recording::endpoints::endpoints;
-use crate::sampling;
 use jni::sys::{jboolean, jclass, jint, jlong, jstring, JNIEnv};
+use sampler::context;
+use sampler::counters;
+use sampler::os_thread::current_tid;
 use std::ffi::{c_void, CStr};
 
 pub const CLASS_SIGNATURE: &str = "Ldev/jvmprofiler/JavaProfiler;";
@@ -140,7 +140,7 @@ extern "system" fn record_trace_root(
     size_limit: jint,
 ) -> jboolean {
     ffi_boundary("JavaProfiler.recordTraceRoot", false, || {
-        if !sampling::is_published() {
+        if !callback_state::is_published() {
             return false;
         }
         // SAFETY: the arguments of this native method.
@@ -158,7 +158,7 @@ extern "system" fn record_trace_root(
         // never in the next session's first chunk. No session lock is
         // taken: request threads do not wait for a dump (only, briefly,
         // for the endpoint store's swap of its pending events).
-        sampling::with_active(|_| {
+        callback_state::with_active(|_| {
             endpoints().is_ok_and(|e| e.record(current_tid(), root_span_id as u64, &endpoint, &operation, limit))
         })
         .unwrap_or(false)

@@ -14,19 +14,20 @@
 //! sampler: call traces, stripes (`try_acquire`; a busy stripe or a full
 //! buffer is a counted drop) and the session's class table.
 
-use crate::clock;
-use crate::counters::{self, Counter};
-use crate::dictionary::{Carry, TripleBufferedDictionary};
+use crate::callback_state::CallbackState;
 use crate::jni_env::JniEnv;
 use crate::jvmti::{ClassRef, FrameInfo, Jvmti};
 use crate::live_objects::{Allocation, LiveObjects};
 use crate::recording::methods::internal_class_name;
-use crate::sampling::mixed::Cut;
-use crate::sampling::Sampler;
-use crate::storage::call_traces::TraceId;
-use crate::storage::samples::{SampleKind, SampleRecord};
-use crate::storage::thread_slots::Context;
 use frames::{Frame, BCI_NATIVE_METHOD};
+use sampler::clock;
+use sampler::counters::{self, Counter};
+use sampler::dictionary::{Carry, TripleBufferedDictionary};
+use sampler::mixed::Cut;
+use sampler::storage::call_traces::TraceId;
+use sampler::storage::samples::{SampleKind, SampleRecord};
+use sampler::storage::thread_slots::Context;
+use sampler::Sampler;
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -65,7 +66,7 @@ impl LockSampling {
     /// thread's own generator.
     pub fn takes_now(self, waited: u64) -> bool {
         // Long waits need no draw.
-        waited >= self.interval_ns && waited >= self.threshold_ns || self.takes(waited, crate::random::next_u64())
+        waited >= self.interval_ns && waited >= self.threshold_ns || self.takes(waited, sampler::random::next_u64())
     }
 }
 
@@ -220,7 +221,7 @@ fn record(
 /// `object` must be the reference the JVMTI callback received.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn record_allocation(
-    sampler: &Sampler,
+    state: &CallbackState,
     jvmti: &Jvmti,
     env: Option<JniEnv>,
     object: jni::sys::jobject,
@@ -229,7 +230,8 @@ pub unsafe fn record_allocation(
     time_ns: u64,
     tid: u32,
 ) {
-    let Some(samples) = sampler.jvmti_samples.as_ref().filter(|s| s.alloc_interval.is_some()) else { return };
+    let sampler = &state.sampler;
+    let Some(samples) = state.jvmti.as_ref().filter(|s| s.alloc_interval.is_some()) else { return };
     if !sampler.sampled(tid) {
         return;
     }
@@ -298,9 +300,16 @@ fn contended_start(jvmti: &Jvmti) -> u64 {
 ///
 /// # Safety
 /// `object` must be the monitor reference the JVMTI callback received.
-pub unsafe fn contended_entered(sampler: &Sampler, jvmti: &Jvmti, env: JniEnv, object: jni::sys::jobject, tid: u32) {
+pub unsafe fn contended_entered(
+    state: &CallbackState,
+    jvmti: &Jvmti,
+    env: JniEnv,
+    object: jni::sys::jobject,
+    tid: u32,
+) {
     let start = contended_start(jvmti);
-    let Some(samples) = sampler.jvmti_samples.as_ref() else { return };
+    let sampler = &state.sampler;
+    let Some(samples) = state.jvmti.as_ref() else { return };
     let Some(lock) = samples.lock else { return };
     let waited = clock::monotonic_ns().saturating_sub(start);
     if start == 0 || !lock.takes_now(waited) || !sampler.sampled(tid) {
@@ -360,8 +369,16 @@ pub struct Park {
 /// # Safety
 /// `env` must be the calling thread's and `blocker` the id of
 /// `Thread.parkBlocker`.
-pub unsafe fn parked(sampler: &Sampler, jvmti: &Jvmti, env: JniEnv, blocker: jni::sys::jfieldID, park: Park, tid: u32) {
-    let Some(samples) = sampler.jvmti_samples.as_ref().filter(|s| s.lock.is_some()) else { return };
+pub unsafe fn parked(
+    state: &CallbackState,
+    jvmti: &Jvmti,
+    env: JniEnv,
+    blocker: jni::sys::jfieldID,
+    park: Park,
+    tid: u32,
+) {
+    let sampler = &state.sampler;
+    let Some(samples) = state.jvmti.as_ref().filter(|s| s.lock.is_some()) else { return };
     if blocker.is_null() || !sampler.sampled(tid) || env.clear_exception() {
         return;
     }

@@ -10,33 +10,24 @@
 //! recording that turns samples into JFR (`recording`).
 
 pub mod args;
-pub mod clock;
-pub mod context;
-pub mod counters;
-pub mod dictionary;
+pub mod callback_state;
 pub mod engine;
 pub mod entry;
 pub mod existing_threads;
 pub mod export;
 pub mod governor;
-pub mod heap;
 pub mod java_api;
 pub mod jdk_support;
 pub mod jni_env;
 pub mod jvmti;
 pub mod jvmti_samples;
-pub mod latency;
 pub mod libraries;
 pub mod live_objects;
 pub mod log;
 pub mod nativemem;
-pub mod os_thread;
 pub mod profiler;
-pub mod random;
 pub mod recording;
-pub mod sampling;
 pub mod stack_plan;
-pub mod storage;
 pub mod threads;
 pub mod ticker;
 pub mod vm;

@@ -12,11 +12,11 @@
 //! Control plane only: JVMTI callbacks on the allocating thread and the
 //! dump path take the table's lock; no signal handler touches it.
 
-use crate::counters::{self, Counter};
 use crate::jni_env::JniEnv;
-use crate::storage::call_traces::TraceId;
 use frames::Frame;
 use jni::sys::jobject;
+use sampler::counters::{self, Counter};
+use sampler::storage::call_traces::TraceId;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

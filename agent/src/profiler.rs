@@ -2,8 +2,7 @@
 //! options from any entry point. Control plane only; one session at a time.
 
 use crate::args::{self, Action, Options};
-use crate::context;
-use crate::counters;
+use crate::callback_state::{self, CallbackState};
 use crate::engine;
 use crate::existing_threads;
 use crate::export::{self, Exporters};
@@ -22,19 +21,21 @@ use crate::recording::rotation::Stores;
 use crate::recording::sink::{self, Sink};
 use crate::recording::writer::Writer;
 use crate::recording::{ChunkLimits, DumpContext, ExportTap, Format, Recording};
-use crate::sampling::java_thread::{self, JavaThreads};
-use crate::sampling::native::{NativeMode, NativeUnwinder};
-use crate::sampling::origin::{CpuSource, Origins};
-use crate::sampling::thread_state::{self, BlockingMethods};
-use crate::sampling::vm_stack::HotSpotSource;
-use crate::sampling::{self, safe_read, Sampler};
 use crate::stack_plan::{JavaSource, StackPlan};
-use crate::storage::idle::IdleThreads;
-use crate::storage::samples::{SampleStripes, STRIPES};
-use crate::storage::trace_storage::CallTraceStorage;
 use crate::threads;
 use crate::ticker::{Tick, Ticker};
 use crate::vm::{self, Vm};
+use sampler::context;
+use sampler::counters;
+use sampler::java_thread::{self, JavaThreads};
+use sampler::native::{NativeMode, NativeUnwinder};
+use sampler::origin::{CpuSource, Origins};
+use sampler::storage::idle::IdleThreads;
+use sampler::storage::samples::{SampleStripes, STRIPES};
+use sampler::storage::trace_storage::CallTraceStorage;
+use sampler::thread_state::{self, BlockingMethods};
+use sampler::vm_stack::HotSpotSource;
+use sampler::{self, safe_read, Sampler};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -210,7 +211,9 @@ fn java_threads(env: Option<JniEnv>) -> JavaThreads {
     fn get_env() -> *mut jni::sys::JNIEnv {
         vm::get().map_or(std::ptr::null_mut(), Vm::current_env)
     }
-    let discovered = env.ok_or_else(|| "no JNIEnv at start".to_owned()).and_then(java_thread::discover);
+    let discovered = env
+        .ok_or_else(|| "no JNIEnv at start".to_owned())
+        .and_then(|env| java_thread::discover(env.as_raw(), || env.current_thread_eetop()));
     match (discovered, java_thread::discovered()) {
         (Ok(key), _) => JavaThreads::Key(key),
         (Err(e), Some(key)) => {
@@ -224,16 +227,15 @@ fn java_threads(env: Option<JniEnv>) -> JavaThreads {
     }
 }
 
-/// The native unwinder of `plan`, if it has one, over a new library table
-/// loading the unwind sections it needs.
-fn native_unwinder(plan: StackPlan, remote: bool) -> Option<NativeUnwinder> {
-    let mode = plan.native?;
-    let wanted = match mode {
+/// A new library table loading the unwind sections `plan`'s native
+/// unwinder needs, if it has one.
+fn library_table(plan: StackPlan) -> Option<Arc<LibraryTable>> {
+    let wanted = match plan.native? {
         NativeMode::FramePointer => Wanted::Nothing,
         NativeMode::Dwarf => Wanted::Dwarf,
         NativeMode::SFrame => Wanted::SFrame,
     };
-    Some(NativeUnwinder::new(mode, remote, Arc::new(LibraryTable::new(wanted)), STRIPES))
+    Some(Arc::new(LibraryTable::new(wanted)))
 }
 
 /// The HotSpot Java source `plan` asks for, or `None` (with a warning
@@ -353,7 +355,8 @@ fn disarm() {
     nativemem::stop();
     engine::wall::stop();
     engine::stop();
-    sampling::retire();
+    callback_state::retire();
+    sampler::retire();
     engine::release();
     safe_read::restore_fault_handlers();
 }
@@ -414,7 +417,13 @@ fn arm_engines(
 /// read memory fault-safely (the JNIEnv check, native and HotSpot walks,
 /// the wall-clock state check), and so do setting up the HotSpot walker
 /// and naming running threads (after this, in `start`).
-fn build_sampler(vm: &Vm, options: &Options, env: Option<JniEnv>, blocking: BlockingMethods) -> CommandResult<Sampler> {
+fn build_sampler(
+    vm: &Vm,
+    options: &Options,
+    env: Option<JniEnv>,
+    blocking: BlockingMethods,
+    libraries: Option<&LibraryTable>,
+) -> CommandResult<Sampler> {
     let depth = options.jstackdepth as usize;
     let traces = CallTraceStorage::new(TRACE_SLOTS, ARENA_FRAMES)
         .map_err(|e| io(format!("cannot reserve trace storage: {e}")))?;
@@ -433,15 +442,13 @@ fn build_sampler(vm: &Vm, options: &Options, env: Option<JniEnv>, blocking: Bloc
         max_depth: depth,
         threads,
         asgct: vm.asgct(),
-        native: native_unwinder(options.cstack, options.remote_symbolication),
+        native: options.cstack.native.zip(libraries).map(|(mode, table)| {
+            NativeUnwinder::new(mode, options.remote_symbolication, Arc::clone(table.snapshots()), STRIPES)
+        }),
         hotspot: hotspot_source(options.cstack, vm, &threads),
         verify_walk: options.verify_walk,
         blocking,
         nativemem: options.nativemem,
-        jvmti_samples: (options.alloc.is_some() || options.lock.is_some())
-            .then(|| JvmtiSamples::new(options.alloc, options.live, lock_sampling(options)))
-            .transpose()
-            .map_err(|e| io(format!("cannot reserve the class table: {e}")))?,
         idle: (options.wall.is_some() && options.wall_batch).then(IdleThreads::new),
     })
 }
@@ -493,7 +500,16 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
     counters::reset();
     let endpoints = endpoints::endpoints().map_err(io)?;
     endpoints.discard();
-    let sampler = Arc::new(build_sampler(vm, options, env, blocking.unwrap_or_default())?);
+    let libraries = library_table(options.cstack);
+    let sampler = Arc::new(build_sampler(vm, options, env, blocking.unwrap_or_default(), libraries.as_deref())?);
+    let jvmti = (options.alloc.is_some() || options.lock.is_some())
+        .then(|| JvmtiSamples::new(options.alloc, options.live, lock_sampling(options)))
+        .transpose()
+        .map_err(|e| {
+            safe_read::restore_fault_handlers();
+            io(format!("cannot reserve the class table: {e}"))
+        })?;
+    let callbacks = Arc::new(CallbackState { sampler: Arc::clone(&sampler), jvmti, libraries });
     if let Some(env) = env {
         // After an attach, threads already running get their Java names
         // (those started later are named by ThreadStart).
@@ -503,12 +519,13 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
     }
     context::set_attribute_count(options.attributes.len());
     let sampling_started = std::time::SystemTime::now();
-    sampling::publish(&sampler);
+    sampler::publish(&sampler);
+    callback_state::publish(&callbacks);
     let (engines, cpu_engine) = arm_engines(vm, options, &sampler, env).map_err(|e| {
         disarm();
         io(e)
     })?;
-    let stores = Stores { sampler: Arc::clone(&sampler), endpoints, context: sampler.context };
+    let stores = Stores { callbacks: Arc::clone(&callbacks), endpoints, context: sampler.context };
     let format =
         Format { dialect: options.dialect, attributes: options.attributes.clone(), events: session_events(options) };
     let cstack = if sampler.hotspot.is_none() { options.cstack.without_hotspot() } else { options.cstack };
@@ -540,8 +557,8 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
     };
     let recording = Arc::new(Mutex::new(Recording::new(settings, format, stores, sink, limits, periods, export)));
     let mut ticks: Vec<Box<dyn Tick>> = Vec::new();
-    if let Some(native) = &sampler.native {
-        ticks.push(Box::new(RefreshTick(Arc::clone(&native.libraries))));
+    if let Some(libraries) = &callbacks.libraries {
+        ticks.push(Box::new(RefreshTick(Arc::clone(libraries))));
     }
     if options.nativemem.is_some() {
         ticks.push(Box::<nativemem::RefreshTick>::default());

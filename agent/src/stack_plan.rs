@@ -6,7 +6,7 @@
 //! (`profiler::build_sampler`). Pure, like the parser: no side effects, no
 //! global state.
 
-use crate::sampling::native::NativeMode;
+use sampler::native::NativeMode;
 
 /// Where the Java frames of a sample come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -190,7 +190,7 @@ mod tests {
 
     #[test]
     fn process_threads_include_the_caller() {
-        let me = crate::os_thread::current_tid();
+        let me = sampler::os_thread::current_tid();
         assert!(process_threads().contains(&me));
         assert!(os_thread_name(me).is_some());
     }

@@ -21,27 +21,27 @@
 use frames::{Frame, FrameKind};
 use hotspot::testing;
 use profiler_agent::args::CpuEngineKind;
-use profiler_agent::counters::{self, Counter};
 use profiler_agent::engine;
-use profiler_agent::engine::signals::{self, Pending};
 use profiler_agent::libraries::sections::Wanted;
 use profiler_agent::libraries::LibraryTable;
 use profiler_agent::nativemem::{self, hooks};
-use profiler_agent::sampling::asgct::{AsgctFrame, AsgctTrace};
-use profiler_agent::sampling::chain::{PREVIOUS_CALIBRATION, PREVIOUS_SIGVTALRM};
-use profiler_agent::sampling::handler::{on_calibration, on_sigvtalrm, CALIBRATION_SIGNALS};
-use profiler_agent::sampling::java_thread::JavaThreads;
-use profiler_agent::sampling::kernel::Ring;
-use profiler_agent::sampling::mixed::{self, MixedWalk};
-use profiler_agent::sampling::native::{NativeMode, NativeUnwinder};
-use profiler_agent::sampling::origin::{wall_payload, Origins, CALIBRATION_PAYLOAD};
-use profiler_agent::sampling::siginfo::{RawSiginfo, SI_TIMER};
-use profiler_agent::sampling::thread_state::BlockingMethods;
-use profiler_agent::sampling::vm_stack::HotSpotSource;
-use profiler_agent::sampling::{self, SampleRequest, Sampler};
-use profiler_agent::storage::idle::IdleThreads;
-use profiler_agent::storage::samples::{SampleKind, SampleStripes, STRIPES};
-use profiler_agent::storage::trace_storage::CallTraceStorage;
+use sampler::asgct::{AsgctFrame, AsgctTrace};
+use sampler::chain::{PREVIOUS_CALIBRATION, PREVIOUS_SIGVTALRM};
+use sampler::counters::{self, Counter};
+use sampler::handler::{on_calibration, on_sigvtalrm, CALIBRATION_SIGNALS};
+use sampler::java_thread::JavaThreads;
+use sampler::kernel::Ring;
+use sampler::mixed::{self, MixedWalk};
+use sampler::native::{NativeMode, NativeUnwinder};
+use sampler::origin::{wall_payload, Origins, CALIBRATION_PAYLOAD};
+use sampler::siginfo::{RawSiginfo, SI_TIMER};
+use sampler::signals::{self, Pending};
+use sampler::storage::idle::IdleThreads;
+use sampler::storage::samples::{SampleKind, SampleStripes, STRIPES};
+use sampler::storage::trace_storage::CallTraceStorage;
+use sampler::thread_state::BlockingMethods;
+use sampler::vm_stack::HotSpotSource;
+use sampler::{self, SampleRequest, Sampler};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -132,15 +132,14 @@ fn sampler(scenario: &Scenario) -> Arc<Sampler> {
         max_depth: 64,
         asgct: Some(fake_walker),
         threads: JavaThreads::EnvFunction(attached),
-        native: Some(NativeUnwinder::new(scenario.mode, scenario.remote, libraries, STRIPES)),
+        native: Some(NativeUnwinder::new(scenario.mode, scenario.remote, Arc::clone(libraries.snapshots()), STRIPES)),
         hotspot: None,
         verify_walk: false,
         origins: Arc::new(Origins::new().unwrap()),
         filter: scenario.filter,
-        context: profiler_agent::context::init().unwrap(),
+        context: sampler::context::init().unwrap(),
         blocking: BlockingMethods::default(),
         nativemem: None,
-        jvmti_samples: None,
         idle: Some(IdleThreads::new()),
     })
 }
@@ -166,10 +165,10 @@ fn wall_signal() {
 fn run_armed(scenario: &Scenario) -> (Arc<Sampler>, u64) {
     let sampler = sampler(scenario);
     if scenario.filter {
-        profiler_agent::context::filter_thread(true).unwrap();
+        sampler::context::filter_thread(true).unwrap();
     }
-    sampling::publish(&sampler);
-    let me = vec![profiler_agent::os_thread::current_tid()];
+    sampler::publish(&sampler);
+    let me = vec![sampler::os_thread::current_tid()];
     let origins = Arc::clone(&sampler.origins);
     engine::start(CpuEngineKind::Itimer, Duration::from_millis(1), false, move || me.clone(), origins)
         .expect("itimer engine");
@@ -189,7 +188,7 @@ fn run_armed(scenario: &Scenario) -> (Arc<Sampler>, u64) {
     std::hint::black_box(spin);
 
     engine::stop();
-    sampling::retire();
+    sampler::retire();
     let samples = counters::get(Counter::Samples) - first;
     let name = scenario.name;
     assert!(samples >= 300 + WALL_SIGNALS, "{name}: only {samples} samples arrived");
@@ -291,7 +290,7 @@ fn sampling_path_does_not_allocate() {
     // Native allocation hooks, every allocation sampled (its stack walked
     // from inside the hook) and every free of one recorded.
     let hooked = sampler(&SCENARIOS[0]);
-    sampling::publish(&hooked);
+    sampler::publish(&hooked);
     nativemem::start(1, false).expect("hooks installed");
     let (samples, frees) = (counters::get(Counter::NativeMemSamples), counters::get(Counter::NativeMemFrees));
     ARMED.store(true, Ordering::SeqCst);
@@ -310,7 +309,7 @@ fn sampling_path_does_not_allocate() {
     }
     ARMED.store(false, Ordering::SeqCst);
     nativemem::stop();
-    sampling::retire();
+    sampler::retire();
     let (samples, frees) =
         (counters::get(Counter::NativeMemSamples) - samples, counters::get(Counter::NativeMemFrees) - frees);
     assert_eq!(ALLOCATIONS.load(Ordering::SeqCst), 0, "allocations during {samples} native allocation samples");

@@ -7,9 +7,9 @@
 //! natively and, where valgrind is installed, again under memcheck (which
 //! reports any read of freed memory).
 
-use profiler_agent::context;
 use profiler_agent::entry::thread_exiting;
-use profiler_agent::os_thread::current_tid;
+use sampler::context;
+use sampler::os_thread::current_tid;
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;

@@ -4,7 +4,7 @@
 //! while other threads hammer the same dictionary, and rotation time while
 //! they do.
 
-use profiler_agent::dictionary::{Carry, TripleBufferedDictionary};
+use sampler::dictionary::{Carry, TripleBufferedDictionary};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;

@@ -16,8 +16,10 @@ mod frame;
 mod jfr;
 mod marker;
 mod remote;
+mod thread_state;
 
 pub use frame::{Frame, FrameKind, JavaFrameKind, BCI_NATIVE_FRAME_REMOTE, BCI_NATIVE_METHOD};
 pub use jfr::{FrameType, NON_JAVA_DESCRIPTOR, NON_JAVA_POSITION};
 pub use marker::{CallTraceError, Marker, UnknownNative};
 pub use remote::{Mark, RemoteFrame, REMOTE_METHOD_NAME};
+pub use thread_state::ThreadState;

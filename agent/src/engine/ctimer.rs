@@ -4,8 +4,8 @@
 //! their number and becomes the sample's weight.
 
 use super::CpuEngine;
-use crate::clock::{thread_cpu_clock, timespec};
-use crate::sampling::origin;
+use sampler::clock::{thread_cpu_clock, timespec};
+use sampler::origin;
 use std::collections::HashMap;
 use std::io;
 use std::time::Duration;

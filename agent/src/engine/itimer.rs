@@ -2,7 +2,7 @@
 //! sends SIGPROF to whichever thread is running when it expires.
 
 use super::CpuEngine;
-use crate::sampling::origin;
+use sampler::origin;
 use std::io;
 use std::time::Duration;
 

@@ -12,14 +12,14 @@ mod itimer;
 pub mod jvmti_events;
 pub mod park;
 mod perf;
-pub mod signals;
 pub mod wall;
 
 use crate::args::CpuEngineKind;
 use crate::log;
-use crate::sampling::chain::PREVIOUS_SIGPROF;
-use crate::sampling::handler::on_sigprof;
-use crate::sampling::origin::{CpuSource, Origins};
+use sampler::chain::PREVIOUS_SIGPROF;
+use sampler::handler::on_sigprof;
+use sampler::origin::{CpuSource, Origins};
+use sampler::signals;
 use std::io;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -15,10 +15,10 @@
 //! ([`release_rings`], after the sampler is retired).
 
 use super::CpuEngine;
-use crate::counters::{self, Counter};
 use crate::log;
-use crate::sampling::kernel::Ring;
-use crate::sampling::origin::{CpuSource, Origins};
+use sampler::counters::{self, Counter};
+use sampler::kernel::Ring;
+use sampler::origin::{CpuSource, Origins};
 use std::collections::HashMap;
 use std::io;
 use std::sync::{Arc, Mutex};

@@ -12,17 +12,17 @@
 //! signalled: its samples are folded into one (`storage::idle`;
 //! `wallbatch=false` signals every time).
 
-use super::signals::{self, Pending};
-use crate::clock;
-use crate::counters::{self, Counter};
 use crate::log;
-use crate::os_thread::current_tid;
-use crate::sampling::chain::PREVIOUS_SIGVTALRM;
-use crate::sampling::handler::on_sigvtalrm;
-use crate::sampling::origin::wall_payload;
-use crate::sampling::siginfo::RawSiginfo;
-use crate::sampling::Sampler;
 use crate::threads::process_threads;
+use sampler::chain::PREVIOUS_SIGVTALRM;
+use sampler::clock;
+use sampler::counters::{self, Counter};
+use sampler::handler::on_sigvtalrm;
+use sampler::origin::wall_payload;
+use sampler::os_thread::current_tid;
+use sampler::siginfo::RawSiginfo;
+use sampler::signals::{self, Pending};
+use sampler::Sampler;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;

@@ -2,8 +2,8 @@
 //! policy.
 
 use super::{Backend, Period, Request};
-use crate::counters::{self, Counter};
 use crate::log;
+use sampler::counters::{self, Counter};
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -244,7 +244,7 @@ fn deliver(backend: &dyn Backend, queue: &Queue) {
                     if !std::mem::replace(&mut failing, true) {
                         log::warn!("{name}: {} did not take an upload ({why}); retrying", request.url);
                     }
-                    wait(queue, backoff(attempt, asked, crate::random::next_u64()));
+                    wait(queue, backoff(attempt, asked, sampler::random::next_u64()));
                 }
                 Outcome::GivenUp(why) => {
                     counters::increment(Counter::ExportFailures);

@@ -177,7 +177,7 @@ pub struct Part<'a> {
 /// A `multipart/form-data` body of `parts`: its content type (with the
 /// boundary) and its bytes. The boundary is one no part holds.
 pub fn multipart(parts: &[Part<'_>]) -> (String, Vec<u8>) {
-    let mut seed = crate::random::next_u64();
+    let mut seed = sampler::random::next_u64();
     let boundary = loop {
         let candidate = format!("jvmprofiler-{seed:016x}");
         let holds = |data: &[u8]| data.windows(candidate.len()).any(|w| w == candidate.as_bytes());
@@ -218,7 +218,7 @@ pub fn unix_seconds(time: SystemTime) -> u64 {
 pub fn iso8601(time: SystemTime) -> String {
     let since = time.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
     let seconds = since.as_secs() % 86_400;
-    let (year, month, day) = crate::clock::civil_from_days((since.as_secs() / 86_400) as i64);
+    let (year, month, day) = sampler::clock::civil_from_days((since.as_secs() / 86_400) as i64);
     format!(
         "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
         seconds / 3600,

@@ -32,14 +32,14 @@
 pub mod signal_cost;
 
 use crate::args::MAX_INTERVAL;
-use crate::clock;
-use crate::counters::{self, Counter};
 use crate::engine;
 use crate::jni_env::JniEnv;
 use crate::log;
 use crate::recording::{DumpContext, Recording};
 use crate::ticker::Tick;
 use crate::vm::Vm;
+use sampler::clock;
+use sampler::counters::{self, Counter};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

@@ -27,14 +27,14 @@
 //!
 //! Control plane only.
 
-use crate::clock::{thread_cpu_ns, timespec};
-use crate::engine::signals::{self, Pending};
 use crate::log;
-use crate::os_thread::current_tid;
-use crate::sampling::chain::PREVIOUS_CALIBRATION;
-use crate::sampling::handler::{on_calibration, CALIBRATION_SIGNALS};
-use crate::sampling::origin::CALIBRATION_PAYLOAD;
-use crate::sampling::siginfo::RawSiginfo;
+use sampler::chain::PREVIOUS_CALIBRATION;
+use sampler::clock::{thread_cpu_ns, timespec};
+use sampler::handler::{on_calibration, CALIBRATION_SIGNALS};
+use sampler::origin::CALIBRATION_PAYLOAD;
+use sampler::os_thread::current_tid;
+use sampler::siginfo::RawSiginfo;
+use sampler::signals::{self, Pending};
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
@@ -133,7 +133,7 @@ impl Timer {
         event.sigev_notify = SIGEV_THREAD_ID;
         event.sigev_signo = libc::SIGPROF;
         event.sigev_value = libc::sigval { sival_ptr: CALIBRATION_PAYLOAD as usize as *mut libc::c_void };
-        event.sigev_notify_thread_id = crate::os_thread::current_tid() as libc::c_int;
+        event.sigev_notify_thread_id = sampler::os_thread::current_tid() as libc::c_int;
         let mut timer: libc::timer_t = std::ptr::null_mut();
         // SAFETY: a valid clock, sigevent and out pointer.
         if unsafe { libc::timer_create(libc::CLOCK_MONOTONIC, &mut event, &mut timer) } != 0 {

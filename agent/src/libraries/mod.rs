@@ -2,11 +2,12 @@
 //! stable index for the life of a profiling session, its symbols, build-id
 //! and unwind sections.
 //!
-//! Signal handlers see the table through an immutable [`Snapshot`] behind
-//! an atomic pointer. A refresh (new libraries loaded) builds a new
-//! snapshot and swaps it in; old snapshots are kept until the table is
-//! dropped, which happens only after the sampler has been retired, so a
-//! handler can never hold a freed snapshot. ELF parsing happens only in
+//! Signal handlers see the table through an immutable [`Snapshot`] that
+//! it publishes in its [`Snapshots`] (the sampler's read side). A refresh
+//! (new libraries loaded) builds a new snapshot and swaps it in; old
+//! snapshots are kept until the last holder of the `Snapshots` drops it,
+//! after the sampler has been retired, so a handler can never hold a
+//! freed snapshot. ELF parsing happens only in
 //! control-plane threads: at `start`, and in the table's [`RefreshTick`]
 //! on the session's ticker.
 
@@ -18,39 +19,38 @@ pub mod scan;
 pub mod sections;
 pub mod symbols;
 
-use crate::counters::{self, Counter};
 use crate::jni_env::JniEnv;
 use crate::ticker::Tick;
-use buildid::BuildId;
 use file_map::FileMap;
-use frames::Mark;
+use sampler::counters::{self, Counter};
+use sampler::libraries::{Library as Mapped, Marks, Snapshot, Snapshots};
 use scan::LoadedObject;
 use sections::{UnwindSections, Wanted};
 use std::collections::HashMap;
-use std::ops::Range;
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::ops::{Deref, Range};
 use std::sync::{Arc, Mutex};
 use symbols::SymbolTable;
 use unwind::dwarf::{DwarfModule, DwarfUnwinder, SectionData};
 use unwind::rules::CompiledRules;
 use unwind::sframe::{SFrameModule, SFrameSection, SFrameUnwinder};
 
+/// A library as the control plane knows it: what handlers see of it
+/// (`mapped`, shared with the snapshots), its symbols and the unwind
+/// sections read from its file.
 pub struct Library {
-    pub index: u32,
-    pub path: String,
-    /// Runtime address minus link-time address.
-    pub bias: u64,
-    /// Executable segments at runtime.
-    pub text: Vec<Range<u64>>,
-    /// Lowest to highest runtime address of the loaded image.
-    pub image: Range<u64>,
-    pub build_id: Option<BuildId>,
-    /// libjvm: frames here are JVM C++ code and may carry marks.
-    pub is_jvm: bool,
+    pub mapped: Arc<Mapped>,
     pub symbols: SymbolTable,
     sections: UnwindSections,
     /// `.eh_frame`'s rules, compiled once when the library is loaded.
     rules: Option<Arc<CompiledRules>>,
+}
+
+impl Deref for Library {
+    type Target = Mapped;
+
+    fn deref(&self) -> &Mapped {
+        &self.mapped
+    }
 }
 
 /// An object without a file (the vDSO) as its memory holds it: through its
@@ -96,38 +96,20 @@ impl Library {
             }
             None => (SymbolTable::default(), UnwindSections::default()),
         };
-        let mut library = Library {
+        let is_jvm = object.path.ends_with("/libjvm.so");
+        let mapped = Mapped {
             index,
             path: object.path.clone(),
             bias: object.bias,
             text: object.text.clone(),
             image: object.image.clone(),
             build_id,
-            is_jvm: object.path.ends_with("/libjvm.so"),
-            symbols,
-            sections,
-            rules: None,
+            is_jvm,
+            marks: if is_jvm { symbols.marks() } else { Marks::default() },
         };
+        let mut library = Library { mapped: Arc::new(mapped), symbols, sections, rules: None };
         library.rules = CompiledRules::compile(&library.dwarf_module()).map(Arc::new);
         library
-    }
-
-    /// The file name (`libz.so.1`).
-    pub fn name(&self) -> &str {
-        self.path.rsplit('/').next().unwrap_or(&self.path)
-    }
-
-    pub fn contains(&self, address: u64) -> bool {
-        self.text.iter().any(|t| t.contains(&address))
-    }
-
-    /// The mark of the function at runtime `address`. Signal-safe.
-    pub fn mark_at(&self, address: u64) -> Mark {
-        if self.is_jvm {
-            self.symbols.mark_at(address.wrapping_sub(self.bias))
-        } else {
-            Mark::None
-        }
     }
 
     /// A display name for runtime `address`: the demangled function, or
@@ -163,23 +145,6 @@ impl Library {
     }
 }
 
-/// What handlers see: loaded libraries by address, and the unwinders
-/// built for them.
-pub struct Snapshot {
-    ranges: Vec<(Range<u64>, Arc<Library>)>,
-    pub dwarf: Option<DwarfUnwinder>,
-    pub sframe: Option<SFrameUnwinder<SectionData>>,
-}
-
-impl Snapshot {
-    /// The loaded library whose code contains `address`. Signal-safe.
-    pub fn library_at(&self, address: u64) -> Option<&Library> {
-        let index = self.ranges.partition_point(|(r, _)| r.start <= address).checked_sub(1)?;
-        let (range, library) = self.ranges.get(index)?;
-        range.contains(&address).then_some(&**library)
-    }
-}
-
 /// Identity of a loaded object: path, load bias and first text address.
 type ObjectKey = (String, u64, u64);
 
@@ -190,15 +155,13 @@ struct TableState {
     processed: HashMap<ObjectKey, u32>,
     loaded: Vec<u32>,
     counters: (u64, u64),
-    /// Boxed: handlers may hold pointers to these, so they must not move.
-    #[allow(clippy::vec_box)]
-    retired: Vec<Box<Snapshot>>,
 }
 
 pub struct LibraryTable {
     wanted: Wanted,
     state: Mutex<TableState>,
-    current: AtomicPtr<Snapshot>,
+    /// What handlers read: the loaded libraries' snapshot.
+    snapshots: Arc<Snapshots>,
 }
 
 impl LibraryTable {
@@ -211,9 +174,8 @@ impl LibraryTable {
                 processed: HashMap::new(),
                 loaded: Vec::new(),
                 counters: (0, 0),
-                retired: Vec::new(),
             }),
-            current: AtomicPtr::new(std::ptr::null_mut()),
+            snapshots: Arc::default(),
         };
         table.refresh();
         table
@@ -259,20 +221,11 @@ impl LibraryTable {
             loaded.push(index);
         }
         state.loaded = loaded;
-        let snapshot = Box::new(self.build_snapshot(&state));
-        let previous = self.current.swap(Box::into_raw(snapshot), Ordering::AcqRel);
-        if !previous.is_null() {
-            // SAFETY: `previous` came from Box::into_raw; handlers may still
-            // read it, so it is kept alive until the table is dropped.
-            state.retired.push(unsafe { Box::from_raw(previous) });
-        }
+        self.snapshots.publish(self.build_snapshot(&state));
     }
 
     fn build_snapshot(&self, state: &TableState) -> Snapshot {
         let loaded: Vec<&Arc<Library>> = state.loaded.iter().map(|&i| &state.libraries[i as usize]).collect();
-        let mut ranges: Vec<(Range<u64>, Arc<Library>)> =
-            loaded.iter().flat_map(|l| l.text.iter().map(move |t| (t.clone(), Arc::clone(l)))).collect();
-        ranges.sort_by_key(|(r, _)| r.start);
         let dwarf = (self.wanted == Wanted::Dwarf).then(|| {
             let mut unwinder = DwarfUnwinder::new();
             for library in &loaded {
@@ -282,13 +235,12 @@ impl LibraryTable {
         });
         let sframe = (self.wanted == Wanted::SFrame)
             .then(|| SFrameUnwinder::new(loaded.iter().flat_map(|l| l.sframe_modules()).collect()));
-        Snapshot { ranges, dwarf, sframe }
+        Snapshot::new(loaded.iter().map(|l| &l.mapped), dwarf, sframe)
     }
 
-    /// The current snapshot. Signal-safe; valid while the table lives.
-    pub fn current(&self) -> Option<&Snapshot> {
-        // SAFETY: snapshots are only freed when the table is dropped.
-        unsafe { self.current.load(Ordering::Acquire).as_ref() }
+    /// What handlers read of this table.
+    pub fn snapshots(&self) -> &Arc<Snapshots> {
+        &self.snapshots
     }
 
     /// Every library seen in this session, loaded or since unloaded.
@@ -323,16 +275,6 @@ impl Tick for RefreshTick {
     }
 }
 
-impl Drop for LibraryTable {
-    fn drop(&mut self) {
-        let current = *self.current.get_mut();
-        if !current.is_null() {
-            // SAFETY: from Box::into_raw; no handler can use it any more.
-            drop(unsafe { Box::from_raw(current) });
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -340,12 +282,13 @@ mod tests {
     #[test]
     fn the_table_finds_libc_and_symbolizes_its_functions() {
         let table = LibraryTable::new(Wanted::Dwarf);
-        let snapshot = table.current().unwrap();
+        let snapshot = table.snapshots().current().unwrap();
         let getpid = libc::getpid as unsafe extern "C" fn() -> libc::pid_t as usize as u64;
         let library = snapshot.library_at(getpid).expect("libc contains getpid");
         assert!(library.name().starts_with("libc.so"), "{}", library.path);
         assert!(library.build_id.is_some());
-        assert!(library.describe(getpid).contains("getpid"), "{}", library.describe(getpid));
+        let named = table.by_index(library.index).unwrap().describe(getpid);
+        assert!(named.contains("getpid"), "{named}");
         assert!(snapshot.dwarf.is_some());
         assert!(snapshot.library_at(0).is_none());
         assert!(!table.refresh_if_changed(), "nothing was loaded meanwhile");
@@ -363,8 +306,9 @@ mod tests {
             return;
         }
         let table = LibraryTable::new(Wanted::Dwarf);
-        let snapshot = table.current().unwrap();
+        let snapshot = table.snapshots().current().unwrap();
         let vdso = (base..base + 0x4000).step_by(16).find_map(|a| snapshot.library_at(a)).expect("the vDSO's code");
+        let vdso = table.by_index(vdso.index).unwrap();
         assert!(!vdso.symbols.is_empty(), "{}: no symbols", vdso.path);
         let named =
             vdso.text.iter().flat_map(|t| (t.start..t.end).step_by(16)).filter(|&a| !vdso.describe(a).starts_with('['));

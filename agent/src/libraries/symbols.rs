@@ -2,12 +2,11 @@
 //! link-time address for binary search, and the few marked among them
 //! apart. Names are kept mangled in one string arena and demangled when
 //! written out.
-//!
-//! Lookups are signal-safe once built (immutable data, no allocation).
 
 use super::marks::mark_of;
 use frames::Mark;
 use object::{Architecture, Object, ObjectSection, ObjectSymbol, ObjectSymbolTable, SectionKind, SymbolKind};
+use sampler::libraries::Marks;
 use std::borrow::Cow;
 use std::ops::Range;
 
@@ -27,10 +26,7 @@ pub struct SymbolTable {
     entries: Vec<Entry>,
     names: String,
     /// The marked symbols' ranges, each up to the next symbol's start (where
-    /// a lookup in `entries` would find that one), sorted: about seventy
-    /// in libjvm (`InterpreterRuntime`'s functions, mostly), so the
-    /// handler's check of every libjvm frame searches a few KiB instead of
-    /// every symbol.
+    /// a lookup in `entries` would find that one), sorted.
     marked: Vec<(Range<u64>, Mark)>,
 }
 
@@ -86,7 +82,6 @@ impl SymbolTable {
         }
         table.entries.shrink_to_fit();
         table.names.shrink_to_fit();
-        table.marked.shrink_to_fit();
         table
     }
 
@@ -110,13 +105,9 @@ impl SymbolTable {
         Some(SymbolHit { mangled: name, start: e.start })
     }
 
-    /// The mark of the symbol containing link-time `address`. Signal-safe.
-    pub fn mark_at(&self, address: u64) -> Mark {
-        let index = self.marked.partition_point(|(range, _)| range.start <= address).checked_sub(1);
-        match index.and_then(|i| self.marked.get(i)) {
-            Some((range, mark)) if range.contains(&address) => *mark,
-            _ => Mark::None,
-        }
+    /// The marked symbols, for handlers.
+    pub fn marks(&self) -> Marks {
+        Marks::new(self.marked.clone())
     }
 }
 
@@ -232,7 +223,8 @@ mod tests {
             .map(|(start, size, name)| (start, size, Cow::Borrowed(name)))
             .to_vec(),
         );
-        let marks = [0xfff, 0x1000, 0x107f, 0x1080, 0x1090, 0x2000, 0x200f, 0x2010, 0x3000].map(|a| table.mark_at(a));
+        let marks =
+            [0xfff, 0x1000, 0x107f, 0x1080, 0x1090, 0x2000, 0x200f, 0x2010, 0x3000].map(|a| table.marks().mark_at(a));
         use Mark::{Interpreter as I, None as N, VmRuntime as V};
         assert_eq!(marks, [N, V, V, N, N, I, I, N, N]);
         assert_eq!(table.find(0x1085).map(|h| h.mangled), Some("nested"));

@@ -7,10 +7,11 @@
 //! call through and one atomic load.
 
 use super::addresses::Addresses;
-use crate::counters::{self, Counter};
-use crate::random;
-use crate::sampling::handler::ErrnoGuard;
-use crate::sampling::with_active;
+use crate::callback_state;
+use sampler::counters::{self, Counter};
+use sampler::handler::ErrnoGuard;
+use sampler::random;
+use sampler::with_active;
 use std::cell::Cell;
 use std::ffi::{c_int, c_void};
 use std::ops::Range;
@@ -78,7 +79,7 @@ fn allocated(address: *mut c_void, size: usize) {
     let Some((addresses, own)) = STATE.get() else { return };
     guarded(|| {
         with_active(|sampler| {
-            let tid = crate::os_thread::current_tid();
+            let tid = sampler::os_thread::current_tid();
             if !sampler.sampled(tid) {
                 return;
             }
@@ -104,14 +105,14 @@ fn releasing(address: *mut c_void) -> Option<u64> {
         return None;
     }
     let (addresses, _) = STATE.get()?;
-    addresses.remove(address as u64).then(crate::clock::monotonic_ns)
+    addresses.remove(address as u64).then(sampler::clock::monotonic_ns)
 }
 
 /// Records the release at `time_ns` (from [`releasing`]) of the sampled
 /// allocation at `address`.
 fn released(address: *mut c_void, time_ns: u64) {
     guarded(|| {
-        with_active(|sampler| sampler.record_free(address as u64, time_ns, crate::os_thread::current_tid()));
+        with_active(|sampler| sampler.record_free(address as u64, time_ns, sampler::os_thread::current_tid()));
     });
 }
 
@@ -208,7 +209,7 @@ pub unsafe extern "C" fn dlopen(file: *const std::ffi::c_char, mode: c_int) -> *
     // SAFETY: the loader's dlopen, through the agent's own import.
     let handle = unsafe { libc::dlopen(file, mode) };
     if !handle.is_null() && INTERVAL.load(Ordering::Relaxed) != 0 && super::patch_if_loaded() {
-        with_active(|sampler| sampler.native.as_ref().map(|native| native.libraries.refresh_if_changed()));
+        callback_state::with_active(|state| state.libraries.as_ref().map(|table| table.refresh_if_changed()));
     }
     handle
 }

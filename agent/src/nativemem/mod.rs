@@ -14,13 +14,13 @@ mod addresses;
 mod got;
 pub mod hooks;
 
-use crate::counters::{self, Counter};
 use crate::jni_env::JniEnv;
 use crate::libraries::scan;
 use crate::log;
 use crate::ticker::Tick;
 use addresses::Addresses;
 use got::Hook;
+use sampler::counters::{self, Counter};
 use std::ops::Range;
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;

@@ -12,16 +12,16 @@ use super::methods::MethodSource;
 use super::Format;
 use crate::libraries::kernel::KernelNames;
 use crate::libraries::LibraryTable;
-use crate::storage::call_traces::TraceId;
-use crate::storage::samples::{SampleKind, SampleRecord};
-use crate::storage::thread_slots::{Context, MAX_CONTEXT_VALUES};
-use crate::storage::trace_storage::CallTraceStorage;
 use crate::threads::ThreadInfo;
 use frames::{Frame, Marker};
 use jfr_writer::{
     schema, ActiveSetting, ChunkClock, ChunkEnd, ChunkWriter, ConstantPools, Endpoint, NativeLibrary, ProfilerCounter,
     Sample, SampleKind as Kind, ThreadDef, ThreadState,
 };
+use sampler::storage::call_traces::TraceId;
+use sampler::storage::samples::{SampleKind, SampleRecord};
+use sampler::storage::thread_slots::{Context, MAX_CONTEXT_VALUES};
+use sampler::storage::trace_storage::CallTraceStorage;
 use std::collections::{HashMap, HashSet};
 
 /// Event ticks are CLOCK_MONOTONIC microseconds counted from a session's

@@ -10,8 +10,8 @@
 //! it) or follows it (both go to the next chunk).
 
 use super::rotation::Rotate;
-use crate::clock;
-use crate::dictionary::{Carry, TripleBufferedDictionary};
+use sampler::clock;
+use sampler::dictionary::{Carry, TripleBufferedDictionary};
 use std::sync::{Mutex, OnceLock};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,7 +39,7 @@ pub struct Endpoints {
     #[cfg(test)]
     rotate_outside_lock: bool,
     #[cfg(test)]
-    during_rotation: Option<crate::dictionary::RotationHook<Endpoints>>,
+    during_rotation: Option<sampler::dictionary::RotationHook<Endpoints>>,
 }
 
 const LABEL_CAPACITY: usize = 1 << 16;

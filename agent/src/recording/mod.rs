@@ -37,21 +37,21 @@ fn scratch(module: &str, test: &str) -> PathBuf {
     dir
 }
 
-use crate::clock;
-use crate::counters::{self, Counter};
+use crate::callback_state::CallbackState;
 use crate::export::{Exporters, Period};
 use crate::jni_env::JniEnv;
 use crate::jvmti::Jvmti;
 use crate::jvmti_samples;
 use crate::libraries::kernel;
-use crate::sampling::Sampler;
-use crate::storage::samples::{SampleKind, SampleRecord};
 use crate::threads;
 use chunk::{ChunkBuilder, ChunkSources, LiveRecord, Ticks};
 use jfr_writer::{ConstantPools, Dialect};
 use methods::MethodCache;
 use periods::Periods;
 use rotation::Stores;
+use sampler::clock;
+use sampler::counters::{self, Counter};
+use sampler::storage::samples::{SampleKind, SampleRecord};
 use sink::Sink;
 use std::collections::HashMap;
 use std::io;
@@ -243,16 +243,15 @@ impl Recording {
     /// Encodes everything the sampler recorded since the last drain.
     pub fn drain(&mut self) {
         self.drained.clear();
-        self.stores.sampler.stripes.drain_into(&mut self.drained);
-        let sampler = &self.stores.sampler;
-        let (class_key, weight) = class_keys(&mut self.pools, &mut self.class_names, sampler);
+        self.stores.callbacks.sampler.stripes.drain_into(&mut self.drained);
+        let (class_key, weight) = class_keys(&mut self.pools, &mut self.class_names, &self.stores.callbacks);
         self.chunk.add_samples(&self.drained, threads::key_for, class_key, weight);
     }
 
     /// Stops tracking sampled objects (`live`) without writing them: the
     /// session ends with nothing to write.
     pub fn release_live_objects(&self, env: JniEnv) {
-        if let Some(live) = self.stores.sampler.jvmti_samples.as_ref().and_then(|s| s.live.as_ref()) {
+        if let Some(live) = self.stores.callbacks.jvmti.as_ref().and_then(|s| s.live.as_ref()) {
             live.release(env);
         }
     }
@@ -261,13 +260,13 @@ impl Recording {
     /// stored anew for this chunk; at the session's end, stops tracking
     /// them.
     fn add_live_objects(&mut self, env: JniEnv, session_ends: bool) {
-        let sampler = &self.stores.sampler;
-        let Some(live) = sampler.jvmti_samples.as_ref().and_then(|s| s.live.as_ref()) else { return };
+        let callbacks = &self.stores.callbacks;
+        let Some(live) = callbacks.jvmti.as_ref().and_then(|s| s.live.as_ref()) else { return };
         let mut objects = Vec::new();
         live.survivors(env, |object| {
             objects.push(LiveRecord {
                 tid: object.tid,
-                trace: sampler.traces.put(object.frames, object.truncated, object.tid as usize).0,
+                trace: callbacks.sampler.traces.put(object.frames, object.truncated, object.tid as usize).0,
                 class: object.class,
                 size: object.size,
                 time_ns: object.time_ns,
@@ -280,7 +279,7 @@ impl Recording {
             live.release(env);
         }
         let now = clock::monotonic_ns();
-        let (class_key, weight) = class_keys(&mut self.pools, &mut self.class_names, sampler);
+        let (class_key, weight) = class_keys(&mut self.pools, &mut self.class_names, callbacks);
         self.chunk.add_live_objects(&objects, now, threads::key_for, class_key, weight);
     }
 
@@ -295,8 +294,8 @@ impl Recording {
     /// rotate, then the stripes are drained, then the chunk reads the
     /// stores (see [`rotation`]).
     pub fn rotate(&mut self, ctx: &DumpContext, final_chunk: bool) {
-        counters::set(Counter::CallTraces, self.stores.sampler.traces.len() as u64);
-        self.stores.sampler.flush_idle();
+        counters::set(Counter::CallTraces, self.stores.callbacks.sampler.traces.len() as u64);
+        self.stores.callbacks.sampler.flush_idle();
         self.stores.rotate();
         let endpoints = self.stores.endpoints.take_ended();
         self.drain();
@@ -308,12 +307,12 @@ impl Recording {
         counters::increment(Counter::ChunksWritten);
         let counter_values = counters::snapshot();
         let mut methods = self.methods.source(ctx.jvmti, ctx.env);
-        let sampler = &self.stores.sampler;
+        let callbacks = &self.stores.callbacks;
         let finished = finished.finish(
             ChunkSources {
-                traces: &sampler.traces,
+                traces: &callbacks.sampler.traces,
                 methods: &mut methods,
-                libraries: sampler.native.as_ref().map(|n| &*n.libraries),
+                libraries: callbacks.libraries.as_deref(),
                 kernel: &mut kernel::names(),
                 thread: &threads::info,
                 thread_key: &threads::key_for,
@@ -385,11 +384,11 @@ impl Recording {
 fn class_keys<'a>(
     pools: &'a mut ConstantPools,
     names: &'a mut HashMap<u32, String>,
-    sampler: &'a Sampler,
+    callbacks: &'a CallbackState,
 ) -> (impl FnMut(u32) -> u64 + 'a, impl Fn(SampleKind, u64) -> u64) {
-    let sampling = sampler.jvmti_samples.as_ref();
+    let sampling = callbacks.jvmti.as_ref();
     let alloc = sampling.and_then(|s| s.alloc_interval).unwrap_or(0);
-    let native = sampler.nativemem.unwrap_or(0);
+    let native = callbacks.sampler.nativemem.unwrap_or(0);
     let class_key = move |class: u32| {
         let Some(sampling) = sampling else { return 0 };
         if class != 0 && !names.contains_key(&class) {

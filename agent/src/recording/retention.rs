@@ -5,8 +5,8 @@
 //! profiling.
 
 use crate::args::{self, echo};
-use crate::counters::{self, Counter};
 use crate::log;
+use sampler::counters::{self, Counter};
 use std::collections::VecDeque;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};

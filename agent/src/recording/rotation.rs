@@ -27,9 +27,9 @@
 //!    owns it for the whole session (`classes`).
 
 use super::endpoints::Endpoints;
-use crate::context::ContextState;
-use crate::sampling::Sampler;
-use crate::storage::trace_storage::CallTraceStorage;
+use crate::callback_state::CallbackState;
+use sampler::context::ContextState;
+use sampler::storage::trace_storage::CallTraceStorage;
 use std::sync::Arc;
 
 /// A store whose entries chunks reference by id.
@@ -55,9 +55,10 @@ impl Rotate for ContextState {
 
 /// What a session's recording reads and rotates.
 pub struct Stores {
-    /// The session's sampler: its stripes are drained into chunks, its call
-    /// traces rotate and are pooled, its library table names native frames.
-    pub sampler: Arc<Sampler>,
+    /// The session's sampler (its stripes are drained into chunks, its
+    /// call traces rotate and are pooled), its JVMTI samples' classes and
+    /// live objects, and its library table, which names native frames.
+    pub callbacks: Arc<CallbackState>,
     /// Endpoint events and labels, recorded by JNI threads (`recordTraceRoot`).
     pub endpoints: &'static Endpoints,
     /// The sampler's context state: its values are set by JNI threads
@@ -68,7 +69,7 @@ pub struct Stores {
 impl Stores {
     /// The rotatable stores, in rotation order (see the module comment).
     fn in_rotation_order(&self) -> [&dyn Rotate; 3] {
-        [&self.sampler.traces, self.endpoints, self.context]
+        [&self.callbacks.sampler.traces, self.endpoints, self.context]
     }
 
     /// Ends the current chunk in every store. Not signal-safe.

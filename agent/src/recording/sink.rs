@@ -24,8 +24,8 @@
 
 use super::retention::Retention;
 use crate::args::echo;
-use crate::counters::{self, Counter};
 use crate::log;
+use sampler::counters::{self, Counter};
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};

@@ -11,9 +11,9 @@
 //!
 //! The helpers at the end are shared with the other dictionary suites.
 
-use profiler_agent::counters::{self, Counter};
-use profiler_agent::dictionary::{Carry, TripleBufferedDictionary};
 use profiler_agent::recording::endpoints::Endpoints;
+use sampler::counters::{self, Counter};
+use sampler::dictionary::{Carry, TripleBufferedDictionary};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU32, Ordering};
 

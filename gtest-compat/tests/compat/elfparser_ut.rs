@@ -109,7 +109,7 @@ fn scan_ignores(file: &TempFile, mapping: &ExecMapping) {
 
     for wanted in [Wanted::Dwarf, Wanted::SFrame] {
         let table = LibraryTable::new(wanted);
-        assert!(table.current().unwrap().library_at(mapping.start()).is_none());
+        assert!(table.snapshots().current().unwrap().library_at(mapping.start()).is_none());
         assert!(table.library_at(mapping.start()).is_none());
         assert!(!table.libraries().iter().any(|l| l.path == path));
     }
@@ -213,7 +213,7 @@ fn invalid_elf_small_mapping_after_unmap() {
         assert_ne!(function, 0);
 
         table.refresh_if_changed();
-        let loaded = table.current().unwrap().library_at(function).map(|l| l.name().to_owned());
+        let loaded = table.snapshots().current().unwrap().library_at(function).map(|l| l.name().to_owned());
         assert_eq!(loaded.as_deref(), Some(name.as_str()), "delay {delay}");
 
         let handle = handle as usize;
@@ -230,7 +230,7 @@ fn invalid_elf_small_mapping_after_unmap() {
         closer.join().unwrap();
 
         table.refresh_if_changed();
-        let after = table.current().unwrap().library_at(function).map(|l| l.name().to_owned());
+        let after = table.snapshots().current().unwrap().library_at(function).map(|l| l.name().to_owned());
         assert_ne!(after.as_deref(), Some(name.as_str()), "delay {delay}: still listed after dlclose");
     }
 }

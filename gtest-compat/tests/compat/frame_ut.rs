@@ -16,7 +16,7 @@ use jfr_writer::{ConstantPools, Dialect};
 use profiler_agent::libraries::kernel::KernelNames;
 use profiler_agent::recording::frame_names::FrameNames;
 use profiler_agent::recording::methods::{MethodInfo, MethodSource};
-use profiler_agent::storage::call_traces::{CallTraceTable, TraceId};
+use sampler::storage::call_traces::{CallTraceTable, TraceId};
 use std::sync::atomic::AtomicU32;
 
 /// Every method id resolves to the same plain (not `native`) Java method.

@@ -53,7 +53,7 @@ fn find_library_by_address() {
     let address = malloc_address();
     let library = table().library_at(address).expect("found by the table");
     assert!(library.contains(address));
-    let snapshot = table().current().expect("a snapshot for handlers");
+    let snapshot = table().snapshots().current().expect("a snapshot for handlers");
     let same = snapshot.library_at(address).expect("found by the handler view");
     assert_eq!(same.index, library.index);
 }
@@ -68,7 +68,7 @@ fn find_library_by_name() {
 
 #[test]
 fn find_library_by_invalid_address() {
-    let snapshot = table().current().unwrap();
+    let snapshot = table().snapshots().current().unwrap();
     for address in [0u64, 1] {
         assert!(table().library_at(address).is_none(), "{address:#x}");
         assert!(snapshot.library_at(address).is_none(), "{address:#x}");

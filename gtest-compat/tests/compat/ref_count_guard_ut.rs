@@ -12,7 +12,7 @@
 //! one is recorded in a flag that a reader asserts is unset when it uses
 //! the resource.
 
-use profiler_agent::dictionary::hazard::{HazardGuard, Hazards};
+use sampler::dictionary::hazard::{HazardGuard, Hazards};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};

@@ -10,7 +10,7 @@
 //! run in a child process of their own: the fault handlers are process-
 //! wide, and other suites install and restore them too.
 
-use profiler_agent::sampling::safe_read::{install_fault_handlers, restore_fault_handlers, safe_load};
+use sampler::safe_read::{install_fault_handlers, restore_fault_handlers, safe_load};
 
 /// Runs `body` in a child process running only this case, with the fault
 /// handlers installed there (and restored before it exits).

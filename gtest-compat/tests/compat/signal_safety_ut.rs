@@ -14,16 +14,16 @@
 
 use super::stress_call_trace_storage::InstalledHandler;
 use frames::Frame;
-use profiler_agent::context;
-use profiler_agent::os_thread::current_tid;
-use profiler_agent::sampling::asgct::{AsgctFrame, AsgctTrace};
-use profiler_agent::sampling::java_thread::JavaThreads;
-use profiler_agent::sampling::origin::Origins;
-use profiler_agent::sampling::thread_state::BlockingMethods;
-use profiler_agent::sampling::{SampleRequest, Sampler};
-use profiler_agent::storage::call_traces::TraceId;
-use profiler_agent::storage::samples::{SampleKind, SampleRecord, SampleStripes, STRIPES};
-use profiler_agent::storage::trace_storage::CallTraceStorage;
+use sampler::asgct::{AsgctFrame, AsgctTrace};
+use sampler::context;
+use sampler::java_thread::JavaThreads;
+use sampler::origin::Origins;
+use sampler::os_thread::current_tid;
+use sampler::storage::call_traces::TraceId;
+use sampler::storage::samples::{SampleKind, SampleRecord, SampleStripes, STRIPES};
+use sampler::storage::trace_storage::CallTraceStorage;
+use sampler::thread_state::BlockingMethods;
+use sampler::{SampleRequest, Sampler};
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
@@ -92,10 +92,9 @@ fn sampler() -> Sampler {
         verify_walk: false,
         origins: Arc::new(Origins::new().unwrap()),
         filter: false,
-        context: profiler_agent::context::init().unwrap(),
+        context: sampler::context::init().unwrap(),
         blocking: BlockingMethods::default(),
         nativemem: None,
-        jvmti_samples: None,
         idle: None,
     }
 }

@@ -12,7 +12,7 @@
 //! step's progress by the same rules.)
 
 use super::sframe_ut::MapStack;
-use profiler_agent::sampling::safe_read::safe_load;
+use sampler::safe_read::safe_load;
 use unwind::fp::FramePointerUnwinder;
 use unwind::{Registers, StepError, MAX_STACK_SPAN};
 

@@ -20,18 +20,18 @@
 
 use super::sframe_ut::{fde_info, fre, fre_info, Builder, MapStack, ABI_AMD64, ADDR1, OFF4};
 use frames::{CallTraceError, Frame, FrameKind};
-use profiler_agent::counters::{self, Counter};
 use profiler_agent::libraries::sections::Wanted;
 use profiler_agent::libraries::LibraryTable;
-use profiler_agent::sampling::asgct::{AsgctFrame, AsgctTrace};
-use profiler_agent::sampling::java_thread::JavaThreads;
-use profiler_agent::sampling::native::{registers, EndAt, NativeMode, NativeUnwinder};
-use profiler_agent::sampling::origin::Origins;
-use profiler_agent::sampling::safe_read::{install_fault_handlers, on_fault, restore_fault_handlers, safe_load};
-use profiler_agent::sampling::thread_state::BlockingMethods;
-use profiler_agent::sampling::{SampleRequest, Sampler};
-use profiler_agent::storage::samples::{SampleKind, SampleStripes};
-use profiler_agent::storage::trace_storage::CallTraceStorage;
+use sampler::asgct::{AsgctFrame, AsgctTrace};
+use sampler::counters::{self, Counter};
+use sampler::java_thread::JavaThreads;
+use sampler::native::{registers, EndAt, NativeMode, NativeUnwinder};
+use sampler::origin::Origins;
+use sampler::safe_read::{install_fault_handlers, on_fault, restore_fault_handlers, safe_load};
+use sampler::storage::samples::{SampleKind, SampleStripes};
+use sampler::storage::trace_storage::CallTraceStorage;
+use sampler::thread_state::BlockingMethods;
+use sampler::{SampleRequest, Sampler};
 use std::cell::RefCell;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -88,10 +88,9 @@ fn record(methods: &[u64]) -> Vec<Frame> {
         verify_walk: false,
         origins: Arc::new(Origins::new().unwrap()),
         filter: false,
-        context: profiler_agent::context::init().unwrap(),
+        context: sampler::context::init().unwrap(),
         blocking: BlockingMethods::default(),
         nativemem: None,
-        jvmti_samples: None,
         idle: None,
     };
     sampler.record(SampleRequest::signal(std::ptr::null_mut(), 1, SampleKind::Cpu, None), 1, 77);
@@ -343,7 +342,7 @@ fn walk_recovers(mode: NativeMode) {
     install_fault_handlers().unwrap();
     let bad = BadPage::new();
     let table = Arc::new(LibraryTable::new(Wanted::Dwarf));
-    let unwinder = NativeUnwinder::new(mode, false, table, 1);
+    let unwinder = NativeUnwinder::new(mode, false, Arc::clone(table.snapshots()), 1);
     let pc = walk_target as *const () as usize as u64;
     assert_eq!(walk_target(), 7);
     for _ in 0..2 {

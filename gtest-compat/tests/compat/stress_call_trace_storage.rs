@@ -6,17 +6,17 @@
 //! `SIGNAL_TESTS`, and restore the previous disposition when done.
 
 use frames::Frame;
-use profiler_agent::context;
 use profiler_agent::entry::thread_exiting;
-use profiler_agent::os_thread::current_tid;
-use profiler_agent::sampling::asgct::{AsgctFrame, AsgctTrace};
-use profiler_agent::sampling::java_thread::JavaThreads;
-use profiler_agent::sampling::origin::Origins;
-use profiler_agent::sampling::thread_state::BlockingMethods;
-use profiler_agent::sampling::{SampleRequest, Sampler};
-use profiler_agent::storage::call_traces::{CallTraceTable, TraceId};
-use profiler_agent::storage::samples::{SampleKind, SampleStripes};
-use profiler_agent::storage::trace_storage::CallTraceStorage;
+use sampler::asgct::{AsgctFrame, AsgctTrace};
+use sampler::context;
+use sampler::java_thread::JavaThreads;
+use sampler::origin::Origins;
+use sampler::os_thread::current_tid;
+use sampler::storage::call_traces::{CallTraceTable, TraceId};
+use sampler::storage::samples::{SampleKind, SampleStripes};
+use sampler::storage::trace_storage::CallTraceStorage;
+use sampler::thread_state::BlockingMethods;
+use sampler::{SampleRequest, Sampler};
 use std::collections::{HashMap, HashSet};
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
@@ -658,10 +658,9 @@ fn signal_stress(signals: u64, workers: usize) -> (u64, u64) {
         verify_walk: false,
         origins: Arc::new(Origins::new().unwrap()),
         filter: false,
-        context: profiler_agent::context::init().unwrap(),
+        context: sampler::context::init().unwrap(),
         blocking: BlockingMethods::default(),
         nativemem: None,
-        jvmti_samples: None,
         idle: None,
     });
     HANDLED.store(0, Ordering::SeqCst);

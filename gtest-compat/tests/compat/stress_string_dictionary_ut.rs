@@ -13,8 +13,8 @@
 //! operations, with a time cap, and synchronise with flags and joins only.
 
 use crate::dictionary_ut::protection_violations;
-use profiler_agent::dictionary::table::{Buffer, Wait};
-use profiler_agent::dictionary::{Carry, TripleBufferedDictionary};
+use sampler::dictionary::table::{Buffer, Wait};
+use sampler::dictionary::{Carry, TripleBufferedDictionary};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Barrier, Mutex, RwLock};

@@ -10,12 +10,12 @@
 //! traces, as `recording` does.
 
 use frames::Frame;
-use profiler_agent::context;
 use profiler_agent::entry::thread_exiting;
-use profiler_agent::os_thread::current_tid;
-use profiler_agent::storage::call_traces::TraceId;
-use profiler_agent::storage::samples::{SampleRecord, SampleStripes};
-use profiler_agent::storage::trace_storage::CallTraceStorage;
+use sampler::context;
+use sampler::os_thread::current_tid;
+use sampler::storage::call_traces::TraceId;
+use sampler::storage::samples::{SampleRecord, SampleStripes};
+use sampler::storage::trace_storage::CallTraceStorage;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 

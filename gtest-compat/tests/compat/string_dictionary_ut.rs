@@ -26,8 +26,8 @@
 //! was active is protected.
 
 use crate::dictionary_ut::{assert_heap_near, case_path, heap_in_use, resident_anon_bytes, run_alone, sorted_entries};
-use profiler_agent::dictionary::table::{Buffer, Wait};
-use profiler_agent::dictionary::{Carry, TripleBufferedDictionary};
+use sampler::dictionary::table::{Buffer, Wait};
+use sampler::dictionary::{Carry, TripleBufferedDictionary};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;

@@ -10,9 +10,9 @@
 //! and no dropped-trace sentinel entry, so counts below carry no "+1".
 
 use frames::Frame;
-use profiler_agent::storage::call_traces::{CallTraceTable, TraceId};
-use profiler_agent::storage::samples::{SampleRecord, SampleStripes};
-use profiler_agent::storage::trace_storage::CallTraceStorage;
+use sampler::storage::call_traces::{CallTraceTable, TraceId};
+use sampler::storage::samples::{SampleRecord, SampleStripes};
+use sampler::storage::trace_storage::CallTraceStorage;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc;

@@ -10,12 +10,12 @@
 //! run on this module's own real-time signal, serialized by `SIGNAL_TESTS`.
 
 use super::stress_call_trace_storage::InstalledHandler;
-use profiler_agent::context;
-use profiler_agent::engine::signals::SignalBlocker;
 use profiler_agent::entry::thread_exiting;
-use profiler_agent::os_thread::current_tid;
-use profiler_agent::storage::samples::SampleStripes;
-use profiler_agent::storage::thread_slots::{ThreadSlot, ThreadSlots};
+use sampler::context;
+use sampler::os_thread::current_tid;
+use sampler::signals::SignalBlocker;
+use sampler::storage::samples::SampleStripes;
+use sampler::storage::thread_slots::{ThreadSlot, ThreadSlots};
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{mpsc, Mutex};

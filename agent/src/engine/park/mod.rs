@@ -21,16 +21,16 @@
 mod classfile;
 pub mod virtual_threads;
 
-use crate::clock;
+use crate::callback_state;
 use crate::entry::ffi_boundary;
 use crate::jni_env::JniEnv;
 use crate::jvmti::{ClassRef, Jvmti, RegisterNativesFn};
 use crate::jvmti_samples::{self, LockSampling, Park};
 use crate::log;
-use crate::os_thread::current_tid;
-use crate::sampling;
 use crate::vm;
 use jni::sys::{jboolean, jclass, jfieldID, jint, jlong, jobject, jvalue, JNIEnv, JNINativeMethod};
+use sampler::clock;
+use sampler::os_thread::current_tid;
 use std::ffi::{c_void, CStr};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -103,9 +103,9 @@ fn record(what: &str, jvmti: Jvmti, env: *mut JNIEnv, park: Park) {
         // SAFETY: the env the JVM passed to the calling hook or native.
         let Some(env) = (unsafe { JniEnv::from_raw(env) }) else { return };
         let blocker: jfieldID = PARK_BLOCKER.load(Ordering::Relaxed).cast();
-        sampling::with_active(|sampler| {
+        callback_state::with_active(|state| {
             // SAFETY: the env of this thread and Thread.parkBlocker's id.
-            unsafe { jvmti_samples::parked(sampler, &jvmti, env, blocker, park, current_tid()) }
+            unsafe { jvmti_samples::parked(state, &jvmti, env, blocker, park, current_tid()) }
         });
     })
 }

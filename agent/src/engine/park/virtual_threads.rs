@@ -21,7 +21,6 @@ use super::classfile::{
     self, op, Body, ClassWriter, Code, Handler, Pool, Prefix, Prepended, ACC_NATIVE, ACC_PRIVATE, ACC_PUBLIC,
     ACC_STATIC, ACC_VOLATILE,
 };
-use crate::clock;
 use crate::entry::ffi_boundary;
 use crate::jni_env::JniEnv;
 use crate::jvmti::capabilities::{Capabilities, CAN_RETRANSFORM_CLASSES};
@@ -30,6 +29,7 @@ use crate::jvmti::{ClassRef, Jvmti};
 use crate::jvmti_samples::{Park, ParkTimeout};
 use crate::vm;
 use jni::sys::{jboolean, jclass, jfieldID, jint, jlong, jobject, JNIEnv};
+use sampler::clock;
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;

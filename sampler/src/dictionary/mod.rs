@@ -67,9 +67,9 @@ pub enum RotationOrder {
     CopyThenSwap,
 }
 
-/// A test hook run in the middle of a rotation of a `T`.
-#[cfg(test)]
-pub(crate) type RotationHook<T> = Box<dyn Fn(&T) + Send + Sync>;
+/// A test hook run in the middle of a rotation of a `T` (here and in the
+/// agent's endpoint store).
+pub type RotationHook<T> = Box<dyn Fn(&T) + Send + Sync>;
 
 pub struct TripleBufferedDictionary {
     buffers: [Buffer; 3],

@@ -17,8 +17,7 @@
 //! carries a copy ([`JavaThreads`]), which is all the handler reads.
 
 use super::safe_read::safe_load;
-use crate::jni_env::JniEnv;
-use jni::sys::JNIEnv;
+use jni_sys::JNIEnv;
 use std::sync::OnceLock;
 
 /// Keys tried: glibc's PTHREAD_KEYS_MAX.
@@ -40,14 +39,15 @@ pub struct JavaThreadKey {
 /// The first successful discovery (the JVM does not change).
 static DISCOVERED: OnceLock<JavaThreadKey> = OnceLock::new();
 
-/// Finds the pthread key and JNIEnv offset on the calling Java thread, or
-/// returns the one found before. Not signal-safe.
-pub fn discover(env: JniEnv) -> Result<JavaThreadKey, String> {
+/// Finds the pthread key and JNIEnv offset on the calling Java thread
+/// (`env` is its JNIEnv, `eetop` reads its `Thread.eetop`), or returns the
+/// one found before. Not signal-safe.
+pub fn discover(env: *mut JNIEnv, eetop: impl FnOnce() -> Option<i64>) -> Result<JavaThreadKey, String> {
     if let Some(found) = DISCOVERED.get() {
         return Ok(*found);
     }
-    let thread = env.current_thread_eetop().ok_or("cannot read Thread.eetop")? as u64;
-    let raw = env.as_raw() as u64;
+    let thread = eetop().ok_or("cannot read Thread.eetop")? as u64;
+    let raw = env as u64;
     let env_offset =
         raw.checked_sub(thread).filter(|&o| o < MAX_OFFSET).ok_or("the JNIEnv is not inside its thread")?;
     // SAFETY: pthread_getspecific only reads the calling thread's key table.

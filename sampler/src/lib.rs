@@ -1,28 +1,46 @@
-//! Everything that runs inside a profiling signal handler.
+//! Everything that runs inside a profiling signal handler (and inside the
+//! native allocation hooks, under the same rules): the handler, the mixed
+//! walk, the stores it writes, and the signal-safe leaves they call.
 //!
-//! Rules for this module tree: no allocation, no blocking locks, no
-//! formatting, no panicking paths, errno preserved. Session state is
-//! reached only through the [`Sampler`] published before signals are
-//! armed; a test with a counting allocator checks that a sample allocates
-//! nothing.
+//! Rules for this crate: no allocation, no blocking locks, no formatting,
+//! no panicking paths, errno preserved. Its dependencies are only what a
+//! handler may use (no ELF parser, no demangler, no JFR writer, no log),
+//! so such a call here does not compile. Session state is reached only
+//! through the [`Sampler`] published before signals are armed; a test
+//! with a counting allocator (`agent/tests/sampling_allocations.rs`)
+//! checks that a sample allocates nothing. Functions marked "Not
+//! signal-safe" are the control plane's constructors and drains.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod asgct;
 pub mod asgct_walk;
 pub mod chain;
+pub mod clock;
+pub mod context;
+pub mod counters;
+pub mod dictionary;
 pub mod handler;
+pub mod heap;
 pub mod java_thread;
 pub mod kernel;
+pub mod latency;
+pub mod libraries;
 pub mod mixed;
 pub mod native;
 pub mod origin;
+pub mod os_thread;
+pub mod publication;
+pub mod random;
 pub mod safe_read;
 pub mod siginfo;
+pub mod signals;
+pub mod storage;
 pub mod thread_state;
 mod verify;
 pub mod vm_stack;
 
 use crate::context::ContextState;
-use crate::counters::{self, Counter};
+use crate::counters::Counter;
 use crate::storage::call_traces::{trace_key, TraceId};
 use crate::storage::idle::{BatchSink, IdleThreads, Note};
 use crate::storage::samples::{SampleKind, SampleRecord, SampleStripes};
@@ -30,13 +48,13 @@ use crate::storage::trace_storage::CallTraceStorage;
 use asgct::{AsgctFn, AsgctFrame};
 use asgct_walk::AsgctWalk;
 use frames::Frame;
+use frames::ThreadState;
 use java_thread::JavaThreads;
-use jfr_writer::ThreadState;
 use origin::Origins;
+use publication::Publication;
 use safe_read::ProcessMemory;
 use std::ffi::c_void;
 use std::ops::Range;
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Arc;
 use thread_state::BlockingMethods;
 
@@ -81,8 +99,6 @@ pub struct Sampler {
     pub blocking: BlockingMethods,
     /// Mean bytes between native allocation samples (`nativemem=`), if on.
     pub nativemem: Option<u32>,
-    /// Samples JVMTI delivers (`alloc=`, `lock=`), if on.
-    pub jvmti_samples: Option<crate::jvmti_samples::JvmtiSamples>,
     /// Wall-clock samples of idle threads, folded (with wall-clock
     /// sampling): handlers note the threads they find off CPU.
     pub idle: Option<IdleThreads>,
@@ -109,47 +125,32 @@ impl SampleRequest {
     }
 }
 
-static ACTIVE: AtomicPtr<Sampler> = AtomicPtr::new(std::ptr::null_mut());
-static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+/// The one published sampler.
+static ACTIVE: Publication<Sampler> = Publication::new();
 
 /// Makes `sampler` visible to signal handlers. The caller keeps its `Arc`
 /// alive until [`retire`] returns.
 pub fn publish(sampler: &Arc<Sampler>) {
-    ACTIVE.store(Arc::as_ptr(sampler).cast_mut(), Ordering::SeqCst);
+    ACTIVE.publish(sampler);
 }
 
 /// Hides the sampler from handlers and returns once no handler can still
-/// be using it: a handler announces itself (IN_FLIGHT) before loading the
-/// pointer, so after the null store, waiting for IN_FLIGHT to reach zero
-/// covers every handler that may have seen the old pointer.
+/// be using it.
 pub fn retire() {
-    ACTIVE.store(std::ptr::null_mut(), Ordering::SeqCst);
-    while IN_FLIGHT.load(Ordering::SeqCst) != 0 {
-        std::thread::yield_now();
-    }
+    ACTIVE.retire();
 }
 
 /// Whether a sampler is published right now: a hint that lets callers skip
 /// work before [`with_active`], which alone decides. Signal-safe.
 pub fn is_published() -> bool {
-    !ACTIVE.load(Ordering::Relaxed).is_null()
+    ACTIVE.is_published()
 }
 
 /// Runs `f` with the published sampler, if any, and returns its result.
 /// Signal-safe.
 #[inline]
 pub fn with_active<R>(f: impl FnOnce(&Sampler) -> R) -> Option<R> {
-    IN_FLIGHT.fetch_add(1, Ordering::SeqCst);
-    let sampler = ACTIVE.load(Ordering::SeqCst);
-    let result = if sampler.is_null() {
-        None
-    } else {
-        // SAFETY: a non-null pointer stays valid until `retire` has seen
-        // IN_FLIGHT drop to zero, which cannot happen before we decrement.
-        Some(f(unsafe { &*sampler }))
-    };
-    IN_FLIGHT.fetch_sub(1, Ordering::SeqCst);
-    result
+    ACTIVE.with(f)
 }
 
 impl Sampler {

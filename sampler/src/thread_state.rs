@@ -12,8 +12,8 @@
 
 use super::native::registers;
 use super::safe_read::safe_load;
+use frames::ThreadState;
 use frames::{Frame, BCI_NATIVE_METHOD};
-use jfr_writer::ThreadState;
 use std::ffi::c_void;
 use unwind::arch;
 

@@ -52,7 +52,9 @@ impl<T: Zeroable> MappedArray<T> {
         if base == libc::MAP_FAILED {
             return Err(std::io::Error::last_os_error());
         }
-        let base = NonNull::new(base.cast::<T>()).expect("mmap returned null");
+        let Some(base) = NonNull::new(base.cast::<T>()) else {
+            return Err(std::io::Error::other("mmap returned null"));
+        };
         Ok(Self { base, len, _owns: PhantomData })
     }
 

@@ -97,7 +97,7 @@ struct ReleaseAtExit(u32);
 
 impl Drop for ReleaseAtExit {
     fn drop(&mut self) {
-        let _blocked = crate::engine::signals::SignalBlocker::block();
+        let _blocked = crate::signals::SignalBlocker::block();
         release_thread(self.0);
     }
 }

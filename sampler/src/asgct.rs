@@ -1,6 +1,6 @@
 //! AsyncGetCallTrace: HotSpot's signal-safe Java stack walker.
 
-use jni::sys::{jint, jmethodID, JNIEnv};
+use jni_sys::{jint, jmethodID, JNIEnv};
 use std::ffi::c_void;
 
 #[repr(C)]

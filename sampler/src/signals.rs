@@ -1,6 +1,6 @@
 //! Installing and removing our signal handlers. Control plane only.
 
-use crate::sampling::chain::PreviousAction;
+use crate::chain::PreviousAction;
 use std::ffi::{c_int, c_void};
 use std::io;
 

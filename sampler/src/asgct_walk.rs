@@ -8,7 +8,7 @@ use super::mixed::{drops_java_frame, marker_frame, Cut, JavaWalk, Next};
 use super::native::{EndAt, NativeWalk};
 use crate::counters::{self, Counter};
 use frames::{CallTraceError, Frame};
-use jni::sys::JNIEnv;
+use jni_sys::JNIEnv;
 use std::ffi::c_void;
 use unwind::{PcKind, Registers};
 

@@ -2,9 +2,9 @@ use super::*;
 use asgct::AsgctTrace;
 use frames::{CallTraceError, FrameKind};
 use java_thread::JavaThreads;
-use jni::sys::JNIEnv;
+use jni_sys::JNIEnv;
 use origin::Origins;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 use thread_state::BlockingMethods;
 
 static NEXT_METHOD: AtomicU64 = AtomicU64::new(0);
@@ -46,7 +46,6 @@ fn sampler(max_depth: usize, current_env: fn() -> *mut JNIEnv) -> Sampler {
         context: crate::context::init().unwrap(),
         blocking: BlockingMethods::default(),
         nativemem: None,
-        jvmti_samples: None,
         idle: None,
     }
 }

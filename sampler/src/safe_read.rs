@@ -89,7 +89,7 @@ pub extern "C" fn on_fault(signo: c_int, info: *mut libc::siginfo_t, ucontext: *
 /// Control plane: installs [`on_fault`] for SIGSEGV and SIGBUS (after the
 /// JVM's own handlers, which it chains to).
 pub fn install_fault_handlers() -> std::io::Result<()> {
-    use crate::engine::signals::{install_masked, Mask};
+    use crate::signals::{install_masked, Mask};
     install_masked(libc::SIGSEGV, on_fault, &PREVIOUS_SIGSEGV, Mask::Chained)?;
     install_masked(libc::SIGBUS, on_fault, &PREVIOUS_SIGBUS, Mask::Chained)
 }
@@ -97,7 +97,7 @@ pub fn install_fault_handlers() -> std::io::Result<()> {
 /// Control plane: puts the previous SIGSEGV and SIGBUS handlers back.
 /// Call only once no sampling handler can run.
 pub fn restore_fault_handlers() {
-    use crate::engine::signals::{restore, Pending};
+    use crate::signals::{restore, Pending};
     let _ = restore(libc::SIGSEGV, on_fault, &PREVIOUS_SIGSEGV, Pending::Keep);
     let _ = restore(libc::SIGBUS, on_fault, &PREVIOUS_SIGBUS, Pending::Keep);
 }
@@ -189,7 +189,7 @@ mod tests {
         const CHILD: &str = "SAFE_READ_NESTING_CHILD";
         if std::env::var_os(CHILD).is_none() {
             let output = std::process::Command::new(std::env::current_exe().unwrap())
-                .args(["--exact", "sampling::safe_read::tests::a_sampling_signal_waits_for_the_chained_fault_handler"])
+                .args(["--exact", "safe_read::tests::a_sampling_signal_waits_for_the_chained_fault_handler"])
                 .args(["--test-threads=1", "--nocapture"])
                 .env(CHILD, "1")
                 .output()

@@ -7,7 +7,7 @@
 
 use super::safe_read::safe_load;
 use crate::counters::{self, Counter};
-use crate::libraries::{Library, LibraryTable, Snapshot};
+use crate::libraries::{Library, Snapshot, Snapshots};
 use frames::{Frame, Mark, RemoteFrame};
 use std::cell::UnsafeCell;
 use std::ffi::c_void;
@@ -74,7 +74,8 @@ pub struct NativeUnwinder {
     mode: NativeMode,
     /// Record frames of libraries with a build-id for remote symbolication.
     remote: bool,
-    pub libraries: Arc<LibraryTable>,
+    /// The loaded libraries, published by the session's library table.
+    libraries: Arc<Snapshots>,
     /// One DWARF rule cache per sample stripe, used under the stripe lock.
     caches: Box<[UnsafeCell<Box<DwarfCache>>]>,
 }
@@ -144,7 +145,7 @@ fn count(error: StepError) {
 
 impl NativeUnwinder {
     /// Not signal-safe: allocates the per-stripe caches.
-    pub fn new(mode: NativeMode, remote: bool, libraries: Arc<LibraryTable>, stripes: usize) -> Self {
+    pub fn new(mode: NativeMode, remote: bool, libraries: Arc<Snapshots>, stripes: usize) -> Self {
         let caches = (0..stripes).map(|_| UnsafeCell::new(new_cache())).collect();
         Self { mode, remote, libraries, caches }
     }
