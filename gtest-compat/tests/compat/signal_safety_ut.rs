@@ -13,6 +13,7 @@
 //! per-thread context is sampled without it.
 
 use super::stress_call_trace_storage::InstalledHandler;
+use super::support::asgct_sampler;
 use frames::Frame;
 use profiler_agent::context;
 use profiler_agent::os_thread::current_tid;
@@ -81,23 +82,7 @@ fn request() -> SampleRequest {
 }
 
 fn sampler() -> Sampler {
-    Sampler {
-        traces: CallTraceStorage::new(64, 1024).unwrap(),
-        stripes: SampleStripes::new(16, 8).unwrap(),
-        max_depth: 8,
-        asgct: Some(nesting_walker),
-        threads: JavaThreads::EnvFunction(|| std::ptr::NonNull::dangling().as_ptr()),
-        native: None,
-        hotspot: None,
-        verify_walk: false,
-        origins: Arc::new(Origins::new().unwrap()),
-        filter: false,
-        context: profiler_agent::context::init().unwrap(),
-        blocking: BlockingMethods::default(),
-        nativemem: None,
-        jvmti_samples: None,
-        idle: None,
-    }
+    asgct_sampler(CallTraceStorage::new(64, 1024).unwrap(), SampleStripes::new(16, 8).unwrap(), 8, nesting_walker)
 }
 
 /// Whether every stripe can be taken (nothing left held).

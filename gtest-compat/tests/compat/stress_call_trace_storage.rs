@@ -5,6 +5,7 @@
 //! handler for a real-time signal (never SIGPROF/SIGVTALRM), serialized by
 //! `SIGNAL_TESTS`, and restore the previous disposition when done.
 
+use super::support::asgct_sampler;
 use frames::Frame;
 use profiler_agent::context;
 use profiler_agent::entry::thread_exiting;
@@ -647,23 +648,12 @@ extern "C" fn sampling_handler(_: c_int) {
 /// sample's trace resolves to what the walker produced. Returns (signals
 /// handled, samples checked).
 fn signal_stress(signals: u64, workers: usize) -> (u64, u64) {
-    let sampler = Arc::new(Sampler {
-        traces: CallTraceStorage::new(1 << 12, 1 << 16).unwrap(),
-        stripes: SampleStripes::new(1 << 12, 64).unwrap(),
-        max_depth: 64,
-        asgct: Some(fake_walker),
-        threads: JavaThreads::EnvFunction(|| std::ptr::NonNull::dangling().as_ptr()),
-        native: None,
-        hotspot: None,
-        verify_walk: false,
-        origins: Arc::new(Origins::new().unwrap()),
-        filter: false,
-        context: profiler_agent::context::init().unwrap(),
-        blocking: BlockingMethods::default(),
-        nativemem: None,
-        jvmti_samples: None,
-        idle: None,
-    });
+    let sampler = Arc::new(asgct_sampler(
+        CallTraceStorage::new(1 << 12, 1 << 16).unwrap(),
+        SampleStripes::new(1 << 12, 64).unwrap(),
+        64,
+        fake_walker,
+    ));
     HANDLED.store(0, Ordering::SeqCst);
     SAMPLER.store(Arc::as_ptr(&sampler).cast_mut(), Ordering::SeqCst);
     let targets = Targets::new(workers + 1);
