@@ -26,9 +26,7 @@ fn in_method(event: &Event, method: &str) -> bool {
 fn allocation_samples_follow_the_bytes_each_method_allocated() {
     let dir = scratch_dir("alloc_shares");
     let file = dir.join("alloc.jfr");
-    let output =
-        run_java(Some(&format!("start,alloc,file={}", file.display())), "AllocShares", &["3"], Duration::from_secs(60));
-    assert_success(&output);
+    let output = run_recorded("alloc", &file, "AllocShares", &["3"], Duration::from_secs(60));
     assert_jfr_tool_accepts(&file);
     let (most, less) = (allocated(&output, "allocateMost"), allocated(&output, "allocateLess"));
     let recording = read_recording(&file);

@@ -8,10 +8,8 @@ use std::time::Duration;
 fn start_by_attach_samples_threads_that_already_run() {
     let dir = scratch_dir("attach_start");
     let file = dir.join("attached.jfr");
-    let mut run = ChildGuard::spawn(&mut gated_java_command(None, "CpuShares", &["5"]));
-    run.wait_for_line("READY");
-    let result = attach_agent(run.id(), &format!("start,interval=5ms,file={}", file.display()));
-    assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stdout));
+    let mut run = ready_java(None, "CpuShares", &["5"]);
+    assert_attached(run.id(), &format!("start,interval=5ms,file={}", file.display()));
     run.go();
     assert_success(&run.wait(Duration::from_secs(60)));
 
@@ -29,11 +27,9 @@ fn start_by_attach_samples_threads_that_already_run() {
 fn the_hotspot_walker_starts_by_attach() {
     let dir = scratch_dir("attach_vm");
     let file = dir.join("attached.jfr");
-    let mut run = ChildGuard::spawn(&mut gated_java_command(None, "DeepStack", &["100", "4"]));
-    run.wait_for_line("READY");
+    let mut run = ready_java(None, "DeepStack", &["100", "4"]);
     let options = format!("start,cpu=1ms,cstack=vmx,verifywalk,file={}", file.display());
-    let result = attach_agent(run.id(), &options);
-    assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stdout));
+    assert_attached(run.id(), &options);
     run.go();
     assert_success(&run.wait(Duration::from_secs(60)));
     assert_walks_agree("attached vmx", &read_recording(&file));
@@ -41,8 +37,7 @@ fn the_hotspot_walker_starts_by_attach() {
 
 #[test]
 fn invalid_options_through_attach_leave_the_jvm_running() {
-    let mut run = ChildGuard::spawn(&mut gated_java_command(None, "CpuShares", &["2"]));
-    run.wait_for_line("READY");
+    let mut run = ready_java(None, "CpuShares", &["2"]);
     let result = attach_agent(run.id(), "start,interval=fast");
     let text = String::from_utf8_lossy(&result.stdout);
     assert!(text.contains("return code: -1") || !result.status.success(), "{text}");
@@ -58,8 +53,7 @@ fn foreign_sigprof_is_forwarded_not_fatal() {
     let dir = scratch_dir("foreign_signal");
     let file = dir.join("f.jfr");
     let options = format!("start,file={}", file.display());
-    let mut run = ChildGuard::spawn(&mut gated_java_command(Some(&options), "CpuShares", &["3"]));
-    run.wait_for_line("READY");
+    let mut run = ready_java(Some(&options), "CpuShares", &["3"]);
     for _ in 0..20 {
         // SAFETY: sending a signal to our own child process.
         assert_eq!(unsafe { libc::kill(run.id() as libc::pid_t, libc::SIGPROF) }, 0);
@@ -83,8 +77,7 @@ fn attach_samples_threads_that_already_exist() {
     command.stdin(std::process::Stdio::piped());
     let mut run = ChildGuard::spawn(&mut command);
     run.wait_for_line("READY");
-    let attached = attach_agent(run.id(), &format!("start,cpu=2ms,file={}", file.display()));
-    assert!(attached.status.success(), "{}", String::from_utf8_lossy(&attached.stdout));
+    assert_attached(run.id(), &format!("start,cpu=2ms,file={}", file.display()));
     run.send("go\n");
     assert_success(&run.wait(Duration::from_secs(120)));
     let recording = read_recording(&file);

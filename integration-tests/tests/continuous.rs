@@ -135,11 +135,9 @@ fn retention_keeps_the_newest_files_within_each_bound() {
 #[test]
 fn a_looping_session_is_driven_through_jcmd() {
     let dir = scratch_dir("continuous_jcmd");
-    let mut run = ChildGuard::spawn(&mut gated_java_command(None, "CpuShares", &["2"]));
-    run.wait_for_line("READY");
+    let mut run = ready_java(None, "CpuShares", &["2"]);
     let start = format!("start,cpu=1ms,loop=1s,maxfiles=2,loglevel=info,file={}/p-%n-%t.jfr", dir.display());
-    let attached = attach_agent(run.id(), &start);
-    assert!(attached.status.success(), "{}", String::from_utf8_lossy(&attached.stdout));
+    assert_attached(run.id(), &start);
     run.go();
     // The third period has begun once the first file is removed.
     run.wait_for(Stream::Stderr, |line| line.contains("removed") && line.contains("/p-0-"));

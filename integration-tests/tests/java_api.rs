@@ -133,8 +133,7 @@ fn the_api_binds_to_an_agent_attached_at_runtime() {
     command.stdin(Stdio::piped());
     let mut run = ChildGuard::spawn(&mut command);
     run.wait_for_line("READY");
-    let attached = attach_agent(run.id(), "status");
-    assert!(attached.status.success(), "{}", String::from_utf8_lossy(&attached.stdout));
+    assert_attached(run.id(), "status");
     run.send("go\n");
     verify(&run.wait(Duration::from_secs(60)), &dir);
 }

@@ -54,6 +54,13 @@ fn resolver(debug_tree: &Path) -> Resolver {
 }
 
 /// `addr2line -f -i -e <debug file> <offset>`: (function, "file:line") pairs, innermost first.
+/// The CPU profile of `recording`, its remote frames resolved from the
+/// fixture's debug files.
+fn resolved_profile(recording: &Recording, fixture: &Fixture) -> Profile {
+    let mut resolver = resolver(&fixture.debug_tree);
+    profile::build(recording, EventKind::Cpu, Some(&mut resolver)).0
+}
+
 fn addr2line(debug_file: &Path, offset: u64) -> Vec<(String, String)> {
     let out = Command::new("addr2line")
         .arg("-f")
@@ -167,8 +174,7 @@ fn without_remote_symbolication_hidden_helpers_have_no_names_until_symbolized() 
     assert!(!report.to_string().contains("everything resolved"), "{report}");
     // With the debug file, the same recording names them.
     assert!(offsets(&recording, &fixture.build_id).len() >= 4);
-    let mut resolver = resolver(&fixture.debug_tree);
-    let (profile, _) = profile::build(&recording, EventKind::Cpu, Some(&mut resolver));
+    let profile = resolved_profile(&recording, &fixture);
     let stacks = native_caller_stacks(&profile);
     let in_leaf = stacks.iter().filter(|s| s.first() == Some(&"hot_leaf")).count();
     assert!(in_leaf as f64 >= 0.9 * unnamed as f64, "{in_leaf} of {unnamed} named hot_leaf");
@@ -178,8 +184,7 @@ fn without_remote_symbolication_hidden_helpers_have_no_names_until_symbolized() 
 fn a_call_that_ends_a_function_is_attributed_to_the_caller() {
     let fixture = fixture("libremote.so");
     let recording = record("off_by_one", &fixture, "spin", true);
-    let mut resolver = resolver(&fixture.debug_tree);
-    let (profile, _) = profile::build(&recording, EventKind::Cpu, Some(&mut resolver));
+    let profile = resolved_profile(&recording, &fixture);
     let stacks = native_caller_stacks(&profile);
     let spinning: Vec<&Vec<&str>> = stacks.iter().filter(|s| s.first() == Some(&"spin_forever")).collect();
     assert!(spinning.len() >= 500, "{} samples in spin_forever", spinning.len());
@@ -193,8 +198,7 @@ fn a_call_that_ends_a_function_is_attributed_to_the_caller() {
 fn pprof_and_jfr_outputs_carry_resolved_names() {
     let fixture = fixture("libremote.so");
     let recording = record("remote_outputs", &fixture, "chain", true);
-    let mut resolver = resolver(&fixture.debug_tree);
-    let (profile, _) = profile::build(&recording, EventKind::Cpu, Some(&mut resolver));
+    let profile = resolved_profile(&recording, &fixture);
 
     let encoded = symbolizer::pprof::encode(&symbolizer::pprof::to_pprof(&profile, 1_000_000));
     let mut raw = Vec::new();
@@ -245,13 +249,7 @@ fn libjvm_resolves_by_build_id_when_its_debug_package_is_installed() {
     }
     let dir = scratch_dir("libjvm_remote");
     let file = dir.join("jvm.jfr");
-    let output = run_java(
-        Some(&format!("start,interval=1ms,overhead=0,remotesym,file={}", file.display())),
-        "CpuShares",
-        &["2"],
-        Duration::from_secs(60),
-    );
-    assert_success(&output);
+    let output = run_recorded("interval=1ms,overhead=0,remotesym", &file, "CpuShares", &["2"], Duration::from_secs(60));
     let recording = recording::read(&file).unwrap().recording;
     let offsets = offsets(&recording, &build_id);
     assert!(!offsets.is_empty(), "libjvm frames were recorded remotely");
