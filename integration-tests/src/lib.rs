@@ -122,6 +122,12 @@ pub fn scratch_dir(test: &str) -> PathBuf {
     dir
 }
 
+/// A path for the file `name` in a fresh directory for `test`'s files
+/// ([`scratch_dir`]).
+pub fn scratch_file(test: &str, name: &str) -> PathBuf {
+    scratch_dir(test).join(name)
+}
+
 /// `jcmd <pid> args...`.
 pub fn jcmd(pid: u32, args: &[&str]) -> Output {
     Command::new(jdk_tool("jcmd")).arg(pid.to_string()).args(args).output().expect("run jcmd")
@@ -343,6 +349,18 @@ pub fn run_java(agent_options: Option<&str>, main: &str, args: &[&str], timeout:
 /// `start,<options>,file=<recording>`, and asserts that it succeeded.
 pub fn run_recorded(options: &str, recording: &Path, main: &str, args: &[&str], timeout: Duration) -> Output {
     let output = run_java(Some(&format!("start,{options},file={}", recording.display())), main, args, timeout);
+    assert_success(&output);
+    output
+}
+
+/// Runs a gated fixture to completion with the agent loaded through jcmd
+/// once it is up, as `start,<options>,file=<recording>`; asserts that both
+/// succeeded.
+pub fn run_attached(options: &str, recording: &Path, main: &str, args: &[&str], timeout: Duration) -> Output {
+    let mut run = ready_java(None, main, args);
+    assert_attached(run.id(), &format!("start,{options},file={}", recording.display()));
+    run.go();
+    let output = run.wait(timeout);
     assert_success(&output);
     output
 }

@@ -6,12 +6,8 @@ use std::time::Duration;
 
 #[test]
 fn start_by_attach_samples_threads_that_already_run() {
-    let dir = scratch_dir("attach_start");
-    let file = dir.join("attached.jfr");
-    let mut run = ready_java(None, "CpuShares", &["5"]);
-    assert_attached(run.id(), &format!("start,interval=5ms,file={}", file.display()));
-    run.go();
-    assert_success(&run.wait(Duration::from_secs(60)));
+    let file = scratch_file("attach_start", "attached.jfr");
+    run_attached("interval=5ms", &file, "CpuShares", &["5"], Duration::from_secs(60));
 
     let recording = read_recording(&file);
     for thread in ["heavy", "light"] {
@@ -25,13 +21,8 @@ fn start_by_attach_samples_threads_that_already_run() {
 /// with AsyncGetCallTrace.
 #[test]
 fn the_hotspot_walker_starts_by_attach() {
-    let dir = scratch_dir("attach_vm");
-    let file = dir.join("attached.jfr");
-    let mut run = ready_java(None, "DeepStack", &["100", "4"]);
-    let options = format!("start,cpu=1ms,cstack=vmx,verifywalk,file={}", file.display());
-    assert_attached(run.id(), &options);
-    run.go();
-    assert_success(&run.wait(Duration::from_secs(60)));
+    let file = scratch_file("attach_vm", "attached.jfr");
+    run_attached("cpu=1ms,cstack=vmx,verifywalk", &file, "DeepStack", &["100", "4"], Duration::from_secs(60));
     assert_walks_agree("attached vmx", &read_recording(&file));
 }
 
@@ -50,8 +41,7 @@ fn invalid_options_through_attach_leave_the_jvm_running() {
 
 #[test]
 fn foreign_sigprof_is_forwarded_not_fatal() {
-    let dir = scratch_dir("foreign_signal");
-    let file = dir.join("f.jfr");
+    let file = scratch_file("foreign_signal", "f.jfr");
     let options = format!("start,file={}", file.display());
     let mut run = ready_java(Some(&options), "CpuShares", &["3"]);
     for _ in 0..20 {
@@ -71,8 +61,7 @@ fn foreign_sigprof_is_forwarded_not_fatal() {
 /// thread name can be, so it was found through the JavaThread).
 #[test]
 fn attach_samples_threads_that_already_exist() {
-    let dir = scratch_dir("attach-50");
-    let file = dir.join("attach.jfr");
+    let file = scratch_file("attach-50", "attach.jfr");
     let mut command = java_command(None, &[], "ManyThreads", &["50", "150"]);
     command.stdin(std::process::Stdio::piped());
     let mut run = ChildGuard::spawn(&mut command);

@@ -227,8 +227,7 @@ fn a_full_disk_while_looping_is_survived_and_recovered_from() {
 /// are cut, and the file stays a whole recording that readers open.
 #[test]
 fn a_single_session_file_keeps_its_newest_chunks_within_maxsize() {
-    let dir = scratch_dir("continuous_single_file");
-    let file = dir.join("session.jfr");
+    let file = scratch_file("continuous_single_file", "session.jfr");
     let options = format!("start,cpu=1ms,chunktime=1s,maxsize=100k,file={}", file.display());
     assert_success(&run_java(Some(&options), "DeepStack", &["200", "6"], Duration::from_secs(60)));
     let size = std::fs::metadata(&file).unwrap().len();

@@ -29,8 +29,7 @@ enum Timer {
 /// Runs CpuShares under `options` and checks the recording against the
 /// threads' measured CPU time.
 fn check_shares(test: &str, options: &str, timer: Timer, interval_ns: f64, seconds: &str) {
-    let dir = scratch_dir(test);
-    let file = dir.join("cpu.jfr");
+    let file = scratch_file(test, "cpu.jfr");
     // overhead=0: the sample count is checked against the interval asked
     // for, which the governor could stretch at 1 ms on a slow VM.
     let output =
@@ -115,8 +114,7 @@ fn itimer_engine_at_10ms() {
 
 #[test]
 fn settings_name_the_engine_and_interval() {
-    let dir = scratch_dir("settings");
-    let file = dir.join("s.jfr");
+    let file = scratch_file("settings", "s.jfr");
     let output = run_recorded("cpu=5ms", &file, "CpuShares", &["1"], Duration::from_secs(60));
     let recording = read_recording(&file);
     assert!(recording.settings["engine"].contains("perf_events"), "{:?}", recording.settings);

@@ -34,8 +34,7 @@ fn nanos(recording: &Recording, name: &str) -> u64 {
 #[test]
 fn the_overhead_governor_stretches_intervals_past_its_ceiling() {
     let _alone = one_jvm_at_a_time();
-    let dir = scratch_dir("governor-stretch");
-    let file = dir.join("governed.jfr");
+    let file = scratch_file("governor-stretch", "governed.jfr");
     let output = run_recorded("cpu=100us,wall=1ms,overhead=1", &file, "CpuShares", &["5"], HANG);
     let recording = read_recording(&file);
     let stretches = recording.counter("overhead_stretches");
@@ -67,8 +66,7 @@ fn the_overhead_governor_stretches_intervals_past_its_ceiling() {
 #[test]
 fn two_busy_threads_at_1ms_are_not_stretched_by_default() {
     let _alone = one_jvm_at_a_time();
-    let dir = scratch_dir("governor-1ms");
-    let file = dir.join("default.jfr");
+    let file = scratch_file("governor-1ms", "default.jfr");
     let output = run_recorded("cpu=1ms", &file, "CpuShares", &["5"], HANG);
     let recording = read_recording(&file);
     let handled = recording.counter("cpu_signals_handled");
@@ -91,8 +89,7 @@ fn two_busy_threads_at_1ms_are_not_stretched_by_default() {
 #[test]
 fn a_stretched_profile_weighs_each_sample_by_its_interval() {
     let _alone = one_jvm_at_a_time();
-    let dir = scratch_dir("governor-phases");
-    let file = dir.join("phases.jfr");
+    let file = scratch_file("governor-phases", "phases.jfr");
     let output = run_recorded("cpu=100us", &file, "Phases", &["3000"], HANG);
     let recording = read_recording(&file);
     let stretch: u64 = recording.settings["overhead_stretch"].parse().expect("stretched");

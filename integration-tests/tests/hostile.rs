@@ -44,8 +44,7 @@ fn an_overloaded_wall_clock_sampler_does_not_hold_the_jvm_at_exit() {
 /// (the bound docs/threads.md states), with the recording written.
 #[test]
 fn stop_returns_promptly_while_the_wall_clock_sampler_overruns() {
-    let dir = scratch_dir("hostile-wall-stop");
-    let file = dir.join("stopped.jfr");
+    let file = scratch_file("hostile-wall-stop", "stopped.jfr");
     let options = format!("start,wall=100us,walltpt=1024,overhead=0,file={}", file.display());
     let mut run = ready_java(Some(&options), "WallThreads", &["0", "1000", "1"]);
     let started = Instant::now();

@@ -26,8 +26,7 @@ fn assert_answer(output: &Output, contains: &str) -> String {
 
 #[test]
 fn start_status_dump_and_stop_print_the_agents_answers() {
-    let dir = scratch_dir("jprofile_session");
-    let file = dir.join("session.jfr");
+    let file = scratch_file("jprofile_session", "session.jfr");
     // The only test here to run DeepStack: the name finds one JVM.
     let mut run = ready_java(None, "DeepStack", &["20", "1"]);
     let pid = run.id().to_string();
@@ -88,8 +87,7 @@ fn a_process_that_does_not_catch_sigquit_is_not_signalled() {
 
 #[test]
 fn a_timed_collection_writes_a_recording() {
-    let dir = scratch_dir("jprofile_collect");
-    let file = dir.join("timed.jfr");
+    let file = scratch_file("jprofile_collect", "timed.jfr");
     let mut run = ready_java(None, "CpuShares", &["5"]);
     run.go();
     let output = jprofile(&[&run.id().to_string(), "-d", "2", "-f", file.to_str().unwrap()]);
@@ -104,8 +102,7 @@ fn a_timed_collection_writes_a_recording() {
 /// waits of the virtual threads are recorded with their own stacks.
 #[test]
 fn virtual_threads_lock_waits_are_recorded_after_an_attach() {
-    let dir = scratch_dir("jprofile_virtual_locks");
-    let file = dir.join("virtual-locks.jfr");
+    let file = scratch_file("jprofile_virtual_locks", "virtual-locks.jfr");
     let mut run =
         ChildGuard::spawn(&mut gated_java_command(None, "LockShares", &["2", "300000", "1000000", "virtual"]));
     let first = run.wait_for(Stream::Stdout, |line| line == "READY" || line == "NO_VIRTUAL_THREADS");
@@ -181,7 +178,7 @@ fn a_jvm_in_its_own_namespaces_is_profiled_from_the_host() {
         .lines()
         .find_map(|line| line.strip_prefix("(on this host: ")?.strip_suffix(')'))
         .unwrap_or_else(|| panic!("no host path in {answer}"));
-    let copy = scratch_dir("jprofile_namespaces").join("in-namespace.jfr");
+    let copy = scratch_file("jprofile_namespaces", "in-namespace.jfr");
     std::fs::copy(host_path, &copy).unwrap();
     assert!(Path::new(&format!("/proc/{pid}/root/tmp/jprofile-0/libprofiler.so")).exists(), "the agent was copied");
     assert_answer(&jprofile(&[&pid_text, "status", "--lib", lib_text]), "Profiler is not active");

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 /// Runs `main` under the agent with `options` (and `file=`) to completion.
 fn record(test: &str, options: &str, main: &str, args: &[&str]) -> (std::path::PathBuf, std::process::Output) {
-    let file = scratch_dir(test).join("recording.jfr");
+    let file = scratch_file(test, "recording.jfr");
     let output = run_recorded(options, &file, main, args, Duration::from_secs(60));
     (file, output)
 }

@@ -33,8 +33,7 @@ fn record(test: &str, fixture: &Fixture, mode: &str, remotesym: bool) -> Recordi
 }
 
 fn record_with(test: &str, fixture: &Fixture, mode: &str, remotesym: bool, cstack: &str) -> Recording {
-    let dir = scratch_dir(test);
-    let file = dir.join("remote.jfr");
+    let file = scratch_file(test, "remote.jfr");
     let options =
         format!("start,interval=1ms,overhead=0,cstack={cstack},remotesym={remotesym},file={}", file.display());
     let output = run_java(
@@ -214,8 +213,7 @@ fn pprof_and_jfr_outputs_carry_resolved_names() {
     assert_eq!(name(inline_location.line[1].function_id), "hot_middle");
     assert!(decoded.mapping.iter().any(|m| decoded.string_table[m.build_id as usize] == fixture.build_id));
 
-    let dir = scratch_dir("remote_outputs_jfr");
-    let copy = dir.join("resolved.jfr");
+    let copy = scratch_file("remote_outputs_jfr", "resolved.jfr");
     std::fs::write(&copy, symbolizer::jfr_out::rewrite(&recording, Some(&mut resolver))).unwrap();
     assert_jfr_tool_accepts(&copy);
     let resolved = read_recording(&copy);
@@ -247,8 +245,7 @@ fn libjvm_resolves_by_build_id_when_its_debug_package_is_installed() {
         );
         return skip(&reason, InCi::Optional);
     }
-    let dir = scratch_dir("libjvm_remote");
-    let file = dir.join("jvm.jfr");
+    let file = scratch_file("libjvm_remote", "jvm.jfr");
     let output = run_recorded("interval=1ms,overhead=0,remotesym", &file, "CpuShares", &["2"], Duration::from_secs(60));
     let recording = recording::read(&file).unwrap().recording;
     let offsets = offsets(&recording, &build_id);

@@ -173,7 +173,7 @@ fn async_profiler_cpu_alloc_and_lock_profiles_read_like_its_converter_reads_them
     // Three different quantities, none the sum of others.
     assert!(totals.iter().all(|&t| t > 0) && totals[0] < totals[1], "{totals:?}");
 
-    let html = scratch_dir("symbolize_ap_flame").join("alloc.html");
+    let html = scratch_file("symbolize_ap_flame", "alloc.html");
     assert_success(&symbolize(&[
         "flamegraph",
         path(&file),

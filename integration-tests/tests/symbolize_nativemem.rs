@@ -24,7 +24,7 @@ const DIRECT: &str = "jdk.internal.misc.Unsafe.allocateMemory0";
 /// `NativeAlloc 2` under async-profiler's agent (`Some`) or ours
 /// (`None`) with `options`: the recording.
 fn record(test: &str, async_profiler: Option<&Path>, options: &str) -> PathBuf {
-    let file = scratch_dir(test).join("nativemem.jfr");
+    let file = scratch_file(test, "nativemem.jfr");
     let options = format!("start,{options},file={}", file.display());
     let mut java = match async_profiler {
         Some(agent) => {

@@ -25,7 +25,7 @@ fn in_order(frames: &[Frame], methods: &[&str]) -> bool {
 /// Runs ManyVirtualThreads (1,000 threads, 3 s) under `options`; `None`
 /// (after a visible skip) on a JDK without virtual threads.
 fn record(test: &str, options: &str) -> Option<Recording> {
-    let file = scratch_dir(test).join("virtual.jfr");
+    let file = scratch_file(test, "virtual.jfr");
     // overhead=0: samples are counted against the intervals asked for.
     let output = run_recorded(
         &format!("{options},overhead=0"),
