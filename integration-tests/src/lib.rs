@@ -354,15 +354,15 @@ pub fn run_recorded(options: &str, recording: &Path, main: &str, args: &[&str], 
 }
 
 /// Runs a gated fixture to completion with the agent loaded through jcmd
-/// once it is up, as `start,<options>,file=<recording>`; asserts that both
-/// succeeded.
-pub fn run_attached(options: &str, recording: &Path, main: &str, args: &[&str], timeout: Duration) -> Output {
+/// once it is up, as `start,<options>,file=` a file for `test`, asserts
+/// that both succeeded, and reads the recording.
+pub fn attached_recording(test: &str, options: &str, main: &str, args: &[&str]) -> Recording {
+    let file = scratch_file(test, "attached.jfr");
     let mut run = ready_java(None, main, args);
-    assert_attached(run.id(), &format!("start,{options},file={}", recording.display()));
+    assert_attached(run.id(), &format!("start,{options},file={}", file.display()));
     run.go();
-    let output = run.wait(timeout);
-    assert_success(&output);
-    output
+    assert_success(&run.wait(Duration::from_secs(60)));
+    read_recording(&file)
 }
 
 /// With `verifywalk`: at least 95% of the samples both the HotSpot walker

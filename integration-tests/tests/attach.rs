@@ -6,10 +6,7 @@ use std::time::Duration;
 
 #[test]
 fn start_by_attach_samples_threads_that_already_run() {
-    let file = scratch_file("attach_start", "attached.jfr");
-    run_attached("interval=5ms", &file, "CpuShares", &["5"], Duration::from_secs(60));
-
-    let recording = read_recording(&file);
+    let recording = attached_recording("attach_start", "interval=5ms", "CpuShares", &["5"]);
     for thread in ["heavy", "light"] {
         let samples = recording.samples().filter(|e| e.thread == thread).count();
         assert!(samples > 20, "thread {thread} started before the agent: {samples} samples");
@@ -21,9 +18,8 @@ fn start_by_attach_samples_threads_that_already_run() {
 /// with AsyncGetCallTrace.
 #[test]
 fn the_hotspot_walker_starts_by_attach() {
-    let file = scratch_file("attach_vm", "attached.jfr");
-    run_attached("cpu=1ms,cstack=vmx,verifywalk", &file, "DeepStack", &["100", "4"], Duration::from_secs(60));
-    assert_walks_agree("attached vmx", &read_recording(&file));
+    let recording = attached_recording("attach_vm", "cpu=1ms,cstack=vmx,verifywalk", "DeepStack", &["100", "4"]);
+    assert_walks_agree("attached vmx", &recording);
 }
 
 #[test]

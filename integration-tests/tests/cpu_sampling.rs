@@ -115,7 +115,7 @@ fn itimer_engine_at_10ms() {
 #[test]
 fn settings_name_the_engine_and_interval() {
     let file = scratch_file("settings", "s.jfr");
-    let output = run_recorded("cpu=5ms", &file, "CpuShares", &["1"], Duration::from_secs(60));
+    run_recorded("cpu=5ms", &file, "CpuShares", &["1"], Duration::from_secs(60));
     let recording = read_recording(&file);
     assert!(recording.settings["engine"].contains("perf_events"), "{:?}", recording.settings);
     assert_eq!(recording.settings["interval"], "5000000 ns");

@@ -90,7 +90,7 @@ fn two_busy_threads_at_1ms_are_not_stretched_by_default() {
 fn a_stretched_profile_weighs_each_sample_by_its_interval() {
     let _alone = one_jvm_at_a_time();
     let file = scratch_file("governor-phases", "phases.jfr");
-    let output = run_recorded("cpu=100us", &file, "Phases", &["3000"], HANG);
+    run_recorded("cpu=100us", &file, "Phases", &["3000"], HANG);
     let recording = read_recording(&file);
     let stretch: u64 = recording.settings["overhead_stretch"].parse().expect("stretched");
     let collapsed = symbolize_collapsed(&file, &[]);

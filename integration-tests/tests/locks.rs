@@ -75,9 +75,7 @@ fn monitor_and_lock_waits_add_up_to_what_the_threads_measured() {
 /// park hook still finds the original entry and the lock waits are there.
 #[test]
 fn lock_waits_are_recorded_after_an_attach() {
-    let file = scratch_file("lock_attach", "attached.jfr");
-    let output = run_attached("lock=100us", &file, "LockShares", &["2"], Duration::from_secs(60));
-    let recording = read_recording(&file);
+    let recording = attached_recording("lock_attach", "lock=100us", "LockShares", &["2"]);
     for kind in ["jdk.JavaMonitorEnter", "jdk.ThreadPark"] {
         let waits = recording.events.iter().filter(|e| e.kind == kind).count();
         assert!(waits >= 20, "{kind}: {waits} waits after an attach");

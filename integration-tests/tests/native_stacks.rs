@@ -10,8 +10,7 @@ const CHAIN: [&str; 4] = ["leaf", "middle", "outer", "Java_NativeChain_run"];
 
 fn record(test: &str, options: &str, main: &str, args: &[&str]) -> Recording {
     let file = scratch_file(test, "native.jfr");
-    let output =
-        run_recorded(&format!("interval=1ms,overhead=0,{options}"), &file, main, args, Duration::from_secs(90));
+    run_recorded(&format!("interval=1ms,overhead=0,{options}"), &file, main, args, Duration::from_secs(90));
     read_recording(&file)
 }
 
@@ -160,7 +159,7 @@ fn libc_with_debug_file() -> Option<String> {
 fn libc_internal_functions_are_named_from_its_debug_file() {
     let Some(_) = libc_with_debug_file() else { return };
     let file = scratch_file("libc_debug_names", "wall.jfr");
-    let output = run_recorded("wall=10ms", &file, "WallThreads", &["1", "12", "2"], Duration::from_secs(90));
+    run_recorded("wall=10ms", &file, "WallThreads", &["1", "12", "2"], Duration::from_secs(90));
     let recording = read_recording(&file);
     // Idle threads' samples are folded: weigh them.
     let parked: Vec<&Event> = recording.wall_samples().filter(|e| e.thread.starts_with("park-")).collect();

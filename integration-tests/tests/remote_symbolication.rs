@@ -246,7 +246,7 @@ fn libjvm_resolves_by_build_id_when_its_debug_package_is_installed() {
         return skip(&reason, InCi::Optional);
     }
     let file = scratch_file("libjvm_remote", "jvm.jfr");
-    let output = run_recorded("interval=1ms,overhead=0,remotesym", &file, "CpuShares", &["2"], Duration::from_secs(60));
+    run_recorded("interval=1ms,overhead=0,remotesym", &file, "CpuShares", &["2"], Duration::from_secs(60));
     let recording = recording::read(&file).unwrap().recording;
     let offsets = offsets(&recording, &build_id);
     assert!(!offsets.is_empty(), "libjvm frames were recorded remotely");

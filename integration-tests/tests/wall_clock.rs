@@ -21,7 +21,7 @@ fn every_thread_is_sampled_with_the_state_it_is_in() {
     // 3,200 signals a second can pass the overhead governor's default
     // ceiling on a loaded machine; this test is about states and weights
     // at the asked interval, so the governor is off.
-    let output = run_recorded("wall=5ms,overhead=0", &file, "WallThreads", &["4", "200", "5"], Duration::from_secs(60));
+    run_recorded("wall=5ms,overhead=0", &file, "WallThreads", &["4", "200", "5"], Duration::from_secs(60));
     let recording = read_recording(&file);
 
     let expected: HashMap<&str, &str> = [
@@ -137,7 +137,7 @@ fn intervals(recording: &Recording, interval_ns: i64) -> f64 {
 fn idle_threads_are_folded_into_few_events_standing_for_the_same_samples() {
     let run = |batch: bool| {
         let file = scratch_file(if batch { "wall-batched" } else { "wall-signalled" }, "wall.jfr");
-        let output = run_recorded(
+        run_recorded(
             &format!("wall=5ms,overhead=0,wallbatch={batch}"),
             &file,
             "WallThreads",
