@@ -18,9 +18,6 @@ use frames::Frame;
 use profiler_agent::context;
 use profiler_agent::os_thread::current_tid;
 use profiler_agent::sampling::asgct::{AsgctFrame, AsgctTrace};
-use profiler_agent::sampling::java_thread::JavaThreads;
-use profiler_agent::sampling::origin::Origins;
-use profiler_agent::sampling::thread_state::BlockingMethods;
 use profiler_agent::sampling::{SampleRequest, Sampler};
 use profiler_agent::storage::call_traces::TraceId;
 use profiler_agent::storage::samples::{SampleKind, SampleRecord, SampleStripes, STRIPES};
@@ -28,7 +25,7 @@ use profiler_agent::storage::trace_storage::CallTraceStorage;
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 /// Serializes the cases using `nesting_walker` (its state is global) and
 /// the one installing a signal handler.
