@@ -69,6 +69,8 @@ mod support;
 mod symbolization;
 mod walker;
 
+use std::path::Path;
+
 struct Options {
     rounds: usize,
     seconds: f64,
@@ -110,27 +112,26 @@ fn parse_options() -> Options {
     options
 }
 
+/// A table's run: the options, the agent, the scratch directory.
+type Run = fn(&Options, &Path, &Path);
+
 fn main() {
     let options = parse_options();
     let agent = support::agent();
     let scratch = support::root().join("target/bench");
-    if options.wants("overhead") {
-        overhead::run(&options, &agent, &scratch);
-    }
-    if options.wants("wall") {
-        overhead::run_wall(&options, &agent, &scratch);
-    }
-    if options.wants("deep") {
-        overhead::run_deep(&options, &agent, &scratch);
-    }
-    if options.wants("zlib") {
-        overhead::run_zlib(&options, &agent, &scratch);
-    }
-    if options.wants("h2") {
-        overhead::run_h2(&options, &agent, &scratch);
-    }
-    if options.wants("governor") {
-        overhead::run_governor(&options, &agent, &scratch);
+    // The CPU overhead tables, in this order.
+    let overhead_tables: [(&str, Run); 6] = [
+        ("overhead", overhead::run),
+        ("wall", overhead::run_wall),
+        ("deep", overhead::run_deep),
+        ("zlib", overhead::run_zlib),
+        ("h2", overhead::run_h2),
+        ("governor", overhead::run_governor),
+    ];
+    for (mode, run) in overhead_tables {
+        if options.wants(mode) {
+            run(&options, &agent, &scratch);
+        }
     }
     // vlock needs virtual threads (a JDK 21+ as JAVA_HOME): only when named.
     for mode in ["alloc", "lock", "vlock", "nativemem", "export"] {

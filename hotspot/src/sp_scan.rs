@@ -455,13 +455,7 @@ mod tests {
     /// a whole number of words within the bound.
     #[test]
     fn random_code_gives_a_bounded_answer_or_none() {
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = crate::testing::xorshift(0x9E37_79B9_7F4A_7C15);
         let mut answered = 0;
         for _ in 0..2_000 {
             let code: Vec<u8> = (0..256).map(|_| next() as u8).collect();

@@ -415,3 +415,15 @@ pub fn vm() -> (FakeMemory, Methods) {
     add_stack(&mut m, &methods);
     (m, methods)
 }
+
+/// A xorshift64 generator started at `seed` (not zero): the same numbers
+/// every run, for tests fed with random input.
+pub fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+    let mut state = seed;
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    }
+}

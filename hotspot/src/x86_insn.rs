@@ -473,13 +473,7 @@ mod tests {
     /// anything): no panic, and a length within the bytes given.
     #[test]
     fn random_bytes_decode_within_bounds() {
-        let mut state = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = crate::testing::xorshift(0x2545_F491_4F6C_DD1D);
         let mut decoded = 0;
         for _ in 0..200_000 {
             let mut bytes = [0u8; MAX_LEN];

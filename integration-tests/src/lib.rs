@@ -47,25 +47,26 @@ pub(crate) fn workspace_root() -> PathBuf {
 
 /// The agent under test: `$PROFILER_LIB`, or the workspace's release build.
 pub fn agent_library() -> PathBuf {
-    let path = std::env::var_os("PROFILER_LIB")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("target/release/libprofiler.so"));
-    assert!(path.exists(), "{} is missing: run `cargo build --release` first", path.display());
-    path
+    release_build(Some("PROFILER_LIB"), "libprofiler.so")
 }
 
 /// The `symbolize` under test: `$SYMBOLIZE`, or the workspace's release build.
 pub fn symbolize_binary() -> PathBuf {
-    let path = std::env::var_os("SYMBOLIZE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("target/release/symbolize"));
-    assert!(path.exists(), "{} is missing: run `cargo build --release` first", path.display());
-    path
+    release_build(Some("SYMBOLIZE"), "symbolize")
 }
 
 /// The `jprofile` launcher under test, the workspace's release build.
 pub fn jprofile_binary() -> PathBuf {
-    let path = workspace_root().join("target/release/jprofile");
+    release_build(None, "jprofile")
+}
+
+/// `$<variable>` when given and set, or `name` in the workspace's
+/// release build; it must exist.
+fn release_build(variable: Option<&str>, name: &str) -> PathBuf {
+    let path = variable
+        .and_then(std::env::var_os)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target/release").join(name));
     assert!(path.exists(), "{} is missing: run `cargo build --release` first", path.display());
     path
 }
@@ -121,6 +122,12 @@ pub fn scratch_dir(test: &str) -> PathBuf {
     dir
 }
 
+/// A path for the file `name` in a fresh directory for `test`'s files
+/// ([`scratch_dir`]).
+pub fn scratch_file(test: &str, name: &str) -> PathBuf {
+    scratch_dir(test).join(name)
+}
+
 /// `jcmd <pid> args...`.
 pub fn jcmd(pid: u32, args: &[&str]) -> Output {
     Command::new(jdk_tool("jcmd")).arg(pid.to_string()).args(args).output().expect("run jcmd")
@@ -130,6 +137,14 @@ pub fn jcmd(pid: u32, args: &[&str]) -> Output {
 pub fn attach_agent(pid: u32, options: &str) -> Output {
     let agent = agent_library();
     jcmd(pid, &["JVMTI.agent_load", agent.to_str().unwrap(), &format!("\"{options}\"")])
+}
+
+/// [`attach_agent`], asserting that `jcmd` reports success (showing what
+/// it printed otherwise).
+pub fn assert_attached(pid: u32, options: &str) -> Output {
+    let result = attach_agent(pid, options);
+    assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stdout));
+    result
 }
 
 /// A child process that is killed if the test ends before it does.
@@ -265,6 +280,14 @@ pub fn gated_java_command(agent_options: Option<&str>, main: &str, args: &[&str]
     command
 }
 
+/// Spawns `main` with [`gated_java_command`] and waits for the fixture's
+/// `READY`: it is up, and begins its timed work at [`ChildGuard::go`].
+pub fn ready_java(agent_options: Option<&str>, main: &str, args: &[&str]) -> ChildGuard {
+    let mut run = ChildGuard::spawn(&mut gated_java_command(agent_options, main, args));
+    run.wait_for_line("READY");
+    run
+}
+
 /// The `java` launchers of the JDKs on this machine: the default one
 /// ([`jdk_tool`]) first, then every other JDK under `/usr/lib/jvm`, one
 /// per installation (symlinked aliases are skipped). With
@@ -320,6 +343,26 @@ pub fn java_command_on(
 /// Runs a fixture to completion and returns its output (any exit status).
 pub fn run_java(agent_options: Option<&str>, main: &str, args: &[&str], timeout: Duration) -> Output {
     ChildGuard::spawn(&mut java_command(agent_options, &[], main, args)).wait(timeout)
+}
+
+/// Runs a fixture to completion with the agent started as
+/// `start,<options>,file=<recording>`, and asserts that it succeeded.
+pub fn run_recorded(options: &str, recording: &Path, main: &str, args: &[&str], timeout: Duration) -> Output {
+    let output = run_java(Some(&format!("start,{options},file={}", recording.display())), main, args, timeout);
+    assert_success(&output);
+    output
+}
+
+/// Runs a gated fixture to completion with the agent loaded through jcmd
+/// once it is up, as `start,<options>,file=` a file for `test`, asserts
+/// that both succeeded, and reads the recording.
+pub fn attached_recording(test: &str, options: &str, main: &str, args: &[&str]) -> Recording {
+    let file = scratch_file(test, "attached.jfr");
+    let mut run = ready_java(None, main, args);
+    assert_attached(run.id(), &format!("start,{options},file={}", file.display()));
+    run.go();
+    assert_success(&run.wait(Duration::from_secs(60)));
+    read_recording(&file)
 }
 
 /// With `verifywalk`: at least 95% of the samples both the HotSpot walker

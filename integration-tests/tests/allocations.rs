@@ -24,11 +24,8 @@ fn in_method(event: &Event, method: &str) -> bool {
 
 #[test]
 fn allocation_samples_follow_the_bytes_each_method_allocated() {
-    let dir = scratch_dir("alloc_shares");
-    let file = dir.join("alloc.jfr");
-    let output =
-        run_java(Some(&format!("start,alloc,file={}", file.display())), "AllocShares", &["3"], Duration::from_secs(60));
-    assert_success(&output);
+    let file = scratch_file("alloc_shares", "alloc.jfr");
+    let output = run_recorded("alloc", &file, "AllocShares", &["3"], Duration::from_secs(60));
     assert_jfr_tool_accepts(&file);
     let (most, less) = (allocated(&output, "allocateMost"), allocated(&output, "allocateLess"));
     let recording = read_recording(&file);
@@ -82,8 +79,7 @@ fn allocations_by_jni_code_carry_its_native_frames() {
     for (cstack, library) in [("fp", "libchain_fp.so"), ("dwarf", "libchain_nofp.so"), ("no", "libchain_fp.so")] {
         let library = native_fixture(library);
         let name = library.file_name().unwrap().to_str().unwrap().to_owned();
-        let dir = scratch_dir(&format!("alloc_jni_{cstack}"));
-        let file = dir.join("alloc.jfr");
+        let file = scratch_file(&format!("alloc_jni_{cstack}"), "alloc.jfr");
         let options = format!("start,alloc=16k,cstack={cstack},file={}", file.display());
         let args = [library.to_str().unwrap(), "3", "0", "alloc"];
         let output = run_java(Some(&options), "NativeChain", &args, Duration::from_secs(60));

@@ -6,16 +6,7 @@ use std::time::Duration;
 
 #[test]
 fn start_by_attach_samples_threads_that_already_run() {
-    let dir = scratch_dir("attach_start");
-    let file = dir.join("attached.jfr");
-    let mut run = ChildGuard::spawn(&mut gated_java_command(None, "CpuShares", &["5"]));
-    run.wait_for_line("READY");
-    let result = attach_agent(run.id(), &format!("start,interval=5ms,file={}", file.display()));
-    assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stdout));
-    run.go();
-    assert_success(&run.wait(Duration::from_secs(60)));
-
-    let recording = read_recording(&file);
+    let recording = attached_recording("attach_start", "interval=5ms", "CpuShares", &["5"]);
     for thread in ["heavy", "light"] {
         let samples = recording.samples().filter(|e| e.thread == thread).count();
         assert!(samples > 20, "thread {thread} started before the agent: {samples} samples");
@@ -27,22 +18,13 @@ fn start_by_attach_samples_threads_that_already_run() {
 /// with AsyncGetCallTrace.
 #[test]
 fn the_hotspot_walker_starts_by_attach() {
-    let dir = scratch_dir("attach_vm");
-    let file = dir.join("attached.jfr");
-    let mut run = ChildGuard::spawn(&mut gated_java_command(None, "DeepStack", &["100", "4"]));
-    run.wait_for_line("READY");
-    let options = format!("start,cpu=1ms,cstack=vmx,verifywalk,file={}", file.display());
-    let result = attach_agent(run.id(), &options);
-    assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stdout));
-    run.go();
-    assert_success(&run.wait(Duration::from_secs(60)));
-    assert_walks_agree("attached vmx", &read_recording(&file));
+    let recording = attached_recording("attach_vm", "cpu=1ms,cstack=vmx,verifywalk", "DeepStack", &["100", "4"]);
+    assert_walks_agree("attached vmx", &recording);
 }
 
 #[test]
 fn invalid_options_through_attach_leave_the_jvm_running() {
-    let mut run = ChildGuard::spawn(&mut gated_java_command(None, "CpuShares", &["2"]));
-    run.wait_for_line("READY");
+    let mut run = ready_java(None, "CpuShares", &["2"]);
     let result = attach_agent(run.id(), "start,interval=fast");
     let text = String::from_utf8_lossy(&result.stdout);
     assert!(text.contains("return code: -1") || !result.status.success(), "{text}");
@@ -55,11 +37,9 @@ fn invalid_options_through_attach_leave_the_jvm_running() {
 
 #[test]
 fn foreign_sigprof_is_forwarded_not_fatal() {
-    let dir = scratch_dir("foreign_signal");
-    let file = dir.join("f.jfr");
+    let file = scratch_file("foreign_signal", "f.jfr");
     let options = format!("start,file={}", file.display());
-    let mut run = ChildGuard::spawn(&mut gated_java_command(Some(&options), "CpuShares", &["3"]));
-    run.wait_for_line("READY");
+    let mut run = ready_java(Some(&options), "CpuShares", &["3"]);
     for _ in 0..20 {
         // SAFETY: sending a signal to our own child process.
         assert_eq!(unsafe { libc::kill(run.id() as libc::pid_t, libc::SIGPROF) }, 0);
@@ -77,14 +57,12 @@ fn foreign_sigprof_is_forwarded_not_fatal() {
 /// thread name can be, so it was found through the JavaThread).
 #[test]
 fn attach_samples_threads_that_already_exist() {
-    let dir = scratch_dir("attach-50");
-    let file = dir.join("attach.jfr");
+    let file = scratch_file("attach-50", "attach.jfr");
     let mut command = java_command(None, &[], "ManyThreads", &["50", "150"]);
     command.stdin(std::process::Stdio::piped());
     let mut run = ChildGuard::spawn(&mut command);
     run.wait_for_line("READY");
-    let attached = attach_agent(run.id(), &format!("start,cpu=2ms,file={}", file.display()));
-    assert!(attached.status.success(), "{}", String::from_utf8_lossy(&attached.stdout));
+    assert_attached(run.id(), &format!("start,cpu=2ms,file={}", file.display()));
     run.send("go\n");
     assert_success(&run.wait(Duration::from_secs(120)));
     let recording = read_recording(&file);

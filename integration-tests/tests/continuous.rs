@@ -135,11 +135,9 @@ fn retention_keeps_the_newest_files_within_each_bound() {
 #[test]
 fn a_looping_session_is_driven_through_jcmd() {
     let dir = scratch_dir("continuous_jcmd");
-    let mut run = ChildGuard::spawn(&mut gated_java_command(None, "CpuShares", &["2"]));
-    run.wait_for_line("READY");
+    let mut run = ready_java(None, "CpuShares", &["2"]);
     let start = format!("start,cpu=1ms,loop=1s,maxfiles=2,loglevel=info,file={}/p-%n-%t.jfr", dir.display());
-    let attached = attach_agent(run.id(), &start);
-    assert!(attached.status.success(), "{}", String::from_utf8_lossy(&attached.stdout));
+    assert_attached(run.id(), &start);
     run.go();
     // The third period has begun once the first file is removed.
     run.wait_for(Stream::Stderr, |line| line.contains("removed") && line.contains("/p-0-"));
@@ -229,8 +227,7 @@ fn a_full_disk_while_looping_is_survived_and_recovered_from() {
 /// are cut, and the file stays a whole recording that readers open.
 #[test]
 fn a_single_session_file_keeps_its_newest_chunks_within_maxsize() {
-    let dir = scratch_dir("continuous_single_file");
-    let file = dir.join("session.jfr");
+    let file = scratch_file("continuous_single_file", "session.jfr");
     let options = format!("start,cpu=1ms,chunktime=1s,maxsize=100k,file={}", file.display());
     assert_success(&run_java(Some(&options), "DeepStack", &["200", "6"], Duration::from_secs(60)));
     let size = std::fs::metadata(&file).unwrap().len();

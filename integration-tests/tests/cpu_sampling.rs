@@ -29,17 +29,11 @@ enum Timer {
 /// Runs CpuShares under `options` and checks the recording against the
 /// threads' measured CPU time.
 fn check_shares(test: &str, options: &str, timer: Timer, interval_ns: f64, seconds: &str) {
-    let dir = scratch_dir(test);
-    let file = dir.join("cpu.jfr");
+    let file = scratch_file(test, "cpu.jfr");
     // overhead=0: the sample count is checked against the interval asked
     // for, which the governor could stretch at 1 ms on a slow VM.
-    let output = run_java(
-        Some(&format!("start,{options},overhead=0,file={}", file.display())),
-        "CpuShares",
-        &[seconds],
-        Duration::from_secs(60),
-    );
-    assert_success(&output);
+    let output =
+        run_recorded(&format!("{options},overhead=0"), &file, "CpuShares", &[seconds], Duration::from_secs(60));
     assert_jfr_tool_accepts(&file);
     let truth = measured_cpu(&output);
     let recording = read_recording(&file);
@@ -120,11 +114,8 @@ fn itimer_engine_at_10ms() {
 
 #[test]
 fn settings_name_the_engine_and_interval() {
-    let dir = scratch_dir("settings");
-    let file = dir.join("s.jfr");
-    let output =
-        run_java(Some(&format!("start,cpu=5ms,file={}", file.display())), "CpuShares", &["1"], Duration::from_secs(60));
-    assert_success(&output);
+    let file = scratch_file("settings", "s.jfr");
+    run_recorded("cpu=5ms", &file, "CpuShares", &["1"], Duration::from_secs(60));
     let recording = read_recording(&file);
     assert!(recording.settings["engine"].contains("perf_events"), "{:?}", recording.settings);
     assert_eq!(recording.settings["interval"], "5000000 ns");

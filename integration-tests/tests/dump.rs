@@ -10,8 +10,7 @@ fn dump_writes_a_complete_recording_while_sampling_continues() {
     let session = dir.join("session.jfr");
     let dumped = dir.join("dumped.jfr");
     let options = format!("start,interval=2ms,file={}", session.display());
-    let mut run = ChildGuard::spawn(&mut gated_java_command(Some(&options), "CpuShares", &["6"]));
-    run.wait_for_line("READY");
+    let mut run = ready_java(Some(&options), "CpuShares", &["6"]);
     run.go();
     let agent = agent_library();
     let result =

@@ -34,11 +34,8 @@ fn nanos(recording: &Recording, name: &str) -> u64 {
 #[test]
 fn the_overhead_governor_stretches_intervals_past_its_ceiling() {
     let _alone = one_jvm_at_a_time();
-    let dir = scratch_dir("governor-stretch");
-    let file = dir.join("governed.jfr");
-    let options = format!("start,cpu=100us,wall=1ms,overhead=1,file={}", file.display());
-    let output = run_java(Some(&options), "CpuShares", &["5"], HANG);
-    assert_success(&output);
+    let file = scratch_file("governor-stretch", "governed.jfr");
+    let output = run_recorded("cpu=100us,wall=1ms,overhead=1", &file, "CpuShares", &["5"], HANG);
     let recording = read_recording(&file);
     let stretches = recording.counter("overhead_stretches");
     println!("{stretches} stretches; settings {:?}", recording.settings);
@@ -69,11 +66,8 @@ fn the_overhead_governor_stretches_intervals_past_its_ceiling() {
 #[test]
 fn two_busy_threads_at_1ms_are_not_stretched_by_default() {
     let _alone = one_jvm_at_a_time();
-    let dir = scratch_dir("governor-1ms");
-    let file = dir.join("default.jfr");
-    let options = format!("start,cpu=1ms,file={}", file.display());
-    let output = run_java(Some(&options), "CpuShares", &["5"], HANG);
-    assert_success(&output);
+    let file = scratch_file("governor-1ms", "default.jfr");
+    let output = run_recorded("cpu=1ms", &file, "CpuShares", &["5"], HANG);
     let recording = read_recording(&file);
     let handled = recording.counter("cpu_signals_handled");
     let handler = recording.counter("handler_ns_total");
@@ -95,11 +89,8 @@ fn two_busy_threads_at_1ms_are_not_stretched_by_default() {
 #[test]
 fn a_stretched_profile_weighs_each_sample_by_its_interval() {
     let _alone = one_jvm_at_a_time();
-    let dir = scratch_dir("governor-phases");
-    let file = dir.join("phases.jfr");
-    let options = format!("start,cpu=100us,file={}", file.display());
-    let output = run_java(Some(&options), "Phases", &["3000"], HANG);
-    assert_success(&output);
+    let file = scratch_file("governor-phases", "phases.jfr");
+    run_recorded("cpu=100us", &file, "Phases", &["3000"], HANG);
     let recording = read_recording(&file);
     let stretch: u64 = recording.settings["overhead_stretch"].parse().expect("stretched");
     let collapsed = symbolize_collapsed(&file, &[]);

@@ -44,11 +44,9 @@ fn an_overloaded_wall_clock_sampler_does_not_hold_the_jvm_at_exit() {
 /// (the bound docs/threads.md states), with the recording written.
 #[test]
 fn stop_returns_promptly_while_the_wall_clock_sampler_overruns() {
-    let dir = scratch_dir("hostile-wall-stop");
-    let file = dir.join("stopped.jfr");
+    let file = scratch_file("hostile-wall-stop", "stopped.jfr");
     let options = format!("start,wall=100us,walltpt=1024,overhead=0,file={}", file.display());
-    let mut run = ChildGuard::spawn(&mut gated_java_command(Some(&options), "WallThreads", &["0", "1000", "1"]));
-    run.wait_for_line("READY");
+    let mut run = ready_java(Some(&options), "WallThreads", &["0", "1000", "1"]);
     let started = Instant::now();
     let result = jcmd(run.id(), &["JVMTI.agent_load", agent_library().to_str().unwrap(), "\"stop\""]);
     let took = started.elapsed();
@@ -106,8 +104,7 @@ fn an_unwritable_file_at_agentpath_refuses_to_start_the_jvm() {
 #[test]
 fn unwritable_files_through_jcmd_are_errors_and_the_session_survives() {
     let dir = scratch_dir("hostile-file-jcmd");
-    let mut run = ChildGuard::spawn(&mut gated_java_command(None, "CpuShares", &["3"]));
-    run.wait_for_line("READY");
+    let mut run = ready_java(None, "CpuShares", &["3"]);
     let refused = |result: std::process::Output, what: &str| {
         let text = String::from_utf8_lossy(&result.stdout).into_owned();
         assert!(text.contains("return code: -1") || !result.status.success(), "{what}: {text}");
@@ -119,16 +116,14 @@ fn unwritable_files_through_jcmd_are_errors_and_the_session_survives() {
     assert!(status.status.success());
 
     let session = dir.join("session.jfr");
-    let started = attach_agent(run.id(), &format!("start,cpu=5ms,file={}", session.display()));
-    assert!(started.status.success(), "{}", String::from_utf8_lossy(&started.stdout));
+    assert_attached(run.id(), &format!("start,cpu=5ms,file={}", session.display()));
     assert!(session.exists(), "the session file is created at start");
     run.go();
     refused(attach_agent(run.id(), &format!("stop,file={}", dir.join("no/such/dir/x.jfr").display())), "stop");
     std::fs::remove_file(&session).unwrap();
     refused(attach_agent(run.id(), "stop"), "stop after the session file was removed");
     let rescued = dir.join("rescued.jfr");
-    let stopped = attach_agent(run.id(), &format!("stop,file={}", rescued.display()));
-    assert!(stopped.status.success(), "{}", String::from_utf8_lossy(&stopped.stdout));
+    assert_attached(run.id(), &format!("stop,file={}", rescued.display()));
     let output = run.wait(HANG);
     assert_success(&output);
     let err = stderr(&output);
@@ -162,31 +157,29 @@ fn no_jni_warnings_under_xcheck_jni() {
         command.stdin(std::process::Stdio::piped());
         ChildGuard::spawn(&mut command)
     };
+    // Lets a gated run end: no JNI warning, and samples in `recording`.
+    let finish = |mut run: ChildGuard, how: &str, recording: &std::path::Path| {
+        run.go();
+        let output = run.wait(HANG);
+        assert_success(&output);
+        assert_no_jni_warnings(how, &output);
+        assert!(read_recording(recording).samples().count() > 0);
+    };
 
     let session = dir.join("agentpath.jfr");
     let options = format!("start,cpu=1ms,wall=5ms,alloc=64k,lock=1ms,file={}", session.display());
     let mut run = checked(Some(&options), "CpuShares", &["2"]);
     run.wait_for_line("READY");
     let dumped = dir.join("dumped.jfr");
-    let result = attach_agent(run.id(), &format!("dump,file={}", dumped.display()));
-    assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stdout));
-    run.go();
-    let output = run.wait(HANG);
-    assert_success(&output);
-    assert_no_jni_warnings("agentpath", &output);
-    assert!(read_recording(&session).samples().count() > 0);
+    assert_attached(run.id(), &format!("dump,file={}", dumped.display()));
+    finish(run, "agentpath", &session);
     read_recording(&dumped);
 
     let attached = dir.join("attached.jfr");
     let mut run = checked(None, "CpuShares", &["2"]);
     run.wait_for_line("READY");
-    let result = attach_agent(run.id(), &format!("start,cpu=1ms,wall=5ms,file={}", attached.display()));
-    assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stdout));
-    run.go();
-    let output = run.wait(HANG);
-    assert_success(&output);
-    assert_no_jni_warnings("jcmd", &output);
-    assert!(read_recording(&attached).samples().count() > 0);
+    assert_attached(run.id(), &format!("start,cpu=1ms,wall=5ms,file={}", attached.display()));
+    finish(run, "jcmd", &attached);
 
     let api = dir.join("api");
     std::fs::create_dir_all(&api).unwrap();
@@ -216,8 +209,7 @@ fn a_recording_that_cannot_be_written_is_kept_until_it_can() {
     let dir = scratch_dir("hostile-file-full");
     let session = dir.join("session.jfr");
     let options = format!("start,cpu=1ms,file={}", session.display());
-    let mut run = ChildGuard::spawn(&mut gated_java_command(Some(&options), "CpuShares", &["3"]));
-    run.wait_for_line("READY");
+    let mut run = ready_java(Some(&options), "CpuShares", &["3"]);
     limit_file_size(run.id(), 4096);
     run.go();
     let refused = |result: std::process::Output, what: &str| {
@@ -229,8 +221,7 @@ fn a_recording_that_cannot_be_written_is_kept_until_it_can() {
     let stop = format!("stop,file={}", rescued.display());
     refused(attach_agent(run.id(), &stop), "stop to a full disk");
     limit_file_size(run.id(), libc::RLIM_INFINITY);
-    let result = attach_agent(run.id(), &stop);
-    assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stdout));
+    assert_attached(run.id(), &stop);
     let output = run.wait(HANG);
     assert_success(&output);
     let err = stderr(&output);

@@ -20,8 +20,7 @@ fn record_with_output(
     main: &str,
     args: &[&str],
 ) -> (Recording, std::process::Output) {
-    let dir = scratch_dir(test);
-    let file = dir.join("walk.jfr");
+    let file = scratch_file(test, "walk.jfr");
     // overhead=0: walks are counted against the interval asked for, which
     // the governor could stretch (verifywalk runs both walkers a sample).
     let options = format!("start,{options},overhead=0,file={}", file.display());
@@ -283,8 +282,7 @@ fn frames_interrupted_in_prologues_and_epilogues_have_the_right_caller() {
 fn samples_in_method_handle_intrinsics_name_the_intrinsic_that_runs() {
     for java in installed_javas() {
         let label = format!("method handles on {}", java.display());
-        let dir = scratch_dir("vm_mh");
-        let file = dir.join("mh.jfr");
+        let file = scratch_file("vm_mh", "mh.jfr");
         let session = format!("start,cpu=1ms,cstack=vm,overhead=0,file={}", file.display());
         let jvm = ["-Djava.lang.invoke.MethodHandle.CUSTOMIZE_THRESHOLD=-1"];
         let mut command =

@@ -133,8 +133,7 @@ fn the_api_binds_to_an_agent_attached_at_runtime() {
     command.stdin(Stdio::piped());
     let mut run = ChildGuard::spawn(&mut command);
     run.wait_for_line("READY");
-    let attached = attach_agent(run.id(), "status");
-    assert!(attached.status.success(), "{}", String::from_utf8_lossy(&attached.stdout));
+    assert_attached(run.id(), "status");
     run.send("go\n");
     verify(&run.wait(Duration::from_secs(60)), &dir);
 }
@@ -177,8 +176,7 @@ fn dumps_every_10ms_under_api_stress_parse_and_memory_stays_bounded() {
 /// counted as filtered out.
 #[test]
 fn the_thread_filter_samples_only_added_threads() {
-    let dir = scratch_dir("api-filter");
-    let file = dir.join("filter.jfr");
+    let file = scratch_file("api-filter", "filter.jfr");
     let output = run_java(Some(""), "FilterUse", &[file.to_str().unwrap()], Duration::from_secs(60));
     assert_success(&output);
     let recording = read_recording(&file);

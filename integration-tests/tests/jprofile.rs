@@ -26,11 +26,9 @@ fn assert_answer(output: &Output, contains: &str) -> String {
 
 #[test]
 fn start_status_dump_and_stop_print_the_agents_answers() {
-    let dir = scratch_dir("jprofile_session");
-    let file = dir.join("session.jfr");
+    let file = scratch_file("jprofile_session", "session.jfr");
     // The only test here to run DeepStack: the name finds one JVM.
-    let mut run = ChildGuard::spawn(&mut gated_java_command(None, "DeepStack", &["20", "1"]));
-    run.wait_for_line("READY");
+    let mut run = ready_java(None, "DeepStack", &["20", "1"]);
     let pid = run.id().to_string();
 
     let list = assert_answer(&jprofile(&["list"]), &pid);
@@ -51,8 +49,7 @@ fn start_status_dump_and_stop_print_the_agents_answers() {
 
 #[test]
 fn a_refused_option_exits_non_zero_with_the_agents_message() {
-    let mut run = ChildGuard::spawn(&mut gated_java_command(None, "CpuShares", &["1"]));
-    run.wait_for_line("READY");
+    let mut run = ready_java(None, "CpuShares", &["1"]);
     let output = jprofile(&[&run.id().to_string(), "start", "-i", "fast"]);
     assert_eq!(output.status.code(), Some(1), "{}{}", stdout(&output), stderr(&output));
     assert!(stderr(&output).contains("interval: 'fast' is not a number"), "{}", stderr(&output));
@@ -68,8 +65,7 @@ fn a_refused_option_exits_non_zero_with_the_agents_message() {
 /// die of the attach handshake's SIGQUIT: refused, and it lives on.
 #[test]
 fn a_process_that_does_not_catch_sigquit_is_not_signalled() {
-    let mut jvm = ChildGuard::spawn(&mut gated_java_command(None, "CpuShares", &["1"]));
-    jvm.wait_for_line("READY");
+    let mut jvm = ready_java(None, "CpuShares", &["1"]);
     let maps = std::fs::read_to_string(format!("/proc/{}/maps", jvm.id())).unwrap();
     let libjvm = maps.lines().find_map(|l| l.split_whitespace().nth(5).filter(|p| p.ends_with("/libjvm.so"))).unwrap();
     let script = format!("import ctypes, sys; ctypes.CDLL('{libjvm}'); print('READY', flush=True); sys.stdin.read()");
@@ -91,10 +87,8 @@ fn a_process_that_does_not_catch_sigquit_is_not_signalled() {
 
 #[test]
 fn a_timed_collection_writes_a_recording() {
-    let dir = scratch_dir("jprofile_collect");
-    let file = dir.join("timed.jfr");
-    let mut run = ChildGuard::spawn(&mut gated_java_command(None, "CpuShares", &["5"]));
-    run.wait_for_line("READY");
+    let file = scratch_file("jprofile_collect", "timed.jfr");
+    let mut run = ready_java(None, "CpuShares", &["5"]);
     run.go();
     let output = jprofile(&[&run.id().to_string(), "-d", "2", "-f", file.to_str().unwrap()]);
     assert_answer(&output, &format!("recording written to {}", file.display()));
@@ -108,8 +102,7 @@ fn a_timed_collection_writes_a_recording() {
 /// waits of the virtual threads are recorded with their own stacks.
 #[test]
 fn virtual_threads_lock_waits_are_recorded_after_an_attach() {
-    let dir = scratch_dir("jprofile_virtual_locks");
-    let file = dir.join("virtual-locks.jfr");
+    let file = scratch_file("jprofile_virtual_locks", "virtual-locks.jfr");
     let mut run =
         ChildGuard::spawn(&mut gated_java_command(None, "LockShares", &["2", "300000", "1000000", "virtual"]));
     let first = run.wait_for(Stream::Stdout, |line| line == "READY" || line == "NO_VIRTUAL_THREADS");
@@ -185,7 +178,7 @@ fn a_jvm_in_its_own_namespaces_is_profiled_from_the_host() {
         .lines()
         .find_map(|line| line.strip_prefix("(on this host: ")?.strip_suffix(')'))
         .unwrap_or_else(|| panic!("no host path in {answer}"));
-    let copy = scratch_dir("jprofile_namespaces").join("in-namespace.jfr");
+    let copy = scratch_file("jprofile_namespaces", "in-namespace.jfr");
     std::fs::copy(host_path, &copy).unwrap();
     assert!(Path::new(&format!("/proc/{pid}/root/tmp/jprofile-0/libprofiler.so")).exists(), "the agent was copied");
     assert_answer(&jprofile(&[&pid_text, "status", "--lib", lib_text]), "Profiler is not active");

@@ -38,15 +38,8 @@ fn check_waits(recording: &Recording, out: &str, kind: &str, what: &str, class: 
 /// and the waiting stack.
 #[test]
 fn monitor_and_lock_waits_add_up_to_what_the_threads_measured() {
-    let dir = scratch_dir("lock_shares");
-    let file = dir.join("lock.jfr");
-    let output = run_java(
-        Some(&format!("start,lock=100us,file={}", file.display())),
-        "LockShares",
-        &["3"],
-        Duration::from_secs(60),
-    );
-    assert_success(&output);
+    let file = scratch_file("lock_shares", "lock.jfr");
+    let output = run_recorded("lock=100us", &file, "LockShares", &["3"], Duration::from_secs(60));
     let out = stdout(&output);
     // No "Re-registering of platform native method" warning: the hook is
     // bound from the boot loader.
@@ -82,16 +75,7 @@ fn monitor_and_lock_waits_add_up_to_what_the_threads_measured() {
 /// park hook still finds the original entry and the lock waits are there.
 #[test]
 fn lock_waits_are_recorded_after_an_attach() {
-    let dir = scratch_dir("lock_attach");
-    let file = dir.join("attached.jfr");
-    let mut run = ChildGuard::spawn(&mut gated_java_command(None, "LockShares", &["2"]));
-    run.wait_for_line("READY");
-    let result = attach_agent(run.id(), &format!("start,lock=100us,file={}", file.display()));
-    assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stdout));
-    run.go();
-    let output = run.wait(Duration::from_secs(60));
-    assert_success(&output);
-    let recording = read_recording(&file);
+    let recording = attached_recording("lock_attach", "lock=100us", "LockShares", &["2"]);
     for kind in ["jdk.JavaMonitorEnter", "jdk.ThreadPark"] {
         let waits = recording.events.iter().filter(|e| e.kind == kind).count();
         assert!(waits >= 20, "{kind}: {waits} waits after an attach");
@@ -106,15 +90,8 @@ fn lock_waits_are_recorded_after_an_attach() {
 /// JDK's) recorded almost nothing of it.
 #[test]
 fn short_frequent_contention_is_sampled_and_weighs_what_was_waited() {
-    let dir = scratch_dir("lock_short");
-    let file = dir.join("short.jfr");
-    let output = run_java(
-        Some(&format!("start,lock,file={}", file.display())),
-        "LockShares",
-        &["3", "5000", "0"],
-        Duration::from_secs(60),
-    );
-    assert_success(&output);
+    let file = scratch_file("lock_short", "short.jfr");
+    let output = run_recorded("lock", &file, "LockShares", &["3", "5000", "0"], Duration::from_secs(60));
     let out = stdout(&output);
     let measured = |what: &str| -> f64 {
         let prefix = format!("waited {what} ");
@@ -148,13 +125,8 @@ fn short_frequent_contention_is_sampled_and_weighs_what_was_waited() {
 fn virtual_threads_lock_waits_add_up_to_what_they_measured() {
     let dir = scratch_dir("lock_virtual");
     let file = dir.join("virtual.jfr");
-    let output = run_java(
-        Some(&format!("start,lock,file={}", file.display())),
-        "LockShares",
-        &["3", "300000", "1000000", "virtual"],
-        Duration::from_secs(60),
-    );
-    assert_success(&output);
+    let output =
+        run_recorded("lock", &file, "LockShares", &["3", "300000", "1000000", "virtual"], Duration::from_secs(60));
     let out = stdout(&output);
     if out.contains("NO_VIRTUAL_THREADS") {
         skip("this JDK has no virtual threads", InCi::Optional);
@@ -198,10 +170,7 @@ fn virtual_threads_lock_waits_add_up_to_what_they_measured() {
     // pinned virtual thread makes in Unsafe.park still are: JDK 21 has
     // some); their monitor waits still are, whole.
     let off = dir.join("off.jfr");
-    let options = format!("start,lock,lockvirtual=false,file={}", off.display());
-    let output =
-        run_java(Some(&options), "LockShares", &["2", "300000", "1000000", "virtual"], Duration::from_secs(60));
-    assert_success(&output);
+    let output = virtual_lock_shares("lock,lockvirtual=false", &off, "virtual");
     let out = stdout(&output);
     let measured = |what: &str| -> f64 {
         let prefix = format!("waited {what} ");
@@ -218,10 +187,7 @@ fn virtual_threads_lock_waits_add_up_to_what_they_measured() {
     // Timed waits (tryLock(10 s): parkNanos through the timer) keep their
     // timeout, as platform threads' do.
     let timed = dir.join("timed.jfr");
-    let options = format!("start,lock,file={}", timed.display());
-    let output =
-        run_java(Some(&options), "LockShares", &["2", "300000", "1000000", "virtual-timed"], Duration::from_secs(60));
-    assert_success(&output);
+    let output = virtual_lock_shares("lock", &timed, "virtual-timed");
     let out = stdout(&output);
     let measured: f64 = out.lines().find_map(|l| l.strip_prefix("waited lock ")).unwrap().trim().parse().unwrap();
     let weighed =
@@ -249,4 +215,10 @@ fn bad_lock_values_are_option_errors() {
         let err = stderr(&output);
         assert!(err.contains("lock") && err.contains("ms"), "{bad}: {err}");
     }
+}
+
+/// `LockShares` on virtual threads (`mode`) for 2 seconds, recorded with
+/// `options` to `file`.
+fn virtual_lock_shares(options: &str, file: &std::path::Path, mode: &str) -> std::process::Output {
+    run_recorded(options, file, "LockShares", &["2", "300000", "1000000", mode], Duration::from_secs(60))
 }

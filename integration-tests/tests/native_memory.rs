@@ -57,7 +57,7 @@ fn record_with(
     mode: &str,
     rounds: u64,
 ) -> (Output, PathBuf) {
-    let file = scratch_dir(test).join("nativemem.jfr");
+    let file = scratch_file(test, "nativemem.jfr");
     let options = format!("start,nativemem={interval}{more},file={}", file.display());
     let output = run_fixture(Some(&options), jvm_args, preload, mode, rounds);
     assert!(file.exists(), "{test}: no recording at {}\nstderr: {}", file.display(), stderr(&output));

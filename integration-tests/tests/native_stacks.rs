@@ -9,15 +9,8 @@ use std::time::Duration;
 const CHAIN: [&str; 4] = ["leaf", "middle", "outer", "Java_NativeChain_run"];
 
 fn record(test: &str, options: &str, main: &str, args: &[&str]) -> Recording {
-    let dir = scratch_dir(test);
-    let file = dir.join("native.jfr");
-    let output = run_java(
-        Some(&format!("start,interval=1ms,overhead=0,{options},file={}", file.display())),
-        main,
-        args,
-        Duration::from_secs(90),
-    );
-    assert_success(&output);
+    let file = scratch_file(test, "native.jfr");
+    run_recorded(&format!("interval=1ms,overhead=0,{options}"), &file, main, args, Duration::from_secs(90));
     read_recording(&file)
 }
 
@@ -165,15 +158,8 @@ fn libc_with_debug_file() -> Option<String> {
 #[test]
 fn libc_internal_functions_are_named_from_its_debug_file() {
     let Some(_) = libc_with_debug_file() else { return };
-    let dir = scratch_dir("libc_debug_names");
-    let file = dir.join("wall.jfr");
-    let output = run_java(
-        Some(&format!("start,wall=10ms,file={}", file.display())),
-        "WallThreads",
-        &["1", "12", "2"],
-        Duration::from_secs(90),
-    );
-    assert_success(&output);
+    let file = scratch_file("libc_debug_names", "wall.jfr");
+    run_recorded("wall=10ms", &file, "WallThreads", &["1", "12", "2"], Duration::from_secs(90));
     let recording = read_recording(&file);
     // Idle threads' samples are folded: weigh them.
     let parked: Vec<&Event> = recording.wall_samples().filter(|e| e.thread.starts_with("park-")).collect();

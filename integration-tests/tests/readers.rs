@@ -12,10 +12,8 @@ use std::time::Duration;
 
 /// Runs `main` under the agent with `options` (and `file=`) to completion.
 fn record(test: &str, options: &str, main: &str, args: &[&str]) -> (std::path::PathBuf, std::process::Output) {
-    let file = scratch_dir(test).join("recording.jfr");
-    let options = format!("start,{options},file={}", file.display());
-    let output = run_java(Some(&options), main, args, Duration::from_secs(60));
-    assert_success(&output);
+    let file = scratch_file(test, "recording.jfr");
+    let output = run_recorded(options, &file, main, args, Duration::from_secs(60));
     (file, output)
 }
 
@@ -97,8 +95,7 @@ fn a_multi_chunk_recording_reads_the_same_whole_and_chunk_by_chunk() {
     let dir = scratch_dir("readers-chunks");
     let session = dir.join("session.jfr");
     let options = format!("start,interval=1ms,file={}", session.display());
-    let mut run = ChildGuard::spawn(&mut gated_java_command(Some(&options), "CpuShares", &["3"]));
-    run.wait_for_line("READY");
+    let mut run = ready_java(Some(&options), "CpuShares", &["3"]);
     run.go();
     for i in 0..3 {
         let dump = dir.join(format!("dump-{i}.jfr"));

@@ -46,7 +46,7 @@ fn compile(test: &str, source: &str, jars: &[&str]) -> Option<String> {
 #[test]
 fn lucene_phases_weigh_the_cpu_time_they_took() {
     let Some(class_path) = compile("real_lucene", "LuceneWork.java", &LUCENE_JARS) else { return };
-    let file = scratch_dir("real_lucene_run").join("lucene.jfr");
+    let file = scratch_file("real_lucene_run", "lucene.jfr");
     let options = format!("-agentpath:{}=start,cpu=1ms,file={}", agent_library().display(), file.display());
     let run = ChildGuard::spawn(
         Command::new(jdk_tool("java"))

@@ -33,8 +33,7 @@ fn record(test: &str, fixture: &Fixture, mode: &str, remotesym: bool) -> Recordi
 }
 
 fn record_with(test: &str, fixture: &Fixture, mode: &str, remotesym: bool, cstack: &str) -> Recording {
-    let dir = scratch_dir(test);
-    let file = dir.join("remote.jfr");
+    let file = scratch_file(test, "remote.jfr");
     let options =
         format!("start,interval=1ms,overhead=0,cstack={cstack},remotesym={remotesym},file={}", file.display());
     let output = run_java(
@@ -51,6 +50,13 @@ fn record_with(test: &str, fixture: &Fixture, mode: &str, remotesym: bool, cstac
 
 fn resolver(debug_tree: &Path) -> Resolver {
     Resolver::new(Locator::new(&[debug_tree.to_path_buf()], &[], None).0)
+}
+
+/// The CPU profile of `recording`, its remote frames resolved from the
+/// fixture's debug files.
+fn resolved_profile(recording: &Recording, fixture: &Fixture) -> Profile {
+    let mut resolver = resolver(&fixture.debug_tree);
+    profile::build(recording, EventKind::Cpu, Some(&mut resolver)).0
 }
 
 /// `addr2line -f -i -e <debug file> <offset>`: (function, "file:line") pairs, innermost first.
@@ -167,8 +173,7 @@ fn without_remote_symbolication_hidden_helpers_have_no_names_until_symbolized() 
     assert!(!report.to_string().contains("everything resolved"), "{report}");
     // With the debug file, the same recording names them.
     assert!(offsets(&recording, &fixture.build_id).len() >= 4);
-    let mut resolver = resolver(&fixture.debug_tree);
-    let (profile, _) = profile::build(&recording, EventKind::Cpu, Some(&mut resolver));
+    let profile = resolved_profile(&recording, &fixture);
     let stacks = native_caller_stacks(&profile);
     let in_leaf = stacks.iter().filter(|s| s.first() == Some(&"hot_leaf")).count();
     assert!(in_leaf as f64 >= 0.9 * unnamed as f64, "{in_leaf} of {unnamed} named hot_leaf");
@@ -178,8 +183,7 @@ fn without_remote_symbolication_hidden_helpers_have_no_names_until_symbolized() 
 fn a_call_that_ends_a_function_is_attributed_to_the_caller() {
     let fixture = fixture("libremote.so");
     let recording = record("off_by_one", &fixture, "spin", true);
-    let mut resolver = resolver(&fixture.debug_tree);
-    let (profile, _) = profile::build(&recording, EventKind::Cpu, Some(&mut resolver));
+    let profile = resolved_profile(&recording, &fixture);
     let stacks = native_caller_stacks(&profile);
     let spinning: Vec<&Vec<&str>> = stacks.iter().filter(|s| s.first() == Some(&"spin_forever")).collect();
     assert!(spinning.len() >= 500, "{} samples in spin_forever", spinning.len());
@@ -210,8 +214,7 @@ fn pprof_and_jfr_outputs_carry_resolved_names() {
     assert_eq!(name(inline_location.line[1].function_id), "hot_middle");
     assert!(decoded.mapping.iter().any(|m| decoded.string_table[m.build_id as usize] == fixture.build_id));
 
-    let dir = scratch_dir("remote_outputs_jfr");
-    let copy = dir.join("resolved.jfr");
+    let copy = scratch_file("remote_outputs_jfr", "resolved.jfr");
     std::fs::write(&copy, symbolizer::jfr_out::rewrite(&recording, Some(&mut resolver))).unwrap();
     assert_jfr_tool_accepts(&copy);
     let resolved = read_recording(&copy);
@@ -243,15 +246,8 @@ fn libjvm_resolves_by_build_id_when_its_debug_package_is_installed() {
         );
         return skip(&reason, InCi::Optional);
     }
-    let dir = scratch_dir("libjvm_remote");
-    let file = dir.join("jvm.jfr");
-    let output = run_java(
-        Some(&format!("start,interval=1ms,overhead=0,remotesym,file={}", file.display())),
-        "CpuShares",
-        &["2"],
-        Duration::from_secs(60),
-    );
-    assert_success(&output);
+    let file = scratch_file("libjvm_remote", "jvm.jfr");
+    run_recorded("interval=1ms,overhead=0,remotesym", &file, "CpuShares", &["2"], Duration::from_secs(60));
     let recording = recording::read(&file).unwrap().recording;
     let offsets = offsets(&recording, &build_id);
     assert!(!offsets.is_empty(), "libjvm frames were recorded remotely");

@@ -7,8 +7,7 @@ use std::time::Duration;
 const DEPTH: usize = 350;
 
 fn deep_samples(test: &str, extra_options: &str) -> Vec<Event> {
-    let dir = scratch_dir(test);
-    let file = dir.join("deep.jfr");
+    let file = scratch_file(test, "deep.jfr");
     let options = format!("start,interval=2ms,file={}{extra_options}", file.display());
     let output = run_java(Some(&options), "DeepStack", &[&DEPTH.to_string(), "3"], Duration::from_secs(60));
     assert_success(&output);

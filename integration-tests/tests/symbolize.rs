@@ -173,7 +173,7 @@ fn async_profiler_cpu_alloc_and_lock_profiles_read_like_its_converter_reads_them
     // Three different quantities, none the sum of others.
     assert!(totals.iter().all(|&t| t > 0) && totals[0] < totals[1], "{totals:?}");
 
-    let html = scratch_dir("symbolize_ap_flame").join("alloc.html");
+    let html = scratch_file("symbolize_ap_flame", "alloc.html");
     assert_success(&symbolize(&[
         "flamegraph",
         path(&file),
@@ -588,9 +588,13 @@ fn several_recordings_merge_or_go_one_output_each() {
     let (library, unstripped) = (native_fixture("libremote.so"), native_fixture("unstripped/libremote.so"));
     for name in ["a", "b"] {
         let file = fleet.join(format!("{name}.jfr"));
-        let options = format!("start,interval=1ms,overhead=0,cstack=fp,remotesym=true,file={}", file.display());
-        let output = run_java(Some(&options), "RemoteChain", &[path(&library), "2", "chain"], Duration::from_secs(60));
-        assert_success(&output);
+        run_recorded(
+            "interval=1ms,overhead=0,cstack=fp,remotesym=true",
+            &file,
+            "RemoteChain",
+            &[path(&library), "2", "chain"],
+            Duration::from_secs(60),
+        );
     }
     let (a, b) = (fleet.join("a.jfr"), fleet.join("b.jfr"));
     let binary = ["--binary", path(&unstripped)];
@@ -742,9 +746,7 @@ fn u64s(value: &serde_json::Value) -> Vec<u64> {
 fn a_hot_method_that_moves_reads_as_shrinking_and_growing_and_the_timeline_shows_when() {
     let dir = scratch_dir("symbolize_hot_switch");
     let file = dir.join("switch.jfr");
-    let options = format!("start,cpu=1ms,file={}", file.display());
-    let output = run_java(Some(&options), "HotSwitch", &["2000"], Duration::from_secs(60));
-    assert_success(&output);
+    let output = run_recorded("cpu=1ms", &file, "HotSwitch", &["2000"], Duration::from_secs(60));
     let switch_ms: i64 = stdout(&output)
         .lines()
         .find_map(|l| l.strip_prefix("switch "))

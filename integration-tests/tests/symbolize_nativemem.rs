@@ -24,7 +24,7 @@ const DIRECT: &str = "jdk.internal.misc.Unsafe.allocateMemory0";
 /// `NativeAlloc 2` under async-profiler's agent (`Some`) or ours
 /// (`None`) with `options`: the recording.
 fn record(test: &str, async_profiler: Option<&Path>, options: &str) -> PathBuf {
-    let file = scratch_dir(test).join("nativemem.jfr");
+    let file = scratch_file(test, "nativemem.jfr");
     let options = format!("start,{options},file={}", file.display());
     let mut java = match async_profiler {
         Some(agent) => {
@@ -58,6 +58,18 @@ fn differences(ours: &Collapsed, theirs: &Collapsed) -> String {
     format!("stacks only we have: {:?}\nstacks only the converter has: {:?}", few(ours, theirs), few(theirs, ours))
 }
 
+/// Ours (`what`) are the converter's stacks, weight for weight.
+fn assert_same_as_converter(what: &str, ours: &Collapsed, theirs: &Collapsed) {
+    assert!(
+        ours == theirs,
+        "{what}: ours {}, the converter's {}\n{}",
+        total(ours),
+        total(theirs),
+        differences(ours, theirs)
+    );
+    println!("{what}: {} stacks, {} bytes", ours.len(), total(ours));
+}
+
 /// The weight of the stacks through `frame`.
 fn through(collapsed: &Collapsed, frame: &str) -> i64 {
     weight_of(collapsed, |frames| has_frame(frames, frame))
@@ -73,27 +85,11 @@ fn every_allocation_and_every_leak_reads_as_the_converter_reads_them() {
     let Some(jar) = converter_jar() else { return };
     let file = record("symbolize_nativemem_every", Some(&async_profiler_agent(&jar)), "nativemem=0");
     let all = symbolize_collapsed(&file, &["--event", "nativemem"]);
-    let theirs = converter(&jar, &file, &[]);
-    assert!(
-        all == theirs,
-        "every allocation: ours {}, the converter's {}\n{}",
-        total(&all),
-        total(&theirs),
-        differences(&all, &theirs)
-    );
-    println!("every allocation: {} stacks, {} bytes", all.len(), total(&all));
+    assert_same_as_converter("every allocation", &all, &converter(&jar, &file, &[]));
     for tail in [None, Some("0"), Some("50%")] {
         let more: Vec<&str> = ["--leak"].into_iter().chain(tail.into_iter().flat_map(|t| ["--tail", t])).collect();
         let leaks = symbolize_collapsed(&file, &more);
-        let theirs = converter(&jar, &file, &more);
-        assert!(
-            leaks == theirs,
-            "{more:?}: ours {}, the converter's {}\n{}",
-            total(&leaks),
-            total(&theirs),
-            differences(&leaks, &theirs)
-        );
-        println!("{more:?}: {} stacks, {} bytes", leaks.len(), total(&leaks));
+        assert_same_as_converter(&format!("{more:?}"), &leaks, &converter(&jar, &file, &more));
         if tail.is_none() {
             let (streams, buffers) = (through(&leaks, DEFLATER) as f64, through(&leaks, DIRECT) as f64);
             let streams_share = streams / through(&all, DEFLATER) as f64;

@@ -25,11 +25,15 @@ fn in_order(frames: &[Frame], methods: &[&str]) -> bool {
 /// Runs ManyVirtualThreads (1,000 threads, 3 s) under `options`; `None`
 /// (after a visible skip) on a JDK without virtual threads.
 fn record(test: &str, options: &str) -> Option<Recording> {
-    let file = scratch_dir(test).join("virtual.jfr");
+    let file = scratch_file(test, "virtual.jfr");
     // overhead=0: samples are counted against the intervals asked for.
-    let options = format!("start,{options},overhead=0,file={}", file.display());
-    let output = run_java(Some(&options), "ManyVirtualThreads", &["1000", "3"], Duration::from_secs(120));
-    assert_success(&output);
+    let output = run_recorded(
+        &format!("{options},overhead=0"),
+        &file,
+        "ManyVirtualThreads",
+        &["1000", "3"],
+        Duration::from_secs(120),
+    );
     let out = stdout(&output);
     if out.contains("NO_VIRTUAL_THREADS") {
         let feature = summary_value(&out, "JAVA");

@@ -17,14 +17,11 @@ fn kind(thread: &str) -> Option<&str> {
 /// blocked in the VM, so 95% agreement per kind is required, not 100%.
 #[test]
 fn every_thread_is_sampled_with_the_state_it_is_in() {
-    let dir = scratch_dir("wall-200");
-    let file = dir.join("wall.jfr");
+    let file = scratch_file("wall-200", "wall.jfr");
     // 3,200 signals a second can pass the overhead governor's default
     // ceiling on a loaded machine; this test is about states and weights
     // at the asked interval, so the governor is off.
-    let options = format!("start,wall=5ms,overhead=0,file={}", file.display());
-    let output = run_java(Some(&options), "WallThreads", &["4", "200", "5"], Duration::from_secs(60));
-    assert_success(&output);
+    run_recorded("wall=5ms,overhead=0", &file, "WallThreads", &["4", "200", "5"], Duration::from_secs(60));
     let recording = read_recording(&file);
 
     let expected: HashMap<&str, &str> = [
@@ -68,11 +65,9 @@ fn every_thread_is_sampled_with_the_state_it_is_in() {
 /// disposition (which would terminate the JVM) is not applied.
 #[test]
 fn foreign_sigvtalrm_is_forwarded_not_sampled_and_not_fatal() {
-    let dir = scratch_dir("wall-foreign");
-    let file = dir.join("wall.jfr");
+    let file = scratch_file("wall-foreign", "wall.jfr");
     let options = format!("start,wall=10ms,file={}", file.display());
-    let mut run = ChildGuard::spawn(&mut gated_java_command(Some(&options), "WallThreads", &["1", "8", "3"]));
-    run.wait_for_line("READY");
+    let mut run = ready_java(Some(&options), "WallThreads", &["1", "8", "3"]);
     for _ in 0..5 {
         let status = std::process::Command::new("kill").args(["-VTALRM", &run.id().to_string()]).status().unwrap();
         assert!(status.success());
@@ -141,11 +136,14 @@ fn intervals(recording: &Recording, interval_ns: i64) -> f64 {
 #[test]
 fn idle_threads_are_folded_into_few_events_standing_for_the_same_samples() {
     let run = |batch: bool| {
-        let dir = scratch_dir(if batch { "wall-batched" } else { "wall-signalled" });
-        let file = dir.join("wall.jfr");
-        let options = format!("start,wall=5ms,overhead=0,wallbatch={batch},file={}", file.display());
-        let output = run_java(Some(&options), "WallThreads", &["4", "200", "5"], Duration::from_secs(60));
-        assert_success(&output);
+        let file = scratch_file(if batch { "wall-batched" } else { "wall-signalled" }, "wall.jfr");
+        run_recorded(
+            &format!("wall=5ms,overhead=0,wallbatch={batch}"),
+            &file,
+            "WallThreads",
+            &["4", "200", "5"],
+            Duration::from_secs(60),
+        );
         read_recording(&file)
     };
     let (batched, signalled) = (run(true), run(false));

@@ -158,6 +158,11 @@ pub mod names {
     pub const DATADOG_NATIVE_ALLOCATION: &str = "datadog.NativeMemoryAllocation";
     pub const DATADOG_COUNTER: &str = "datadog.ProfilerCounter";
     pub const DATADOG_ENDPOINT: &str = "datadog.Endpoint";
+    /// The JDK's own allocation events: recordings the JDK wrote hold
+    /// them, and the symbolizer reads them, but this writer never
+    /// declares or writes them.
+    pub const ALLOCATION_IN_NEW_TLAB: &str = "jdk.ObjectAllocationInNewTLAB";
+    pub const ALLOCATION_OUTSIDE_TLAB: &str = "jdk.ObjectAllocationOutsideTLAB";
 }
 
 /// Our events' categories: async-profiler's for the samples (JMC groups

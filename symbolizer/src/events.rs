@@ -138,13 +138,13 @@ pub const EVENT_TYPES: [EventType; 14] = [
         class_field: Some(("objectClass", OUTSIDE_TLAB)),
     },
     EventType {
-        name: "jdk.ObjectAllocationInNewTLAB",
+        name: names::ALLOCATION_IN_NEW_TLAB,
         kind: EventKind::Alloc,
         weight: Weight::Bytes("tlabSize"),
         class_field: Some(("objectClass", IN_TLAB)),
     },
     EventType {
-        name: "jdk.ObjectAllocationOutsideTLAB",
+        name: names::ALLOCATION_OUTSIDE_TLAB,
         kind: EventKind::Alloc,
         weight: Weight::Bytes("allocationSize"),
         class_field: Some(("objectClass", OUTSIDE_TLAB)),

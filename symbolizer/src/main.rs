@@ -933,36 +933,40 @@ mod tests {
             "2023-11-14T22:13.5",
             "2023-11-14T22:13:20.x",
         ] {
-            let e = at(bad).expect_err(bad);
-            assert!(e.starts_with("--from") && e.contains("accepted"), "{e}");
+            assert_rejected(at(bad), bad, "--from", "accepted");
         }
+    }
+
+    /// `parsed` (of `text`) is an error that names `option` and says `says`.
+    fn assert_rejected<T: std::fmt::Debug>(parsed: Result<T, String>, text: &str, option: &str, says: &str) {
+        let e = parsed.expect_err(text);
+        assert!(e.starts_with(option) && e.contains(says), "{e}");
     }
 
     #[test]
     fn bucket_lengths_take_a_unit() {
-        assert_eq!(parse_duration("250ms"), Ok(250_000_000));
-        assert_eq!(parse_duration("1.5s"), Ok(1_500_000_000));
-        assert_eq!(parse_duration("500us"), Ok(500_000));
-        assert_eq!(parse_duration("2m"), Ok(120_000_000_000));
-        assert_eq!(parse_duration("1h"), Ok(3_600_000_000_000));
-        assert_eq!(parse_duration("10ns"), Ok(10));
+        for (text, ns) in [
+            ("250ms", 250_000_000),
+            ("1.5s", 1_500_000_000),
+            ("500us", 500_000),
+            ("2m", 120_000_000_000),
+            ("1h", 3_600_000_000_000),
+            ("10ns", 10),
+        ] {
+            assert_eq!(parse_duration(text), Ok(ns), "{text}");
+        }
         for bad in ["", "1", "s", "0s", "0.1ns", "1d", "1..5s", "-1s", "1e3s"] {
-            let e = parse_duration(bad).expect_err(bad);
-            assert!(e.starts_with("--bucket") && e.contains("accepted"), "{e}");
+            assert_rejected(parse_duration(bad), bad, "--bucket", "accepted");
         }
     }
 
     #[test]
     fn tails_are_ratios_or_percentages_within_one() {
-        assert_eq!(parse_tail("0.1"), Ok(0.1));
-        assert_eq!(parse_tail("10%"), Ok(0.1));
-        assert_eq!(parse_tail("0"), Ok(0.0));
-        assert_eq!(parse_tail("1"), Ok(1.0));
-        assert_eq!(parse_tail("100%"), Ok(1.0));
-        assert_eq!(parse_tail("2.5%"), Ok(0.025));
+        for (text, ratio) in [("0.1", 0.1), ("10%", 0.1), ("0", 0.0), ("1", 1.0), ("100%", 1.0), ("2.5%", 0.025)] {
+            assert_eq!(parse_tail(text), Ok(ratio), "{text}");
+        }
         for bad in ["", "%", "1.5", "150%", "-0.1", "-5%", "ten", "NaN", "inf", "0.1 %", "10%%"] {
-            let e = parse_tail(bad).expect_err(bad);
-            assert!(e.starts_with("--tail") && e.contains("[0, 1]"), "{e}");
+            assert_rejected(parse_tail(bad), bad, "--tail", "[0, 1]");
         }
     }
 

@@ -21,6 +21,7 @@ mod stress_call_trace_storage;
 mod stress_string_dictionary_ut;
 mod stress_thread_lifecycle;
 mod string_dictionary_ut;
+mod support;
 mod test_call_trace_storage;
 mod thread_teardown_safety_ut;
 mod unwind_helper_contract_ut;

@@ -13,21 +13,19 @@
 //! per-thread context is sampled without it.
 
 use super::stress_call_trace_storage::InstalledHandler;
+use super::support::asgct_sampler;
 use frames::Frame;
 use sampler::asgct::{AsgctFrame, AsgctTrace};
 use sampler::context;
-use sampler::java_thread::JavaThreads;
-use sampler::origin::Origins;
 use sampler::os_thread::current_tid;
 use sampler::storage::call_traces::TraceId;
 use sampler::storage::samples::{SampleKind, SampleRecord, SampleStripes, STRIPES};
 use sampler::storage::trace_storage::CallTraceStorage;
-use sampler::thread_state::BlockingMethods;
 use sampler::{SampleRequest, Sampler};
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 /// Serializes the cases using `nesting_walker` (its state is global) and
 /// the one installing a signal handler.
@@ -81,22 +79,7 @@ fn request() -> SampleRequest {
 }
 
 fn sampler() -> Sampler {
-    Sampler {
-        traces: CallTraceStorage::new(64, 1024).unwrap(),
-        stripes: SampleStripes::new(16, 8).unwrap(),
-        max_depth: 8,
-        asgct: Some(nesting_walker),
-        threads: JavaThreads::EnvFunction(|| std::ptr::NonNull::dangling().as_ptr()),
-        native: None,
-        hotspot: None,
-        verify_walk: false,
-        origins: Arc::new(Origins::new().unwrap()),
-        filter: false,
-        context: sampler::context::init().unwrap(),
-        blocking: BlockingMethods::default(),
-        nativemem: None,
-        idle: None,
-    }
+    asgct_sampler(CallTraceStorage::new(64, 1024).unwrap(), SampleStripes::new(16, 8).unwrap(), 8, nesting_walker)
 }
 
 /// Whether every stripe can be taken (nothing left held).

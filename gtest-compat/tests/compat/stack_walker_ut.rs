@@ -19,19 +19,17 @@
 //!   each runs alone in a child process.
 
 use super::sframe_ut::{fde_info, fre, fre_info, Builder, MapStack, ABI_AMD64, ADDR1, OFF4};
+use super::support::asgct_sampler;
 use frames::{CallTraceError, Frame, FrameKind};
 use profiler_agent::libraries::sections::Wanted;
 use profiler_agent::libraries::LibraryTable;
 use sampler::asgct::{AsgctFrame, AsgctTrace};
 use sampler::counters::{self, Counter};
-use sampler::java_thread::JavaThreads;
 use sampler::native::{registers, EndAt, NativeMode, NativeUnwinder};
-use sampler::origin::Origins;
 use sampler::safe_read::{install_fault_handlers, on_fault, restore_fault_handlers, safe_load};
 use sampler::storage::samples::{SampleKind, SampleStripes};
 use sampler::storage::trace_storage::CallTraceStorage;
-use sampler::thread_state::BlockingMethods;
-use sampler::{SampleRequest, Sampler};
+use sampler::SampleRequest;
 use std::cell::RefCell;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -69,30 +67,16 @@ unsafe extern "C" fn scripted_asgct(trace: *mut AsgctTrace, depth: i32, _ucontex
     });
 }
 
-fn attached<T>() -> *mut T {
-    std::ptr::NonNull::dangling().as_ptr()
-}
-
 /// Records one sample whose AsyncGetCallTrace returns `methods` and
 /// returns the stored trace.
 fn record(methods: &[u64]) -> Vec<Frame> {
     SCRIPT.with(|s| *s.borrow_mut() = methods.to_vec());
-    let sampler = Sampler {
-        traces: CallTraceStorage::new(1024, 1 << 16).unwrap(),
-        stripes: SampleStripes::new(1024, 64).unwrap(),
-        max_depth: 64,
-        asgct: Some(scripted_asgct),
-        threads: JavaThreads::EnvFunction(attached),
-        native: None,
-        hotspot: None,
-        verify_walk: false,
-        origins: Arc::new(Origins::new().unwrap()),
-        filter: false,
-        context: sampler::context::init().unwrap(),
-        blocking: BlockingMethods::default(),
-        nativemem: None,
-        idle: None,
-    };
+    let sampler = asgct_sampler(
+        CallTraceStorage::new(1024, 1 << 16).unwrap(),
+        SampleStripes::new(1024, 64).unwrap(),
+        64,
+        scripted_asgct,
+    );
     sampler.record(SampleRequest::signal(std::ptr::null_mut(), 1, SampleKind::Cpu, None), 1, 77);
     let mut frames = Vec::new();
     sampler.traces.for_each_live(|t| frames.extend_from_slice(t.frames));

@@ -5,17 +5,15 @@
 //! handler for a real-time signal (never SIGPROF/SIGVTALRM), serialized by
 //! `SIGNAL_TESTS`, and restore the previous disposition when done.
 
+use super::support::asgct_sampler;
 use frames::Frame;
 use profiler_agent::entry::thread_exiting;
 use sampler::asgct::{AsgctFrame, AsgctTrace};
 use sampler::context;
-use sampler::java_thread::JavaThreads;
-use sampler::origin::Origins;
 use sampler::os_thread::current_tid;
 use sampler::storage::call_traces::{CallTraceTable, TraceId};
 use sampler::storage::samples::{SampleKind, SampleStripes};
 use sampler::storage::trace_storage::CallTraceStorage;
-use sampler::thread_state::BlockingMethods;
 use sampler::{SampleRequest, Sampler};
 use std::collections::{HashMap, HashSet};
 use std::ffi::{c_int, c_void};
@@ -647,22 +645,12 @@ extern "C" fn sampling_handler(_: c_int) {
 /// sample's trace resolves to what the walker produced. Returns (signals
 /// handled, samples checked).
 fn signal_stress(signals: u64, workers: usize) -> (u64, u64) {
-    let sampler = Arc::new(Sampler {
-        traces: CallTraceStorage::new(1 << 12, 1 << 16).unwrap(),
-        stripes: SampleStripes::new(1 << 12, 64).unwrap(),
-        max_depth: 64,
-        asgct: Some(fake_walker),
-        threads: JavaThreads::EnvFunction(|| std::ptr::NonNull::dangling().as_ptr()),
-        native: None,
-        hotspot: None,
-        verify_walk: false,
-        origins: Arc::new(Origins::new().unwrap()),
-        filter: false,
-        context: sampler::context::init().unwrap(),
-        blocking: BlockingMethods::default(),
-        nativemem: None,
-        idle: None,
-    });
+    let sampler = Arc::new(asgct_sampler(
+        CallTraceStorage::new(1 << 12, 1 << 16).unwrap(),
+        SampleStripes::new(1 << 12, 64).unwrap(),
+        64,
+        fake_walker,
+    ));
     HANDLED.store(0, Ordering::SeqCst);
     SAMPLER.store(Arc::as_ptr(&sampler).cast_mut(), Ordering::SeqCst);
     let targets = Targets::new(workers + 1);
