@@ -13,6 +13,7 @@ pub mod args;
 pub mod callback_state;
 pub mod engine;
 pub mod entry;
+pub mod event_plan;
 pub mod existing_threads;
 pub mod export;
 pub mod governor;

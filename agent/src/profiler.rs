@@ -4,12 +4,13 @@
 use crate::args::{self, Action, Options};
 use crate::callback_state::{self, CallbackState};
 use crate::engine;
+use crate::event_plan::EventPlan;
 use crate::existing_threads;
 use crate::export::{self, Exporters};
 use crate::governor::signal_cost::{self, Delivery, SignalCosts};
 use crate::governor::{Governor, InForce};
 use crate::jni_env::JniEnv;
-use crate::jvmti_samples::{JvmtiSamples, LockSampling};
+use crate::jvmti_samples::JvmtiSamples;
 use crate::libraries::sections::Wanted;
 use crate::libraries::{LibraryTable, RefreshTick};
 use crate::log;
@@ -149,11 +150,11 @@ fn status() -> String {
 }
 
 /// What uploads say of this process.
-fn identity(vm: &Vm, options: &Options) -> export::Identity {
+fn identity(vm: &Vm, options: &Options, plan: &EventPlan) -> export::Identity {
     let property = |name: &std::ffi::CStr| vm.jvmti().system_property(name).ok().filter(|v| !v.is_empty());
     let service =
         options.export.service.clone().or_else(|| property(c"sun.java.command").and_then(|c| export::service_of(&c)));
-    let interval = options.cpu.map(|(_, interval)| interval).or(options.wall);
+    let interval = plan.cpu.map(|(_, interval)| interval).or(plan.wall.map(|wall| wall.interval));
     export::Identity {
         service: service.unwrap_or_else(|| "java".to_owned()),
         tags: options.export.tags.clone(),
@@ -273,64 +274,11 @@ fn hotspot_source(plan: StackPlan, vm: &Vm, threads: &JavaThreads) -> Option<Hot
     }
 }
 
-/// The event types a session may write: its modes' samples, and what
-/// any session may (settings, counters, native libraries, and the Java
-/// API's endpoints and trace context, which can come at any time). CPU
-/// samples are always declared: the settings are recorded against them.
-fn session_events(options: &Options) -> Vec<u64> {
-    use jfr_writer::schema::id;
-    let mut events = vec![
-        id::EXECUTION_SAMPLE,
-        id::ACTIVE_SETTING,
-        id::PROFILER_COUNTER,
-        id::NATIVE_LIBRARY,
-        id::ENDPOINT,
-        id::SAMPLE_CONTEXT,
-    ];
-    let modes = [
-        (options.wall.is_some(), &[id::METHOD_SAMPLE][..]),
-        (options.alloc.is_some(), &[id::ALLOCATION_SAMPLE]),
-        (options.alloc.is_some() && options.live, &[id::LIVE_OBJECT]),
-        (options.lock.is_some(), &[id::MONITOR_ENTER, id::THREAD_PARK]),
-        (options.nativemem.is_some(), &[id::MALLOC]),
-        (options.nativemem.is_some() && !options.nofree, &[id::FREE]),
-    ];
-    for (on, types) in modes {
-        if on {
-            events.extend_from_slice(types);
-        }
-    }
-    events
-}
-
 /// The recorded settings: the options as given, except `cstack` and
 /// `javawalk`, which are the plan that runs (`cstack`).
-fn settings(options: &Options, cpu_engine: Option<&str>, cstack: StackPlan) -> Vec<(String, String)> {
-    let nanos = |d: Duration| format!("{} ns", d.as_nanos());
+fn settings(options: &Options, plan: &EventPlan, cpu_engine: Option<&str>, cstack: StackPlan) -> Vec<(String, String)> {
     let mut settings: Vec<(String, String)> = vec![("enabled".into(), "true".into())];
-    if let (Some(engine), Some((_, interval))) = (cpu_engine, options.cpu) {
-        settings.push(("engine".into(), engine.into()));
-        settings.push(("interval".into(), nanos(interval)));
-    }
-    if let Some(alloc) = options.alloc {
-        settings.push(("alloc".into(), format!("{alloc} bytes")));
-        settings.push(("live".into(), options.live.to_string()));
-    }
-    if let Some(lock) = options.lock {
-        settings.push(("lock".into(), nanos(lock)));
-        settings.push(("lockthreshold".into(), nanos(options.lock_threshold)));
-        let lock_virtual = options.lock_virtual.map_or("default".to_owned(), |on| on.to_string());
-        settings.push(("lockvirtual".into(), lock_virtual));
-    }
-    if let Some(nativemem) = options.nativemem {
-        settings.push(("nativemem".into(), format!("{nativemem} bytes")));
-        settings.push(("nofree".into(), options.nofree.to_string()));
-    }
-    if let Some(wall) = options.wall {
-        settings.push(("wall".into(), nanos(wall)));
-        settings.push(("walltpt".into(), options.wall_threads_per_tick.to_string()));
-        settings.push(("wallbatch".into(), options.wall_batch.to_string()));
-    }
+    settings.extend(plan.settings(cpu_engine));
     settings.extend([
         ("cstack".into(), cstack.spelling().into()),
         ("javawalk".into(), cstack.java_spelling().into()),
@@ -361,26 +309,18 @@ fn disarm() {
     safe_read::restore_fault_handlers();
 }
 
-/// Which lock waits `options` record, if any.
-fn lock_sampling(options: &Options) -> Option<LockSampling> {
-    let nanos = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
-    options
-        .lock
-        .map(|interval| LockSampling { interval_ns: nanos(interval), threshold_ns: nanos(options.lock_threshold) })
-}
-
-/// Arms the engines `options` ask for, registering their signals in the
+/// Arms the engines `plan` asks for, registering their signals in the
 /// published `sampler`; returns their description and the CPU engine's
 /// name. Allocation or lock sampling that the JVM cannot do is reported
 /// and left out while the other engines run; alone, it is an error.
 fn arm_engines(
     vm: &Vm,
-    options: &Options,
+    plan: &EventPlan,
     sampler: &Arc<Sampler>,
     env: Option<JniEnv>,
 ) -> Result<(String, Option<&'static str>), String> {
     let mut engines = Vec::new();
-    let cpu = match options.cpu {
+    let cpu = match plan.cpu {
         Some((kind, interval)) => {
             let kernel_stacks = sampler.native.is_some();
             Some(engine::start(kind, interval, kernel_stacks, threads::process_threads, Arc::clone(&sampler.origins))?)
@@ -388,19 +328,18 @@ fn arm_engines(
         None => None,
     };
     engines.extend(cpu);
-    if let Some(interval) = options.wall {
-        engine::wall::start(interval, options.wall_threads_per_tick as usize, Arc::clone(sampler))?;
+    if let Some(wall) = plan.wall {
+        engine::wall::start(wall.interval, wall.threads_per_tick as usize, Arc::clone(sampler))?;
         engines.push("wall");
     }
     let jvmti_engines = [
-        (options.alloc.map(|interval| engine::jvmti_events::arm_alloc(vm.jvmti(), interval, options.live)), "alloc"),
+        (plan.alloc.map(|alloc| engine::jvmti_events::arm_alloc(vm.jvmti(), alloc.interval, alloc.live)), "alloc"),
         (
-            lock_sampling(options)
-                .map(|lock| engine::jvmti_events::arm_lock(vm.jvmti(), env, lock, options.lock_virtual)),
+            plan.lock.map(|lock| engine::jvmti_events::arm_lock(vm.jvmti(), env, lock.sampling, lock.virtual_threads)),
             "lock",
         ),
     ];
-    let hook_engines = [(options.nativemem.map(|interval| nativemem::start(interval, options.nofree)), "nativemem")];
+    let hook_engines = [(plan.nativemem.map(|native| nativemem::start(native.interval, !native.frees)), "nativemem")];
     for (armed, name) in jvmti_engines.into_iter().chain(hook_engines) {
         match armed {
             Some(Ok(())) => engines.push(name),
@@ -420,6 +359,7 @@ fn arm_engines(
 fn build_sampler(
     vm: &Vm,
     options: &Options,
+    plan: &EventPlan,
     env: Option<JniEnv>,
     blocking: BlockingMethods,
     libraries: Option<&LibraryTable>,
@@ -448,8 +388,8 @@ fn build_sampler(
         hotspot: hotspot_source(options.cstack, vm, &threads),
         verify_walk: options.verify_walk,
         blocking,
-        nativemem: options.nativemem,
-        idle: (options.wall.is_some() && options.wall_batch).then(IdleThreads::new),
+        nativemem: plan.nativemem.map(|native| native.interval),
+        idle: plan.wall.is_some_and(|wall| wall.fold_idle).then(IdleThreads::new),
     })
 }
 
@@ -468,10 +408,7 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
     if unsaved().take().is_some() {
         log::error!("start: the recording of the previous session, which its stop could not write, is discarded");
     }
-    let events = [options.cpu.is_some(), options.wall.is_some(), options.alloc.is_some(), options.lock.is_some()];
-    if !events.contains(&true) && options.nativemem.is_none() {
-        return Err(argument("start: no event selected (cpu, wall, alloc, lock or nativemem)"));
-    }
+    let plan = EventPlan::of(options).map_err(argument)?;
     let file = options.file.as_deref().map(output_path);
     let mut sink = Sink::new(file.clone()).map_err(|e| {
         let path = file.as_deref().map(shown).unwrap_or_default();
@@ -494,16 +431,19 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
         }
     };
     // Before any engine is armed: the measurement has SIGPROF to itself.
-    let governed = options.overhead > 0 && (options.cpu.is_some() || options.wall.is_some());
-    let signal_costs = if governed { signal_cost::costs() } else { None };
-    let blocking = env.map(|env| preload_methods(vm, env, options.wall.is_some()));
+    let signal_costs = plan.governor.and_then(|_| signal_cost::costs());
+    let blocking = env.map(|env| preload_methods(vm, env, plan.wall.is_some()));
     counters::reset();
     let endpoints = endpoints::endpoints().map_err(io)?;
     endpoints.discard();
     let libraries = library_table(options.cstack);
-    let sampler = Arc::new(build_sampler(vm, options, env, blocking.unwrap_or_default(), libraries.as_deref())?);
-    let jvmti = (options.alloc.is_some() || options.lock.is_some())
-        .then(|| JvmtiSamples::new(options.alloc, options.live, lock_sampling(options)))
+    let sampler = Arc::new(build_sampler(vm, options, &plan, env, blocking.unwrap_or_default(), libraries.as_deref())?);
+    let jvmti = plan
+        .jvmti_samples()
+        .then(|| {
+            let alloc = plan.alloc.map(|alloc| alloc.interval);
+            JvmtiSamples::new(alloc, plan.alloc.is_some_and(|a| a.live), plan.lock.map(|lock| lock.sampling))
+        })
         .transpose()
         .map_err(|e| {
             safe_read::restore_fault_handlers();
@@ -521,33 +461,34 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
     let sampling_started = std::time::SystemTime::now();
     sampler::publish(&sampler);
     callback_state::publish(&callbacks);
-    let (engines, cpu_engine) = arm_engines(vm, options, &sampler, env).map_err(|e| {
+    let (engines, cpu_engine) = arm_engines(vm, &plan, &sampler, env).map_err(|e| {
         disarm();
         io(e)
     })?;
     let stores = Stores { callbacks: Arc::clone(&callbacks), endpoints, context: sampler.context };
     let format =
-        Format { dialect: options.dialect, attributes: options.attributes.clone(), events: session_events(options) };
+        Format { dialect: options.dialect, attributes: options.attributes.clone(), events: plan.event_types() };
     let cstack = if sampler.hotspot.is_none() { options.cstack.without_hotspot() } else { options.cstack };
-    let cpu_interval = options.cpu.map(|(_, interval)| interval).filter(|_| cpu_engine.is_some());
-    let governed = governed && (cpu_interval.is_some() || options.wall.is_some());
-    let mut settings = settings(options, cpu_engine, cstack);
+    let cpu_interval = plan.cpu.map(|(_, interval)| interval).filter(|_| cpu_engine.is_some());
+    let wall_interval = plan.wall.map(|wall| wall.interval);
+    let overhead = plan.governor.filter(|_| cpu_interval.is_some() || wall_interval.is_some());
+    let mut settings = settings(options, &plan, cpu_engine, cstack);
     let cpu_delivery = match sampler.origins.cpu_source() {
         CpuSource::Ctimer | CpuSource::Itimer => Delivery::AtTick,
         CpuSource::Perf | CpuSource::Off => Delivery::Timer,
     };
     let charges = signal_costs
-        .filter(|_| governed)
+        .filter(|_| overhead.is_some())
         .map(|costs: SignalCosts| (costs.of(cpu_delivery), costs.of(Delivery::CrossThread)));
     if let Some((cpu, wall)) = charges {
         let nanos = |d: Duration| format!("{} ns", d.as_nanos());
         settings.extend(cpu_interval.map(|_| ("signal_cost".to_owned(), nanos(cpu))));
-        settings.extend(options.wall.map(|_| ("wall_signal_cost".to_owned(), nanos(wall))));
+        settings.extend(wall_interval.map(|_| ("wall_signal_cost".to_owned(), nanos(wall))));
     }
     let limits = ChunkLimits { size: continuous.chunk_size, time: continuous.chunk_time };
     let export = match options.export.any() {
         true => {
-            let exporters = Exporters::start(&options.export, identity(vm, options)).map_err(|e| {
+            let exporters = Exporters::start(&options.export, identity(vm, options, &plan)).map_err(|e| {
                 disarm();
                 argument(e)
             })?;
@@ -560,14 +501,14 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
     if let Some(libraries) = &callbacks.libraries {
         ticks.push(Box::new(RefreshTick(Arc::clone(libraries))));
     }
-    if options.nativemem.is_some() {
+    if plan.nativemem.is_some() {
         ticks.push(Box::<nativemem::RefreshTick>::default());
     }
     ticks.push(Box::new(Writer::new(vm, Arc::clone(&recording))));
-    let intervals = Arc::new(InForce::new(cpu_interval, options.wall));
-    if governed {
+    let intervals = Arc::new(InForce::new(cpu_interval, wall_interval));
+    if let Some(overhead) = overhead {
         let (cpu, wall) = charges.unwrap_or_default();
-        let governor = Governor::new(options.overhead, cpu, wall, Arc::clone(&intervals), vm, Arc::clone(&recording));
+        let governor = Governor::new(overhead, cpu, wall, Arc::clone(&intervals), vm, Arc::clone(&recording));
         ticks.push(Box::new(governor));
     }
     let ticker = Ticker::spawn(vm, ticks).map_err(|e| {
