@@ -1,34 +1,28 @@
-//! The in-process JVM profiler.
+//! The in-process JVM profiler's agent: everything but the code that runs
+//! in signal handlers (the `sampler` crate). Folders by where code runs,
+//! each importing only the ones listed after it:
 //!
-//! Layout by where code runs: `sampling` (and the `storage` it writes to)
-//! runs inside signal handlers and obeys their rules, and `os_thread` (the
-//! calling thread's kernel id) serves handlers and control plane alike;
-//! everything else is control plane: entry points and JVMTI callbacks
-//! (`entry`), the option parser (`args`) and the stack plan it produces
-//! from `cstack=` (`stack_plan`), the session (`profiler`), engines arming
-//! signals (`engine`), the session's periodic thread (`ticker`), and the
-//! recording that turns samples into JFR (`recording`).
+//! - `ffi`: every function the JVM calls, panics caught at the boundary;
+//! - `session`: a profiling session's start, stop and dump, and the
+//!   overhead governor on its ticker;
+//! - `args`: options parsed into typed `Options`, and the plans decided
+//!   from them once (events, stacks, exporters);
+//! - `recording`: samples into JFR chunks, files, periods, and their
+//!   shipping to backends (`export`);
+//! - `engine`: what makes samples arrive (signal timers, JVMTI events, the
+//!   park hook, the native allocation hooks);
+//! - `callbacks`: code that runs on Java threads inside JVM callbacks, and
+//!   the session state it reads, published beside the sampler;
+//! - `jvm`: the JVMTI and JNI bindings, the VM handle, Java threads;
+//! - `libraries`: the process's loaded objects, read from their files;
+//! - `log`.
 
 pub mod args;
-pub mod callback_state;
+pub mod callbacks;
 pub mod engine;
-pub mod entry;
-pub mod event_plan;
-pub mod existing_threads;
-pub mod export;
-pub mod governor;
-pub mod java_api;
-pub mod jdk_support;
-pub mod jni_env;
-pub mod jvmti;
-pub mod jvmti_samples;
+pub mod ffi;
+pub mod jvm;
 pub mod libraries;
-pub mod live_objects;
 pub mod log;
-pub mod nativemem;
-pub mod profiler;
 pub mod recording;
-pub mod stack_plan;
-pub mod threads;
-pub mod ticker;
-pub mod vm;
+pub mod session;

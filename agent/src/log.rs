@@ -2,11 +2,34 @@
 //! `log=` and `loglevel=` options. NOT signal-safe: it formats and locks, so
 //! it is never used on the sampling path (which counts instead).
 
-use crate::args::LogLevel;
 use std::fs::File;
 use std::io::Write;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Mutex;
+
+/// How much the agent logs (`loglevel=`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LogLevel {
+    Trace,
+    Debug,
+    Info,
+    Warn,
+    Error,
+    None,
+}
+
+/// Characters of a value (an option, a path) that messages repeat.
+const ECHOED_CHARS: usize = 200;
+
+/// `value` as a message repeats it: whole up to [`ECHOED_CHARS`]
+/// characters, else cut there with an ellipsis and the total length, so a
+/// 100 KB option or path does not flood the log.
+pub fn echo(value: &str) -> String {
+    match value.char_indices().nth(ECHOED_CHARS) {
+        None => value.to_owned(),
+        Some((cut, _)) => format!("{}… ({} bytes in all)", &value[..cut], value.len()),
+    }
+}
 
 static LEVEL: AtomicU8 = AtomicU8::new(LogLevel::Warn as u8);
 static SINK: Mutex<Option<File>> = Mutex::new(None);
@@ -18,7 +41,7 @@ pub fn configure(level: LogLevel, path: Option<&str>) {
     let file = path.and_then(|p| match File::options().create(true).append(true).open(p) {
         Ok(f) => Some(f),
         Err(e) => {
-            eprintln!("[profiler] WARN: cannot open log file {}: {e}; logging to stderr", crate::args::echo(p));
+            eprintln!("[profiler] WARN: cannot open log file {}: {e}; logging to stderr", echo(p));
             None
         }
     });
@@ -60,10 +83,10 @@ macro_rules! log_at {
     };
 }
 
-macro_rules! log_debug { ($($arg:tt)*) => { $crate::log::log_at!($crate::args::LogLevel::Debug, $($arg)*) }; }
-macro_rules! log_info { ($($arg:tt)*) => { $crate::log::log_at!($crate::args::LogLevel::Info, $($arg)*) }; }
-macro_rules! log_warn { ($($arg:tt)*) => { $crate::log::log_at!($crate::args::LogLevel::Warn, $($arg)*) }; }
-macro_rules! log_error { ($($arg:tt)*) => { $crate::log::log_at!($crate::args::LogLevel::Error, $($arg)*) }; }
+macro_rules! log_debug { ($($arg:tt)*) => { $crate::log::log_at!($crate::log::LogLevel::Debug, $($arg)*) }; }
+macro_rules! log_info { ($($arg:tt)*) => { $crate::log::log_at!($crate::log::LogLevel::Info, $($arg)*) }; }
+macro_rules! log_warn { ($($arg:tt)*) => { $crate::log::log_at!($crate::log::LogLevel::Warn, $($arg)*) }; }
+macro_rules! log_error { ($($arg:tt)*) => { $crate::log::log_at!($crate::log::LogLevel::Error, $($arg)*) }; }
 
 // Used as `log::warn!(...)` and so on.
 pub(crate) use {log_at, log_debug as debug, log_error as error, log_info as info, log_warn as warn};

@@ -7,7 +7,7 @@
 //! natively and, where valgrind is installed, again under memcheck (which
 //! reports any read of freed memory).
 
-use profiler_agent::entry::thread_exiting;
+use profiler_agent::ffi::entry::thread_exiting;
 use sampler::context;
 use sampler::os_thread::current_tid;
 use std::ffi::c_int;

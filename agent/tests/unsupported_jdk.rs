@@ -6,7 +6,7 @@
 //! without the agent; attach and `System.load` fail.
 
 use jni::sys::{jint, JavaVM, JNI_ERR, JNI_OK};
-use profiler_agent::entry::{Agent_OnAttach, Agent_OnLoad, JNI_OnLoad};
+use profiler_agent::ffi::entry::{Agent_OnAttach, Agent_OnLoad, JNI_OnLoad};
 use std::ffi::c_void;
 use std::ptr;
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};

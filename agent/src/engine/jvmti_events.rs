@@ -6,10 +6,10 @@
 //! interval and enables the events; disarming disables them.
 
 use super::park;
-use crate::jni_env::JniEnv;
-use crate::jvmti::events::Event;
-use crate::jvmti::Jvmti;
-use crate::jvmti_samples::{self, LockSampling};
+use crate::callbacks::jvmti_samples::{self, LockSampling};
+use crate::jvm::jni_env::JniEnv;
+use crate::jvm::jvmti::events::Event;
+use crate::jvm::jvmti::Jvmti;
 use crate::log;
 
 /// Samples allocations every `interval` bytes on average, counting
@@ -37,7 +37,7 @@ pub fn arm_lock(
     lock: LockSampling,
     virtual_threads: Option<bool>,
 ) -> Result<(), String> {
-    let major = jvmti.version_number().map(crate::jdk_support::major).unwrap_or(0);
+    let major = jvmti.version_number().map(crate::jvm::jdk_support::major).unwrap_or(0);
     jvmti_samples::keep_wait_starts_in_jvmti(major >= UNMOUNTED_MONITORS_SINCE);
     enable(jvmti, Event::MonitorContendedEnter)
         .and_then(|()| enable(jvmti, Event::MonitorContendedEntered))

@@ -10,11 +10,11 @@
 mod ctimer;
 mod itimer;
 pub mod jvmti_events;
+pub mod nativemem;
 pub mod park;
 mod perf;
 pub mod wall;
 
-use crate::args::CpuEngineKind;
 use crate::log;
 use sampler::chain::PREVIOUS_SIGPROF;
 use sampler::handler::on_sigprof;
@@ -37,6 +37,17 @@ pub trait CpuEngine: Send {
     fn set_interval(&mut self, interval: Duration) -> io::Result<()>;
     /// Disarms everything.
     fn stop(&mut self);
+}
+
+/// The CPU sampling engine (`event=cpu`, `event=ctimer`, `event=itimer`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CpuEngineKind {
+    /// perf_events `cpu-clock` per thread, falling back to `ctimer`, then `itimer`.
+    PerfCpuClock,
+    /// `timer_create` on each thread's CPU clock, falling back to `itimer`.
+    Ctimer,
+    /// `setitimer(ITIMER_PROF)`: process-wide CPU time.
+    Itimer,
 }
 
 /// The armed engine and the session origins it registers its signals in.

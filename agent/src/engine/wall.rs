@@ -12,8 +12,8 @@
 //! signalled: its samples are folded into one (`storage::idle`;
 //! `wallbatch=false` signals every time).
 
+use crate::jvm::threads::process_threads;
 use crate::log;
-use crate::threads::process_threads;
 use sampler::chain::PREVIOUS_SIGVTALRM;
 use sampler::clock;
 use sampler::counters::{self, Counter};

@@ -8,7 +8,7 @@
 //! snapshots are kept until the last holder of the `Snapshots` drops it,
 //! after the sampler has been retired, so a handler can never hold a
 //! freed snapshot. ELF parsing happens only in
-//! control-plane threads: at `start`, and in the table's [`RefreshTick`]
+//! control-plane threads: at `start`, and in the session's library refresh tick
 //! on the session's ticker.
 
 mod debug_file;
@@ -19,8 +19,6 @@ pub mod scan;
 pub mod sections;
 pub mod symbols;
 
-use crate::jni_env::JniEnv;
-use crate::ticker::Tick;
 use file_map::FileMap;
 use sampler::counters::{self, Counter};
 use sampler::libraries::{Library as Mapped, Marks, Snapshot, Snapshots};
@@ -262,16 +260,6 @@ impl LibraryTable {
             .find(|l| l.contains(address))
             .or_else(|| state.libraries.iter().find(|l| l.contains(address)));
         library.cloned()
-    }
-}
-
-/// The library table's tick on the session's ticker: picks up libraries
-/// loaded or unloaded since the last tick (`System.load`, `dlopen`).
-pub struct RefreshTick(pub Arc<LibraryTable>);
-
-impl Tick for RefreshTick {
-    fn tick(&mut self, _env: Option<JniEnv>) {
-        self.0.refresh_if_changed();
     }
 }
 

@@ -10,9 +10,9 @@ use super::endpoints::Batch;
 use super::frame_names::FrameNames;
 use super::methods::MethodSource;
 use super::Format;
+use crate::jvm::threads::ThreadInfo;
 use crate::libraries::kernel::KernelNames;
 use crate::libraries::LibraryTable;
-use crate::threads::ThreadInfo;
 use frames::{Frame, Marker};
 use jfr_writer::{
     schema, ActiveSetting, ChunkClock, ChunkEnd, ChunkWriter, ConstantPools, Endpoint, NativeLibrary, ProfilerCounter,

@@ -1,8 +1,8 @@
 //! Java method names and line tables, resolved from jmethodIDs through
 //! JVMTI at dump time and copied into our own memory.
 
-use crate::jni_env::JniEnv;
-use crate::jvmti::{Jvmti, LineNumberEntry};
+use crate::jvm::jni_env::JniEnv;
+use crate::jvm::jvmti::{internal_class_name, Jvmti, LineNumberEntry};
 use std::collections::HashMap;
 
 /// Everything a JFR frame needs about a Java method.
@@ -49,11 +49,6 @@ impl MethodSource for NoMethods {
     }
 }
 
-/// `Lcom/foo/Bar;` → `com/foo/Bar`; array signatures stay as they are.
-pub fn internal_class_name(signature: &str) -> &str {
-    signature.strip_prefix('L').and_then(|s| s.strip_suffix(';')).unwrap_or(signature)
-}
-
 /// A cache of resolved methods, kept for one chunk: HotSpot reuses the
 /// jmethodID slots of unloaded classes, so an id must not be trusted to
 /// name the same method across chunks.
@@ -92,7 +87,7 @@ fn resolve(jvmti: Jvmti, env: JniEnv, id: u64) -> Option<MethodInfo> {
         return None;
     }
     // SAFETY: ids come from AsyncGetCallTrace, which reports real jmethodIDs.
-    let method = unsafe { crate::jvmti::MethodRef::from_raw(id as jni::sys::jmethodID) };
+    let method = unsafe { crate::jvm::jvmti::MethodRef::from_raw(id as jni::sys::jmethodID) };
     env.with_local_frame(4, || {
         let names = jvmti.method_name(method).ok()?;
         let class = jvmti.method_declaring_class(method).ok()?;

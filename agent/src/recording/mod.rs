@@ -20,6 +20,7 @@
 
 pub mod chunk;
 pub mod endpoints;
+pub mod export;
 pub mod frame_names;
 pub mod methods;
 pub mod periods;
@@ -37,13 +38,13 @@ fn scratch(module: &str, test: &str) -> PathBuf {
     dir
 }
 
-use crate::callback_state::CallbackState;
-use crate::export::{Exporters, Period};
-use crate::jni_env::JniEnv;
-use crate::jvmti::Jvmti;
-use crate::jvmti_samples;
+use crate::callbacks::jvmti_samples;
+use crate::callbacks::CallbackState;
+use crate::jvm::jni_env::JniEnv;
+use crate::jvm::jvmti::Jvmti;
+use crate::jvm::threads;
 use crate::libraries::kernel;
-use crate::threads;
+use crate::recording::export::{Exporters, Period};
 use chunk::{ChunkBuilder, ChunkSources, LiveRecord, Ticks};
 use jfr_writer::{ConstantPools, Dialect};
 use methods::MethodCache;

@@ -27,7 +27,7 @@
 //!    owns it for the whole session (`classes`).
 
 use super::endpoints::Endpoints;
-use crate::callback_state::CallbackState;
+use crate::callbacks::CallbackState;
 use sampler::context::ContextState;
 use sampler::storage::trace_storage::CallTraceStorage;
 use std::sync::Arc;

@@ -3,9 +3,9 @@
 //! moves a looping session to its next period's file.
 
 use super::{DumpContext, Recording};
-use crate::jni_env::JniEnv;
-use crate::ticker::Tick;
-use crate::vm::Vm;
+use crate::jvm::jni_env::JniEnv;
+use crate::jvm::ticker::Tick;
+use crate::jvm::vm::Vm;
 use std::sync::{Arc, Mutex};
 
 pub struct Writer {

@@ -7,7 +7,7 @@
 
 use super::support::asgct_sampler;
 use frames::Frame;
-use profiler_agent::entry::thread_exiting;
+use profiler_agent::ffi::entry::thread_exiting;
 use sampler::asgct::{AsgctFrame, AsgctTrace};
 use sampler::context;
 use sampler::os_thread::current_tid;

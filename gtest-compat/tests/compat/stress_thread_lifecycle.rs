@@ -10,7 +10,7 @@
 //! traces, as `recording` does.
 
 use frames::Frame;
-use profiler_agent::entry::thread_exiting;
+use profiler_agent::ffi::entry::thread_exiting;
 use sampler::context;
 use sampler::os_thread::current_tid;
 use sampler::storage::call_traces::TraceId;

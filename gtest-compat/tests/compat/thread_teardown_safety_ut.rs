@@ -10,7 +10,7 @@
 //! run on this module's own real-time signal, serialized by `SIGNAL_TESTS`.
 
 use super::stress_call_trace_storage::InstalledHandler;
-use profiler_agent::entry::thread_exiting;
+use profiler_agent::ffi::entry::thread_exiting;
 use sampler::context;
 use sampler::os_thread::current_tid;
 use sampler::signals::SignalBlocker;

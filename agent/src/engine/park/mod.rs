@@ -21,13 +21,13 @@
 mod classfile;
 pub mod virtual_threads;
 
-use crate::callback_state;
-use crate::entry::ffi_boundary;
-use crate::jni_env::JniEnv;
-use crate::jvmti::{ClassRef, Jvmti, RegisterNativesFn};
-use crate::jvmti_samples::{self, LockSampling, Park};
+use crate::callbacks;
+use crate::callbacks::jvmti_samples::{self, LockSampling, Park};
+use crate::jvm::boundary::ffi_boundary;
+use crate::jvm::jni_env::JniEnv;
+use crate::jvm::jvmti::{ClassRef, Jvmti, RegisterNativesFn};
+use crate::jvm::vm;
 use crate::log;
-use crate::vm;
 use jni::sys::{jboolean, jclass, jfieldID, jint, jlong, jobject, jvalue, JNIEnv, JNINativeMethod};
 use sampler::clock;
 use sampler::os_thread::current_tid;
@@ -103,7 +103,7 @@ fn record(what: &str, jvmti: Jvmti, env: *mut JNIEnv, park: Park) {
         // SAFETY: the env the JVM passed to the calling hook or native.
         let Some(env) = (unsafe { JniEnv::from_raw(env) }) else { return };
         let blocker: jfieldID = PARK_BLOCKER.load(Ordering::Relaxed).cast();
-        callback_state::with_active(|state| {
+        callbacks::with_active(|state| {
             // SAFETY: the env of this thread and Thread.parkBlocker's id.
             unsafe { jvmti_samples::parked(state, &jvmti, env, blocker, park, current_tid()) }
         });

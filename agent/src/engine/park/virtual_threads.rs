@@ -21,13 +21,13 @@ use super::classfile::{
     self, op, Body, ClassWriter, Code, Handler, Pool, Prefix, Prepended, ACC_NATIVE, ACC_PRIVATE, ACC_PUBLIC,
     ACC_STATIC, ACC_VOLATILE,
 };
-use crate::entry::ffi_boundary;
-use crate::jni_env::JniEnv;
-use crate::jvmti::capabilities::{Capabilities, CAN_RETRANSFORM_CLASSES};
-use crate::jvmti::events::Event;
-use crate::jvmti::{ClassRef, Jvmti};
-use crate::jvmti_samples::{Park, ParkTimeout};
-use crate::vm;
+use crate::callbacks::jvmti_samples::{Park, ParkTimeout};
+use crate::jvm::boundary::ffi_boundary;
+use crate::jvm::jni_env::JniEnv;
+use crate::jvm::jvmti::capabilities::{Capabilities, CAN_RETRANSFORM_CLASSES};
+use crate::jvm::jvmti::events::Event;
+use crate::jvm::jvmti::{ClassRef, Jvmti};
+use crate::jvm::vm;
 use jni::sys::{jboolean, jclass, jfieldID, jint, jlong, jobject, JNIEnv};
 use sampler::clock;
 use std::ffi::{c_char, c_void, CStr};
@@ -72,7 +72,7 @@ static SINCE_NS: AtomicU64 = AtomicU64::new(u64::MAX);
 /// Times virtual threads' lock waits from now on, where the JDK has
 /// virtual threads, unless `wanted` is `Some(false)`.
 pub fn arm(jvmti: Jvmti, env: JniEnv, wanted: Option<bool>) -> Result<(), String> {
-    let major = jvmti.version_number().map(crate::jdk_support::major).unwrap_or(0);
+    let major = jvmti.version_number().map(crate::jvm::jdk_support::major).unwrap_or(0);
     if major < VIRTUAL_THREADS_SINCE {
         return Ok(());
     }
@@ -318,7 +318,7 @@ unsafe extern "system" fn parked(env: *mut JNIEnv, _class: jclass, start: jlong,
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-    use crate::jvmti::tests::java_home;
+    use crate::jvm::jvmti::tests::java_home;
     use std::path::{Path, PathBuf};
     use std::process::Command;
 

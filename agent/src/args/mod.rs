@@ -2,8 +2,14 @@
 //! `jcmd ... JVMTI.agent_load` argument, or `JavaProfiler.execute`) parsed
 //! into a typed configuration. Pure: no side effects, no global state.
 
-use crate::stack_plan::StackPlan;
+pub mod event_plan;
+pub mod export;
+pub mod stack_plan;
+
+pub use crate::engine::CpuEngineKind;
+pub use crate::log::{echo, LogLevel};
 use jfr_writer::Dialect;
+use stack_plan::StackPlan;
 use std::fmt;
 use std::time::Duration;
 
@@ -15,27 +21,6 @@ pub enum Action {
     Dump,
     Status,
     Version,
-}
-
-/// The CPU sampling engine.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CpuEngineKind {
-    /// perf_events `cpu-clock` per thread, falling back to `ctimer`, then `itimer`.
-    PerfCpuClock,
-    /// `timer_create` on each thread's CPU clock, falling back to `itimer`.
-    Ctimer,
-    /// `setitimer(ITIMER_PROF)`: process-wide CPU time.
-    Itimer,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum LogLevel {
-    Trace,
-    Debug,
-    Info,
-    Warn,
-    Error,
-    None,
 }
 
 pub const DEFAULT_CPU_INTERVAL: Duration = Duration::from_millis(10);
@@ -206,7 +191,7 @@ pub struct Options {
     /// Frees of sampled native allocations are not recorded (`nofree`).
     pub nofree: bool,
     /// Where periods are shipped (`pyroscope=`, `datadog=`, ...).
-    pub export: crate::export::ExportOptions,
+    pub export: export::ExportOptions,
     /// Lock waits are sampled every this much time waited (`lock=`).
     pub lock: Option<Duration>,
     /// Lock waits shorter than this are never recorded (`lockthreshold=`).
@@ -301,19 +286,6 @@ impl std::error::Error for OptionError {}
 
 fn error(option: &str, message: impl Into<String>) -> OptionError {
     OptionError { option: echo(option), message: message.into() }
-}
-
-/// Characters of a value (an option, a path) that messages repeat.
-const ECHOED_CHARS: usize = 200;
-
-/// `value` as a message repeats it: whole up to [`ECHOED_CHARS`]
-/// characters, else cut there with an ellipsis and the total length, so a
-/// 100 KB option or path does not flood the log.
-pub fn echo(value: &str) -> String {
-    match value.char_indices().nth(ECHOED_CHARS) {
-        None => value.to_owned(),
-        Some((cut, _)) => format!("{}… ({} bytes in all)", &value[..cut], value.len()),
-    }
 }
 
 /// An interval as a user would write it: `100us`, `5ms`, `60s`.
@@ -622,7 +594,7 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
             "loglevel" => options.log_level = parse_log_level(key, required(key, value)?)?,
             other => {
                 if !parse_continuous(other, value, &mut options.continuous)?
-                    && !crate::export::options::parse(other, value, &mut options.export)?
+                    && !crate::args::export::parse(other, value, &mut options.export)?
                 {
                     return Err(unknown_option(other));
                 }
@@ -1532,7 +1504,7 @@ mod tests {
 
     /// The option names in the first column of `docs/options.md`'s table.
     fn documented_keys() -> Vec<&'static str> {
-        let doc = include_str!("../../docs/options.md");
+        let doc = include_str!("../../../docs/options.md");
         let table = doc
             .lines()
             .skip_while(|line| !line.starts_with("| option |"))

@@ -12,7 +12,7 @@
 //! Control plane only: JVMTI callbacks on the allocating thread and the
 //! dump path take the table's lock; no signal handler touches it.
 
-use crate::jni_env::JniEnv;
+use crate::jvm::jni_env::JniEnv;
 use frames::Frame;
 use jni::sys::jobject;
 use sampler::counters::{self, Counter};

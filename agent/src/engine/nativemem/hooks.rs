@@ -7,7 +7,7 @@
 //! call through and one atomic load.
 
 use super::addresses::Addresses;
-use crate::callback_state;
+use crate::callbacks;
 use sampler::counters::{self, Counter};
 use sampler::handler::ErrnoGuard;
 use sampler::random;
@@ -209,7 +209,7 @@ pub unsafe extern "C" fn dlopen(file: *const std::ffi::c_char, mode: c_int) -> *
     // SAFETY: the loader's dlopen, through the agent's own import.
     let handle = unsafe { libc::dlopen(file, mode) };
     if !handle.is_null() && INTERVAL.load(Ordering::Relaxed) != 0 && super::patch_if_loaded() {
-        callback_state::with_active(|state| state.libraries.as_ref().map(|table| table.refresh_if_changed()));
+        callbacks::with_active(|state| state.libraries.as_ref().map(|table| table.refresh_if_changed()));
     }
     handle
 }

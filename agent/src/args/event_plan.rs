@@ -5,7 +5,7 @@
 //! follows the plan instead of testing options per event.
 
 use crate::args::{CpuEngineKind, Options};
-use crate::jvmti_samples::LockSampling;
+use crate::callbacks::jvmti_samples::LockSampling;
 use jfr_writer::schema::id;
 use std::time::Duration;
 

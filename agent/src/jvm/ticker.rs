@@ -4,8 +4,8 @@
 //! JVMTI. One thread for all ticks: a thread per tick would be one more
 //! thread for wall-clock sampling to visit and recordings to show.
 
-use crate::jni_env::JniEnv;
-use crate::vm::Vm;
+use crate::jvm::jni_env::JniEnv;
+use crate::jvm::vm::Vm;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;

@@ -33,11 +33,11 @@ pub mod signal_cost;
 
 use crate::args::MAX_INTERVAL;
 use crate::engine;
-use crate::jni_env::JniEnv;
+use crate::jvm::jni_env::JniEnv;
+use crate::jvm::ticker::Tick;
+use crate::jvm::vm::Vm;
 use crate::log;
 use crate::recording::{DumpContext, Recording};
-use crate::ticker::Tick;
-use crate::vm::Vm;
 use sampler::clock;
 use sampler::counters::{self, Counter};
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -5,8 +5,11 @@
 //! of its own. They run on Java threads, where JVMTI may be called and
 //! memory allocated, so their state stays out of what handlers see.
 
-use crate::jvmti_samples::JvmtiSamples;
+pub mod jvmti_samples;
+pub mod live_objects;
+
 use crate::libraries::LibraryTable;
+use jvmti_samples::JvmtiSamples;
 use sampler::publication::Publication;
 use sampler::Sampler;
 use std::sync::Arc;

@@ -1,31 +1,33 @@
 //! The profiling session: start, stop, dump and status, driven by agent
 //! options from any entry point. Control plane only; one session at a time.
 
+pub mod governor;
+
+use crate::args::event_plan::EventPlan;
+use crate::args::stack_plan::{JavaSource, StackPlan};
 use crate::args::{self, Action, Options};
-use crate::callback_state::{self, CallbackState};
+use crate::callbacks::jvmti_samples::JvmtiSamples;
+use crate::callbacks::{self, CallbackState};
 use crate::engine;
-use crate::event_plan::EventPlan;
-use crate::existing_threads;
-use crate::export::{self, Exporters};
-use crate::governor::signal_cost::{self, Delivery, SignalCosts};
-use crate::governor::{Governor, InForce};
-use crate::jni_env::JniEnv;
-use crate::jvmti_samples::JvmtiSamples;
+use crate::engine::nativemem;
+use crate::jvm::existing_threads;
+use crate::jvm::jni_env::JniEnv;
+use crate::jvm::threads;
+use crate::jvm::ticker::{Tick, Ticker};
+use crate::jvm::vm::{self, Vm};
 use crate::libraries::sections::Wanted;
-use crate::libraries::{LibraryTable, RefreshTick};
+use crate::libraries::LibraryTable;
 use crate::log;
-use crate::nativemem;
 use crate::recording::endpoints;
+use crate::recording::export::{self, Exporters};
 use crate::recording::periods::{self, Periods};
 use crate::recording::retention::Retention;
 use crate::recording::rotation::Stores;
 use crate::recording::sink::{self, Sink};
 use crate::recording::writer::Writer;
 use crate::recording::{ChunkLimits, DumpContext, ExportTap, Format, Recording};
-use crate::stack_plan::{JavaSource, StackPlan};
-use crate::threads;
-use crate::ticker::{Tick, Ticker};
-use crate::vm::{self, Vm};
+use crate::session::governor::signal_cost::{self, Delivery, SignalCosts};
+use crate::session::governor::{Governor, InForce};
 use sampler::context;
 use sampler::counters;
 use sampler::java_thread::{self, JavaThreads};
@@ -303,7 +305,7 @@ fn disarm() {
     nativemem::stop();
     engine::wall::stop();
     engine::stop();
-    callback_state::retire();
+    callbacks::retire();
     sampler::retire();
     engine::release();
     safe_read::restore_fault_handlers();
@@ -460,7 +462,7 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
     context::set_attribute_count(options.attributes.len());
     let sampling_started = std::time::SystemTime::now();
     sampler::publish(&sampler);
-    callback_state::publish(&callbacks);
+    callbacks::publish(&callbacks);
     let (engines, cpu_engine) = arm_engines(vm, &plan, &sampler, env).map_err(|e| {
         disarm();
         io(e)
@@ -499,7 +501,7 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
     let recording = Arc::new(Mutex::new(Recording::new(settings, format, stores, sink, limits, periods, export)));
     let mut ticks: Vec<Box<dyn Tick>> = Vec::new();
     if let Some(libraries) = &callbacks.libraries {
-        ticks.push(Box::new(RefreshTick(Arc::clone(libraries))));
+        ticks.push(Box::new(LibraryRefresh(Arc::clone(libraries))));
     }
     if plan.nativemem.is_some() {
         ticks.push(Box::<nativemem::RefreshTick>::default());
@@ -523,6 +525,16 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
     }
     *current = Some(Session { recording, ticker, engines, intervals, started: Instant::now(), stopped });
     Ok(message)
+}
+
+/// The library table's tick on the session's ticker: picks up libraries
+/// loaded or unloaded since the last tick (`System.load`, `dlopen`).
+struct LibraryRefresh(Arc<LibraryTable>);
+
+impl Tick for LibraryRefresh {
+    fn tick(&mut self, _env: Option<JniEnv>) {
+        self.0.refresh_if_changed();
+    }
 }
 
 /// `timeout=`: a thread that stops the session after `timeout`, unless

@@ -14,10 +14,10 @@ mod addresses;
 mod got;
 pub mod hooks;
 
-use crate::jni_env::JniEnv;
+use crate::jvm::jni_env::JniEnv;
+use crate::jvm::ticker::Tick;
 use crate::libraries::scan;
 use crate::log;
-use crate::ticker::Tick;
 use addresses::Addresses;
 use got::Hook;
 use sampler::counters::{self, Counter};

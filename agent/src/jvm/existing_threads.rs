@@ -3,9 +3,9 @@
 //! Their kernel thread id comes from HotSpot's structures: `Thread.eetop`
 //! (the JavaThread*), then [`OsThreadIds`]. Control plane only.
 
-use crate::jni_env::JniEnv;
-use crate::threads;
-use crate::vm::Vm;
+use crate::jvm::jni_env::JniEnv;
+use crate::jvm::threads;
+use crate::jvm::vm::Vm;
 use hotspot::os_thread::OsThreadIds;
 use sampler::safe_read::ProcessMemory;
 

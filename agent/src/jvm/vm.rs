@@ -2,10 +2,10 @@
 //! AsyncGetCallTrace. Set up once, on the first of `Agent_OnLoad`,
 //! `Agent_OnAttach` or `JNI_OnLoad`, and never torn down.
 
-use crate::jdk_support;
-use crate::jvmti::capabilities::{self, Capabilities};
-use crate::jvmti::events::{Event, EventCallbacks};
-use crate::jvmti::{Jvmti, JVMTI_VERSION_1_2};
+use crate::jvm::jdk_support;
+use crate::jvm::jvmti::capabilities::{self, Capabilities};
+use crate::jvm::jvmti::events::{Event, EventCallbacks};
+use crate::jvm::jvmti::{Jvmti, JVMTI_VERSION_1_2};
 use crate::libraries::file_map::FileMap;
 use crate::libraries::{scan, symbols};
 use crate::log;

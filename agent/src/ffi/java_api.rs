@@ -8,12 +8,13 @@
 //! Java side turns into exceptions.
 
 use crate::args;
-use crate::callback_state;
-use crate::entry::{adopt_calling_thread, ffi_boundary};
-use crate::jni_env::JniEnv;
-use crate::jvmti::{ClassRef, Jvmti};
-use crate::profiler::{self, CommandResult, ErrorKind};
+use crate::callbacks;
+use crate::ffi::entry::adopt_calling_thread;
+use crate::ffi::ffi_boundary;
+use crate::jvm::jni_env::JniEnv;
+use crate::jvm::jvmti::{ClassRef, Jvmti};
 use crate::recording::endpoints::endpoints;
+use crate::session::{self, CommandResult, ErrorKind};
 use jni::sys::{jboolean, jclass, jint, jlong, jstring, JNIEnv};
 use sampler::context;
 use sampler::counters;
@@ -70,8 +71,8 @@ extern "system" fn execute(raw: *mut JNIEnv, _class: jclass, command: jstring) -
         // SAFETY: a String argument of this native method.
         let text = unsafe { java_string(env, command) }.unwrap_or_default();
         let result = match args::parse(&text) {
-            Ok(options) => profiler::execute(&options, env),
-            Err(e) => Err(profiler::CommandError { kind: ErrorKind::Argument, message: format!("invalid option {e}") }),
+            Ok(options) => session::execute(&options, env),
+            Err(e) => Err(session::CommandError { kind: ErrorKind::Argument, message: format!("invalid option {e}") }),
         };
         reply(env, &encode(result))
     })
@@ -83,7 +84,7 @@ extern "system" fn dump(raw: *mut JNIEnv, _class: jclass, path: jstring) -> jstr
         let env = unsafe { env(raw) };
         // SAFETY: a String argument of this native method.
         let path = unsafe { java_string(env, path) }.unwrap_or_default();
-        reply(env, &encode(profiler::dump_to(Some(path.into()), env)))
+        reply(env, &encode(session::dump_to(Some(path.into()), env)))
     })
 }
 
@@ -97,7 +98,7 @@ extern "system" fn counters(raw: *mut JNIEnv, _class: jclass) -> jstring {
 
 extern "system" fn finished_files(raw: *mut JNIEnv, _class: jclass) -> jstring {
     ffi_boundary("JavaProfiler.pollFinishedFiles", std::ptr::null_mut(), || {
-        let text: String = profiler::take_finished_files().iter().map(|path| format!("{}\n", path.display())).collect();
+        let text: String = session::take_finished_files().iter().map(|path| format!("{}\n", path.display())).collect();
         // SAFETY: the env of this native method.
         reply(unsafe { env(raw) }, &text)
     })
@@ -140,7 +141,7 @@ extern "system" fn record_trace_root(
     size_limit: jint,
 ) -> jboolean {
     ffi_boundary("JavaProfiler.recordTraceRoot", false, || {
-        if !callback_state::is_published() {
+        if !callbacks::is_published() {
             return false;
         }
         // SAFETY: the arguments of this native method.
@@ -158,7 +159,7 @@ extern "system" fn record_trace_root(
         // never in the next session's first chunk. No session lock is
         // taken: request threads do not wait for a dump (only, briefly,
         // for the endpoint store's swap of its pending events).
-        callback_state::with_active(|_| {
+        callbacks::with_active(|_| {
             endpoints().is_ok_and(|e| e.record(current_tid(), root_span_id as u64, &endpoint, &operation, limit))
         })
         .unwrap_or(false)

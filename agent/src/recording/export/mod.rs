@@ -10,13 +10,12 @@
 
 mod datadog;
 mod delivery;
-pub mod options;
 mod otlp;
 mod pyroscope;
 
+pub use crate::args::export::ExportOptions;
 use crate::log;
 use delivery::Lane;
-pub use options::ExportOptions;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;

@@ -2,35 +2,26 @@
 //! call from the JVM enters here, and no panic leaves.
 
 use crate::args::{self, Action, Options};
-use crate::callback_state;
+use crate::callbacks;
+use crate::callbacks::jvmti_samples;
+use crate::callbacks::live_objects;
 use crate::engine;
-use crate::java_api;
-use crate::jni_env::JniEnv;
-use crate::jvmti::events::EventCallbacks;
-use crate::jvmti::{jthread, ClassRef, ThreadRef};
-use crate::jvmti_samples;
-use crate::live_objects;
+use crate::ffi::ffi_boundary;
+use crate::ffi::java_api;
+use crate::jvm::jni_env::JniEnv;
+use crate::jvm::jvmti::events::EventCallbacks;
+use crate::jvm::jvmti::{jthread, ClassRef, ThreadRef};
+use crate::jvm::threads;
+use crate::jvm::vm::{self, Vm, JNI_VERSION};
 use crate::log;
-use crate::profiler;
-use crate::threads;
-use crate::vm::{self, Vm, JNI_VERSION};
+use crate::session;
 use jni::sys::{jclass, jint, jlong, jmethodID, jobject, JNIEnv, JavaVM, JNI_ERR, JNI_OK};
 use sampler::clock;
 use sampler::context;
 use sampler::os_thread::current_tid;
 use sampler::signals::SignalBlocker;
 use std::ffi::{c_char, c_void, CStr};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
-
-/// Runs `f`, turning a panic into `fallback` (and a log line) instead of
-/// unwinding into the JVM.
-pub(crate) fn ffi_boundary<R>(what: &str, fallback: R, f: impl FnOnce() -> R) -> R {
-    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| {
-        log::error!("internal error in {what}; the profiler keeps the JVM running");
-        fallback
-    })
-}
 
 /// A `start` given at load time, carried out once the VM is initialised.
 static PENDING_START: Mutex<Option<Options>> = Mutex::new(None);
@@ -107,7 +98,7 @@ impl<'a> Answer<'a> {
         }
     }
 
-    fn report(&self, result: Result<String, profiler::CommandError>) -> jint {
+    fn report(&self, result: Result<String, session::CommandError>) -> jint {
         match result {
             Ok(message) => {
                 self.message(&message);
@@ -143,7 +134,7 @@ pub unsafe extern "C" fn Agent_OnLoad(vm: *mut JavaVM, options: *const c_char, _
         }
         match options.action {
             Some(Action::Start) => {
-                if let Err(e) = profiler::prepare_output(&mut options) {
+                if let Err(e) = session::prepare_output(&mut options) {
                     answer.error(&e.to_string());
                     return JNI_ERR;
                 }
@@ -154,7 +145,7 @@ pub unsafe extern "C" fn Agent_OnLoad(vm: *mut JavaVM, options: *const c_char, _
                 answer.error("stop and dump need a running profiler (use them through jcmd or the Java API)");
                 JNI_ERR
             }
-            _ => answer.report(profiler::execute(&options, None)),
+            _ => answer.report(session::execute(&options, None)),
         }
     })
 }
@@ -185,7 +176,7 @@ pub unsafe extern "C" fn Agent_OnAttach(vm: *mut JavaVM, options: *const c_char,
         if let Some(env) = env {
             java_api::bind_loaded(vm.jvmti(), env);
         }
-        answer.report(profiler::execute(&options, env))
+        answer.report(session::execute(&options, env))
     })
 }
 
@@ -288,7 +279,7 @@ unsafe extern "C" fn on_vm_init(_jvmti: *mut c_void, env: *mut JNIEnv, thread: j
             // SAFETY: the VMInit thread's own env.
             let env = unsafe { JniEnv::from_raw(env) };
             let reply = options.reply.as_deref();
-            Answer { reply, shown: Shown::Logged }.report(profiler::execute(&options, env));
+            Answer { reply, shown: Shown::Logged }.report(session::execute(&options, env));
         }
     })
 }
@@ -296,7 +287,7 @@ unsafe extern "C" fn on_vm_init(_jvmti: *mut c_void, env: *mut JNIEnv, thread: j
 unsafe extern "C" fn on_vm_death(_jvmti: *mut c_void, env: *mut JNIEnv) {
     ffi_boundary("VMDeath", (), || {
         // SAFETY: the VMDeath thread's own env.
-        profiler::on_vm_death(unsafe { JniEnv::from_raw(env) });
+        session::on_vm_death(unsafe { JniEnv::from_raw(env) });
     })
 }
 
@@ -354,7 +345,7 @@ unsafe extern "C" fn on_sampled_object_alloc(
         let (class, env) = unsafe { (ClassRef::from_raw(class), JniEnv::from_raw(env)) };
         let (time_ns, tid) = (clock::monotonic_ns(), current_tid());
         let size = u64::try_from(size).unwrap_or(0);
-        callback_state::with_active(|state| {
+        callbacks::with_active(|state| {
             // SAFETY: the object reference this callback received.
             unsafe { jvmti_samples::record_allocation(state, &vm.jvmti(), env, object, class, size, time_ns, tid) }
         });
@@ -374,7 +365,7 @@ unsafe extern "C" fn on_monitor_contended_enter(
     _object: jobject,
 ) {
     // SAFETY: the jvmtiEnv the JVM passes to its callback.
-    let jvmti = unsafe { crate::jvmti::Jvmti::from_raw(jvmti) };
+    let jvmti = unsafe { crate::jvm::jvmti::Jvmti::from_raw(jvmti) };
     ffi_boundary("MonitorContendedEnter", (), || jvmti_samples::contended_enter(&jvmti))
 }
 
@@ -390,7 +381,7 @@ unsafe extern "C" fn on_monitor_contended_entered(
         // SAFETY: the env this callback received.
         let Some(env) = (unsafe { JniEnv::from_raw(env) }) else { return };
         let tid = current_tid();
-        callback_state::with_active(|state| {
+        callbacks::with_active(|state| {
             // SAFETY: the monitor reference this callback received.
             unsafe { jvmti_samples::contended_entered(state, &vm.jvmti(), env, object, tid) }
         });

@@ -580,5 +580,10 @@ impl Jvmti {
     }
 }
 
+/// `Lcom/foo/Bar;` → `com/foo/Bar`; array signatures stay as they are.
+pub fn internal_class_name(signature: &str) -> &str {
+    signature.strip_prefix('L').and_then(|s| s.strip_suffix(';')).unwrap_or(signature)
+}
+
 #[cfg(test)]
 pub(crate) mod tests;

@@ -1,6 +1,6 @@
 //! The few raw JNI calls control-plane code makes (not used by handlers).
 
-use crate::jvmti::{ClassRef, Jvmti, JvmtiResult, ThreadRef};
+use crate::jvm::jvmti::{ClassRef, Jvmti, JvmtiResult, ThreadRef};
 use jni::sys::{jfieldID, jint, jlong, jmethodID, jobject, jstring, jvalue, JNIEnv, JNINativeMethod, JNI_OK};
 use std::ffi::{c_void, CStr};
 use std::ptr;

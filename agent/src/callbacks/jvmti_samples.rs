@@ -14,11 +14,11 @@
 //! sampler: call traces, stripes (`try_acquire`; a busy stripe or a full
 //! buffer is a counted drop) and the session's class table.
 
-use crate::callback_state::CallbackState;
-use crate::jni_env::JniEnv;
-use crate::jvmti::{ClassRef, FrameInfo, Jvmti};
-use crate::live_objects::{Allocation, LiveObjects};
-use crate::recording::methods::internal_class_name;
+use crate::callbacks::live_objects::{Allocation, LiveObjects};
+use crate::callbacks::CallbackState;
+use crate::jvm::jni_env::JniEnv;
+use crate::jvm::jvmti::internal_class_name;
+use crate::jvm::jvmti::{ClassRef, FrameInfo, Jvmti};
 use frames::{Frame, BCI_NATIVE_METHOD};
 use sampler::clock;
 use sampler::counters::{self, Counter};
