@@ -12,7 +12,7 @@
 //! to fit before its name and descriptor are read, and name/descriptor
 //! lengths are bounded. Malformed input yields an [`Error`], never a panic
 //! or an out-of-bounds read.
-
+#![forbid(unsafe_code)]
 #![cfg_attr(not(test), no_std)]
 
 extern crate alloc;

@@ -4,6 +4,7 @@
 //! a self-contained JFR chunk. It performs no I/O and has no policy about
 //! when chunks start or end: callers decide where the bytes go. Frame
 //! types are the `frames` crate's [`frames::FrameType`].
+#![forbid(unsafe_code)]
 
 pub mod buffer;
 pub mod chunk;

@@ -6,6 +6,7 @@
 //! not capture, and under CI (`CI` set, as CI runners do) fails the test
 //! instead when `.ci/run` installs the prerequisite: there its absence is a
 //! broken CI, not a reason to check less.
+#![forbid(unsafe_code)]
 
 use std::io::Write;
 

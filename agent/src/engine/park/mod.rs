@@ -176,6 +176,7 @@ unsafe extern "system" fn capture_park(
         // SAFETY: the JVM's own RegisterNatives, stored before this hook
         // was installed, with the caller's arguments.
         let original: RegisterNativesFn = unsafe { std::mem::transmute(original) };
+        // SAFETY: that function, with the caller's arguments.
         return unsafe { original(env, class, methods, count) };
     }
     // SAFETY: the JVM passes `count` methods with NUL-terminated names.
