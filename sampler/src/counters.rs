@@ -115,15 +115,19 @@ pub fn increment(counter: Counter) {
 /// Signal-safe.
 #[inline]
 pub fn add(counter: Counter, delta: u64) {
-    VALUES[counter as usize].fetch_add(delta, Ordering::Relaxed);
+    if let Some(value) = VALUES.get(counter as usize) {
+        value.fetch_add(delta, Ordering::Relaxed);
+    }
 }
 
 pub fn set(counter: Counter, value: u64) {
-    VALUES[counter as usize].store(value, Ordering::Relaxed);
+    if let Some(slot) = VALUES.get(counter as usize) {
+        slot.store(value, Ordering::Relaxed);
+    }
 }
 
 pub fn get(counter: Counter) -> u64 {
-    VALUES[counter as usize].load(Ordering::Relaxed)
+    VALUES.get(counter as usize).map_or(0, |value| value.load(Ordering::Relaxed))
 }
 
 /// Zeroes every counter (at profiler start).

@@ -42,7 +42,9 @@ impl Histogram {
     /// Signal-safe.
     #[inline]
     pub fn record(&self, ns: u64) {
-        self.buckets[bucket_of(ns)].fetch_add(1, Ordering::Relaxed);
+        if let Some(bucket) = self.buckets.get(bucket_of(ns)) {
+            bucket.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     pub fn reset(&self) {

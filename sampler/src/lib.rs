@@ -10,7 +10,7 @@
 //! with a counting allocator (`agent/tests/sampling_allocations.rs`)
 //! checks that a sample allocates nothing. Functions marked "Not
 //! signal-safe" are the control plane's constructors and drains.
-#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic))]
 
 pub mod asgct;
 pub mod asgct_walk;

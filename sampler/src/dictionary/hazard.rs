@@ -51,7 +51,7 @@ impl Hazards {
     /// `None` if all slots are taken. Signal-safe.
     pub fn protect(&self, hint: usize, current: impl Fn() -> usize) -> Option<HazardGuard<'_>> {
         let slot = (0..SLOTS)
-            .map(|i| &self.slots[(hint + i) % SLOTS])
+            .filter_map(|i| self.slots.get((hint + i) % SLOTS))
             .find(|slot| slot.compare_exchange(0, CLAIMED, Ordering::SeqCst, Ordering::Relaxed).is_ok())?;
         loop {
             let buffer = current();

@@ -103,7 +103,7 @@ impl TripleBufferedDictionary {
     }
 
     fn address(&self, index: usize) -> usize {
-        &self.buffers[index % 3] as *const Buffer as usize
+        self.buffers.get(index % 3).map_or(0, |buffer| buffer as *const Buffer as usize)
     }
 
     fn active_address(&self) -> usize {
@@ -188,6 +188,7 @@ impl TripleBufferedDictionary {
     /// buffer (carrying entries per the policy) and clears the old dump.
     /// Never blocks lookups; waits only for readers to leave the buffers it
     /// copies from and clears. Not signal-safe.
+    #[allow(clippy::indexing_slicing)]
     pub fn rotate(&self) {
         let _rotating = self.rotation.lock().unwrap_or_else(|p| p.into_inner());
         let old = self.active.load(Ordering::SeqCst);
@@ -230,6 +231,7 @@ impl TripleBufferedDictionary {
 
     /// After a rotation: copies the given ids from the dump buffer into the
     /// active one (the values callers still reference). Not signal-safe.
+    #[allow(clippy::indexing_slicing)]
     pub fn carry_ids(&self, ids: &HashSet<u32>) {
         if ids.is_empty() {
             return;
@@ -261,6 +263,7 @@ impl TripleBufferedDictionary {
     /// clearing the one buffer that is then neither active nor dump, so no
     /// lookup can reach a buffer while it is cleared. Ids are not reused:
     /// an id still held somewhere cannot come to mean another key.
+    #[allow(clippy::indexing_slicing)] // Not signal-safe.
     pub fn clear_all(&self) {
         let _rotating = self.rotation.lock().unwrap_or_else(|p| p.into_inner());
         for _ in 0..3 {

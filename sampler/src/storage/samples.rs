@@ -227,7 +227,7 @@ impl SampleStripes {
     pub fn try_acquire(&self, tid: u32) -> Option<StripeGuard<'_>> {
         (0..STRIPES_TRIED).find_map(|i| {
             let index = (tid as usize + i) % STRIPES;
-            let stripe = &self.stripes[index];
+            let stripe = self.stripes.get(index)?;
             stripe
                 .locked
                 .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)

@@ -40,7 +40,7 @@ impl CallTraceStorage {
     }
 
     fn address(&self, index: usize) -> usize {
-        &self.tables[index % 3] as *const CallTraceTable as usize
+        self.tables.get(index % 3).map_or(0, |table| table as *const CallTraceTable as usize)
     }
 
     fn active_address(&self) -> usize {
@@ -67,6 +67,7 @@ impl CallTraceStorage {
 
     /// Starts a new active table; waits for samplers still inserting into
     /// the old one and clears the table before it. Not signal-safe.
+    #[allow(clippy::indexing_slicing)]
     pub fn rotate(&self) {
         let _rotating = self.rotation.lock().unwrap_or_else(|p| p.into_inner());
         let old = self.active.load(Ordering::SeqCst);
@@ -96,6 +97,7 @@ impl CallTraceStorage {
 
     /// Visits the traces of the dump and active tables: every trace a
     /// sample drained since the previous rotation can refer to.
+    #[allow(clippy::indexing_slicing)] // Not signal-safe.
     pub fn for_each_live(&self, mut visit: impl FnMut(StoredTrace<'_>)) {
         let _rotating = self.rotation.lock().unwrap_or_else(|p| p.into_inner());
         let active = self.active.load(Ordering::SeqCst);
@@ -103,7 +105,8 @@ impl CallTraceStorage {
         self.tables[active].for_each(&mut visit);
     }
 
-    /// Traces in the active table.
+    /// Traces in the active table. Not signal-safe.
+    #[allow(clippy::indexing_slicing)]
     pub fn len(&self) -> usize {
         self.tables[self.active.load(Ordering::SeqCst)].len()
     }
