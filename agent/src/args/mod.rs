@@ -4,14 +4,22 @@
 
 pub mod event_plan;
 pub mod export;
+mod paths;
 pub mod stack_plan;
+mod values;
 
 pub use crate::engine::CpuEngineKind;
 pub use crate::log::{echo, LogLevel};
 use jfr_writer::Dialect;
-use stack_plan::StackPlan;
+use paths::varies_by_period;
+pub use paths::{escape_path, expand_path, Naming};
+use stack_plan::{JavaSource, StackPlan};
 use std::fmt;
 use std::time::Duration;
+use values::{
+    limit, no_value, parse_attributes, parse_count, parse_log_level, parse_size, parse_time, required, spell,
+};
+pub use values::{parse_bool, parse_bytes, parse_interval};
 
 /// What a command asks the profiler to do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -288,40 +296,6 @@ fn error(option: &str, message: impl Into<String>) -> OptionError {
     OptionError { option: echo(option), message: message.into() }
 }
 
-/// An interval as a user would write it: `100us`, `5ms`, `60s`.
-fn spell(duration: Duration) -> String {
-    let nanos = duration.as_nanos();
-    match nanos {
-        n if n % 1_000_000_000 == 0 => format!("{}s", n / 1_000_000_000),
-        n if n % 1_000_000 == 0 => format!("{}ms", n / 1_000_000),
-        n if n % 1_000 == 0 => format!("{}us", n / 1_000),
-        n => format!("{n}ns"),
-    }
-}
-
-/// Checks `value` (given as `key`) against `limits`: refused outside the
-/// floor and ceiling, accepted with a warning below `costly_below`.
-fn limit(key: &str, value: Duration, limits: &Limits, warnings: &mut Vec<String>) -> Result<Duration, OptionError> {
-    let (floor, ceiling) = (spell(limits.floor), spell(limits.ceiling));
-    if value < limits.floor || value > limits.ceiling {
-        let side =
-            if value < limits.floor { format!("below the floor of {floor}") } else { format!("above {ceiling}") };
-        return Err(error(
-            key,
-            format!("{} is {side} for {} (accepted: {floor} to {ceiling})", spell(value), limits.what),
-        ));
-    }
-    if value < limits.costly_below {
-        warnings.push(format!(
-            "{key}={}: {} this often costs noticeable time on the sampled threads; {} or more is recommended",
-            spell(value),
-            limits.what,
-            spell(limits.costly_below)
-        ));
-    }
-    Ok(value)
-}
-
 /// The `reply=` file of an option string, found even when the string is
 /// refused, so that the refusal reaches whoever asked for the reply.
 pub fn reply_path(input: &str) -> Option<&str> {
@@ -388,23 +362,34 @@ fn unknown_option(key: &str) -> OptionError {
 /// agent is loaded and waits for commands). Every option is given at most
 /// once (repeating it with the same value changes nothing; with another
 /// value, or with an option it contradicts, is an error naming both), and
-/// no item is empty.
+/// no item is empty. Three steps: the items ([`tokenize`]), each applied
+/// by its key ([`apply`]), then what options decide together ([`resolve`]).
 pub fn parse(input: &str) -> Result<Options, OptionError> {
     let mut options = Options::default();
     if input.is_empty() {
         return Ok(options);
     }
-    let mut event: Option<&str> = None;
-    let mut interval: Option<Duration> = None;
-    let mut cpu_interval: Option<Duration> = None;
-    let mut cpu_requested = false;
-    let mut wall_interval_given = false;
-    let mut java_walk = None;
-    // Each option as first given: `event=cpu`.
-    let mut given: Vec<(&str, &str)> = Vec::new();
+    let given = tokenize(input)?;
+    let mut pending = Pending::default();
+    for item in &given {
+        apply(item.key, item.value, &mut options, &mut pending)?;
+    }
+    resolve(options, pending, &given)
+}
 
-    for (position, item) in input.split(',').enumerate() {
-        if item.is_empty() {
+/// One `key[=value]` item of an option string, as given.
+struct Item<'a> {
+    key: &'a str,
+    value: Option<&'a str>,
+    text: &'a str,
+}
+
+/// The items of `input`, each key once (an item repeated as it was is
+/// dropped), every key known.
+fn tokenize(input: &str) -> Result<Vec<Item<'_>>, OptionError> {
+    let mut given: Vec<Item<'_>> = Vec::new();
+    for (position, text) in input.split(',').enumerate() {
+        if text.is_empty() {
             return Err(error(
                 input,
                 format!(
@@ -413,196 +398,206 @@ pub fn parse(input: &str) -> Result<Options, OptionError> {
                 ),
             ));
         }
-        let (key, value) = match item.split_once('=') {
+        let (key, value) = match text.split_once('=') {
             Some((k, v)) => (k, Some(v)),
-            None => (item, None),
+            None => (text, None),
         };
         if key.is_empty() {
-            return Err(error(item, "has no option name before '='"));
+            return Err(error(text, "has no option name before '='"));
         }
-        if let Some(&(_, earlier)) = given.iter().find(|(k, _)| *k == key) {
-            if earlier == item {
+        if let Some(earlier) = given.iter().find(|item| item.key == key) {
+            if earlier.text == text {
                 continue;
             }
-            return Err(error(key, format!("given twice, as '{}' and '{}' (give it once)", echo(earlier), echo(item))));
+            return Err(error(
+                key,
+                format!("given twice, as '{}' and '{}' (give it once)", echo(earlier.text), echo(text)),
+            ));
         }
-        given.push((key, item));
         if !KEYS.contains(&key) {
             return Err(unknown_option(key));
         }
-        // Every key of this match (and of `parse_continuous`'s and the
-        // exporters') is in KEYS.
-        match key {
-            "start" | "stop" | "dump" | "status" | "version" => {
-                no_value(key, value)?;
-                let action = match key {
-                    "start" => Action::Start,
-                    "stop" => Action::Stop,
-                    "dump" => Action::Dump,
-                    "status" => Action::Status,
-                    _ => Action::Version,
-                };
-                if let Some(previous) = options.action.filter(|&a| a != action) {
+        given.push(Item { key, value, text });
+    }
+    Ok(given)
+}
+
+/// What items set that only their combination decides ([`resolve`]).
+#[derive(Default)]
+struct Pending<'a> {
+    event: Option<&'a str>,
+    interval: Option<Duration>,
+    cpu_interval: Option<Duration>,
+    cpu_requested: bool,
+    wall_interval_given: bool,
+    java_walk: Option<JavaSource>,
+}
+
+/// Applies one item: the table of keys, each with its value's reader.
+fn apply<'a>(
+    key: &str,
+    value: Option<&'a str>,
+    options: &mut Options,
+    pending: &mut Pending<'a>,
+) -> Result<(), OptionError> {
+    // Every key of this match (and of `parse_continuous`'s and the
+    // exporters') is in KEYS.
+    match key {
+        "start" | "stop" | "dump" | "status" | "version" => {
+            no_value(key, value)?;
+            let action = match key {
+                "start" => Action::Start,
+                "stop" => Action::Stop,
+                "dump" => Action::Dump,
+                "status" => Action::Status,
+                _ => Action::Version,
+            };
+            if let Some(previous) = options.action.filter(|&a| a != action) {
+                return Err(error(
+                    key,
+                    format!("conflicts with action '{}': give one action per command", action_name(previous)),
+                ));
+            }
+            options.action = Some(action);
+        }
+        "event" => {
+            let value = required(key, value)?;
+            match value {
+                "cpu" | "itimer" | "ctimer" | "wall" => pending.event = Some(value),
+                other => {
                     return Err(error(
                         key,
-                        format!("conflicts with action '{}': give one action per command", action_name(previous)),
-                    ));
-                }
-                options.action = Some(action);
-            }
-            "event" => {
-                let value = required(key, value)?;
-                match value {
-                    "cpu" | "itimer" | "ctimer" | "wall" => event = Some(value),
-                    other => {
-                        return Err(error(
-                            key,
-                            format!("unknown event '{}' (accepted: cpu, itimer, ctimer, wall)", echo(other)),
-                        ))
-                    }
-                }
-            }
-            "cpu" => {
-                cpu_requested = true;
-                if let Some(v) = value {
-                    cpu_interval = Some(parse_interval(key, v)?);
-                }
-            }
-            "wall" => {
-                wall_interval_given = value.is_some();
-                let period = match value {
-                    Some(v) => parse_interval(key, v)?,
-                    None => DEFAULT_WALL_INTERVAL,
-                };
-                options.wall = Some(period);
-            }
-            "walltpt" => {
-                let v = required(key, value)?;
-                let accepted = format!("accepted: 1 to {MAX_WALL_THREADS_PER_TICK}");
-                let count: u32 =
-                    v.parse().map_err(|_| error(key, format!("'{}' is not a number ({accepted})", echo(v))))?;
-                if count == 0 || count > MAX_WALL_THREADS_PER_TICK {
-                    return Err(error(key, format!("{count} is out of range ({accepted})")));
-                }
-                options.wall_threads_per_tick = count;
-            }
-            "interval" => interval = Some(parse_interval(key, required(key, value)?)?),
-            "file" => options.file = Some(required(key, value)?.to_owned()),
-            "jfr" => no_value(key, value)?,
-            "cstack" => {
-                let text = required(key, value)?;
-                options.cstack = StackPlan::parse(text).ok_or_else(|| {
-                    error(key, format!("unknown mode '{}' (accepted: {})", echo(text), StackPlan::accepted()))
-                })?;
-            }
-            "javawalk" => {
-                let text = required(key, value)?;
-                java_walk = Some(StackPlan::java_walk(text).ok_or_else(|| {
-                    error(
-                        key,
-                        format!("unknown walker '{}' (accepted: {})", echo(text), StackPlan::java_walks_accepted()),
-                    )
-                })?);
-            }
-            "jstackdepth" => {
-                let v = required(key, value)?;
-                let accepted = format!("accepted: 1 to {MAX_JSTACKDEPTH}");
-                let depth: u32 =
-                    v.parse().map_err(|_| error(key, format!("'{}' is not a number ({accepted})", echo(v))))?;
-                if depth == 0 || depth > MAX_JSTACKDEPTH {
-                    return Err(error(key, format!("{depth} is out of range ({accepted})")));
-                }
-                if depth > COSTLY_JSTACKDEPTH {
-                    options.warnings.push(format!(
-                        "jstackdepth={depth}: every sample of a deep stack walks and stores up to {depth} frames; \
-                         {DEFAULT_JSTACKDEPTH} (the default) is usually enough"
-                    ));
-                }
-                options.jstackdepth = depth;
-            }
-            "alloc" => {
-                let bytes = value.map_or(Ok(DEFAULT_ALLOC_INTERVAL), |v| parse_bytes(key, v))?;
-                if bytes < MIN_ALLOC_INTERVAL {
-                    return Err(error(
-                        key,
-                        format!("{bytes} bytes is below the floor of 1k (accepted: 1k to 2g, e.g. 512k)"),
-                    ));
-                }
-                if bytes < COSTLY_ALLOC_INTERVAL {
-                    options.warnings.push(format!(
-                        "alloc={bytes}: a sample (with a stack walk) every {bytes} bytes allocated costs noticeable \
-                         time on allocating threads; 64k or more is recommended"
-                    ));
-                }
-                options.alloc = Some(bytes);
-            }
-            "live" => options.live = parse_bool(key, value)?,
-            "nativemem" => {
-                let bytes = value.map_or(Ok(DEFAULT_NATIVEMEM_INTERVAL), |v| parse_bytes(key, v))?;
-                if bytes < COSTLY_NATIVEMEM_INTERVAL {
-                    options.warnings.push(format!(
-                        "nativemem={bytes}: a sample (with a stack walk inside malloc) every {bytes} bytes \
-                         allocated costs noticeable time on allocating threads; 4k or more is recommended"
-                    ));
-                }
-                options.nativemem = Some(bytes);
-            }
-            "nofree" => options.nofree = parse_bool(key, value)?,
-            "wallbatch" => options.wall_batch = parse_bool(key, value)?,
-            "lock" => {
-                let interval = value.map_or(Ok(DEFAULT_LOCK_INTERVAL), |v| parse_interval(key, v))?;
-                options.lock = Some(limit(key, interval, &LOCK_LIMITS, &mut options.warnings)?);
-            }
-            "lockthreshold" => {
-                let v = required(key, value)?;
-                // Zero in any unit: no threshold (`parse_interval` wants more).
-                let threshold = if ["", "ns", "us", "ms", "s"].iter().any(|unit| v.strip_suffix(unit) == Some("0")) {
-                    Duration::ZERO
-                } else {
-                    limit(key, parse_interval(key, v)?, &LOCK_THRESHOLD_LIMITS, &mut options.warnings)?
-                };
-                // Waits are recorded in whole microseconds: a threshold
-                // between two is raised to the next, so none is written
-                // below it (checked first, so an error shows the value given).
-                options.lock_threshold = Duration::from_micros(threshold.as_nanos().div_ceil(1_000) as u64);
-            }
-            "lockvirtual" => options.lock_virtual = Some(parse_bool(key, value)?),
-            "remotesym" => options.remote_symbolication = parse_bool(key, value)?,
-            "filter" => options.filter = parse_bool(key, value)?,
-            "verifywalk" => options.verify_walk = parse_bool(key, value)?,
-            "attributes" => options.attributes = parse_attributes(key, required(key, value)?)?,
-            "jfrdialect" => {
-                let text = required(key, value)?;
-                options.dialect = Dialect::from_name(text)
-                    .ok_or_else(|| error(key, format!("unknown dialect '{}' (accepted: jdk, datadog)", echo(text))))?;
-            }
-            "overhead" => {
-                let v = required(key, value)?;
-                let accepted = format!("accepted: 0 (off) to {MAX_OVERHEAD_PERCENT}, percent of the application's CPU");
-                let percent: u32 = v
-                    .strip_suffix('%')
-                    .unwrap_or(v)
-                    .parse()
-                    .map_err(|_| error(key, format!("'{}' is not a number ({accepted})", echo(v))))?;
-                if percent > MAX_OVERHEAD_PERCENT {
-                    return Err(error(key, format!("{percent} is out of range ({accepted})")));
-                }
-                options.overhead = percent;
-            }
-            "log" => options.log_file = Some(required(key, value)?.to_owned()),
-            "reply" => options.reply = Some(required(key, value)?.to_owned()),
-            "loglevel" => options.log_level = parse_log_level(key, required(key, value)?)?,
-            other => {
-                if !parse_continuous(other, value, &mut options.continuous)?
-                    && !crate::args::export::parse(other, value, &mut options.export)?
-                {
-                    return Err(unknown_option(other));
+                        format!("unknown event '{}' (accepted: cpu, itimer, ctimer, wall)", echo(other)),
+                    ))
                 }
             }
         }
+        "cpu" => {
+            pending.cpu_requested = true;
+            if let Some(v) = value {
+                pending.cpu_interval = Some(parse_interval(key, v)?);
+            }
+        }
+        "wall" => {
+            pending.wall_interval_given = value.is_some();
+            let period = match value {
+                Some(v) => parse_interval(key, v)?,
+                None => DEFAULT_WALL_INTERVAL,
+            };
+            options.wall = Some(period);
+        }
+        "walltpt" => {
+            let accepted = format!("accepted: 1 to {MAX_WALL_THREADS_PER_TICK}");
+            options.wall_threads_per_tick =
+                parse_count(key, required(key, value)?, 1..=MAX_WALL_THREADS_PER_TICK, &accepted)?;
+        }
+        "interval" => pending.interval = Some(parse_interval(key, required(key, value)?)?),
+        "file" => options.file = Some(required(key, value)?.to_owned()),
+        "jfr" => no_value(key, value)?,
+        "cstack" => {
+            let text = required(key, value)?;
+            options.cstack = StackPlan::parse(text).ok_or_else(|| {
+                error(key, format!("unknown mode '{}' (accepted: {})", echo(text), StackPlan::accepted()))
+            })?;
+        }
+        "javawalk" => {
+            let text = required(key, value)?;
+            pending.java_walk = Some(StackPlan::java_walk(text).ok_or_else(|| {
+                error(key, format!("unknown walker '{}' (accepted: {})", echo(text), StackPlan::java_walks_accepted()))
+            })?);
+        }
+        "jstackdepth" => {
+            let accepted = format!("accepted: 1 to {MAX_JSTACKDEPTH}");
+            let depth = parse_count(key, required(key, value)?, 1..=MAX_JSTACKDEPTH, &accepted)?;
+            if depth > COSTLY_JSTACKDEPTH {
+                options.warnings.push(format!(
+                    "jstackdepth={depth}: every sample of a deep stack walks and stores up to {depth} frames; \
+                     {DEFAULT_JSTACKDEPTH} (the default) is usually enough"
+                ));
+            }
+            options.jstackdepth = depth;
+        }
+        "alloc" => {
+            let bytes = value.map_or(Ok(DEFAULT_ALLOC_INTERVAL), |v| parse_bytes(key, v))?;
+            if bytes < MIN_ALLOC_INTERVAL {
+                return Err(error(
+                    key,
+                    format!("{bytes} bytes is below the floor of 1k (accepted: 1k to 2g, e.g. 512k)"),
+                ));
+            }
+            if bytes < COSTLY_ALLOC_INTERVAL {
+                options.warnings.push(format!(
+                    "alloc={bytes}: a sample (with a stack walk) every {bytes} bytes allocated costs noticeable \
+                     time on allocating threads; 64k or more is recommended"
+                ));
+            }
+            options.alloc = Some(bytes);
+        }
+        "live" => options.live = parse_bool(key, value)?,
+        "nativemem" => {
+            let bytes = value.map_or(Ok(DEFAULT_NATIVEMEM_INTERVAL), |v| parse_bytes(key, v))?;
+            if bytes < COSTLY_NATIVEMEM_INTERVAL {
+                options.warnings.push(format!(
+                    "nativemem={bytes}: a sample (with a stack walk inside malloc) every {bytes} bytes \
+                     allocated costs noticeable time on allocating threads; 4k or more is recommended"
+                ));
+            }
+            options.nativemem = Some(bytes);
+        }
+        "nofree" => options.nofree = parse_bool(key, value)?,
+        "wallbatch" => options.wall_batch = parse_bool(key, value)?,
+        "lock" => {
+            let interval = value.map_or(Ok(DEFAULT_LOCK_INTERVAL), |v| parse_interval(key, v))?;
+            options.lock = Some(limit(key, interval, &LOCK_LIMITS, &mut options.warnings)?);
+        }
+        "lockthreshold" => {
+            let v = required(key, value)?;
+            // Zero in any unit: no threshold (`parse_interval` wants more).
+            let threshold = if ["", "ns", "us", "ms", "s"].iter().any(|unit| v.strip_suffix(unit) == Some("0")) {
+                Duration::ZERO
+            } else {
+                limit(key, parse_interval(key, v)?, &LOCK_THRESHOLD_LIMITS, &mut options.warnings)?
+            };
+            // Waits are recorded in whole microseconds: a threshold
+            // between two is raised to the next, so none is written
+            // below it (checked first, so an error shows the value given).
+            options.lock_threshold = Duration::from_micros(threshold.as_nanos().div_ceil(1_000) as u64);
+        }
+        "lockvirtual" => options.lock_virtual = Some(parse_bool(key, value)?),
+        "remotesym" => options.remote_symbolication = parse_bool(key, value)?,
+        "filter" => options.filter = parse_bool(key, value)?,
+        "verifywalk" => options.verify_walk = parse_bool(key, value)?,
+        "attributes" => options.attributes = parse_attributes(key, required(key, value)?)?,
+        "jfrdialect" => {
+            let text = required(key, value)?;
+            options.dialect = Dialect::from_name(text)
+                .ok_or_else(|| error(key, format!("unknown dialect '{}' (accepted: jdk, datadog)", echo(text))))?;
+        }
+        "overhead" => {
+            let v = required(key, value)?;
+            let accepted = format!("accepted: 0 (off) to {MAX_OVERHEAD_PERCENT}, percent of the application's CPU");
+            let percent = v.strip_suffix('%').unwrap_or(v);
+            options.overhead = parse_count(key, percent, 0..=MAX_OVERHEAD_PERCENT, &accepted)?;
+        }
+        "log" => options.log_file = Some(required(key, value)?.to_owned()),
+        "reply" => options.reply = Some(required(key, value)?.to_owned()),
+        "loglevel" => options.log_level = parse_log_level(key, required(key, value)?)?,
+        other => {
+            if !parse_continuous(other, value, &mut options.continuous)?
+                && !crate::args::export::parse(other, value, &mut options.export)?
+            {
+                return Err(unknown_option(other));
+            }
+        }
     }
+    Ok(())
+}
 
-    let item = |key: &str| given.iter().find(|(k, _)| *k == key).map_or("", |&(_, item)| item);
+/// What options decide together: the events and their intervals, the
+/// options that apply only with another, warnings about cost.
+fn resolve(mut options: Options, pending: Pending<'_>, given: &[Item<'_>]) -> Result<Options, OptionError> {
+    let Pending { event, interval, cpu_interval, cpu_requested, wall_interval_given, java_walk } = pending;
+    let item = |key: &str| given.iter().find(|item| item.key == key).map_or("", |item| item.text);
     let contradiction = |key: &str, other: &str, why: &str| {
         error(key, format!("'{}' contradicts '{}': {why}", echo(item(key)), echo(item(other))))
     };
@@ -812,46 +807,6 @@ fn check_continuous(options: &mut Options, loop_item: &str, file_item: &str) -> 
     Ok(())
 }
 
-/// Whether [`expand_path`] gives `template` a new name each period: it
-/// holds `%t`, or `%n` not cut to a single number by `{1}` (not escaped
-/// as `%%`).
-fn varies_by_period(template: &str) -> bool {
-    let mut rest = template;
-    while let Some(at) = rest.find('%') {
-        rest = &rest[at + 1..];
-        match rest.chars().next() {
-            Some('t') => return true,
-            Some('n') if braced(&rest[1..]).and_then(|max| max.parse::<u64>().ok()) != Some(1) => return true,
-            Some('%') => rest = &rest[1..],
-            _ => {}
-        }
-    }
-    false
-}
-
-/// A time as `loop`, `chunktime`, `timeout` and `maxage` take it: seconds,
-/// or with a unit `ms`, `s`, `m`, `h` or `d` (`30s`, `10m`, `1h`, `7d`).
-fn parse_time(key: &str, value: &str) -> Result<Duration, OptionError> {
-    let accepted = "accepted: a positive number with optional unit ms, s, m, h or d, e.g. 10m";
-    let shown = echo(value);
-    let digits_end = value.find(|c: char| !c.is_ascii_digit()).unwrap_or(value.len());
-    let (digits, unit) = value.split_at(digits_end);
-    let number: u64 = digits.parse().map_err(|_| error(key, format!("'{shown}' is not a number ({accepted})")))?;
-    let millis_per_unit: u64 = match unit {
-        "ms" => 1,
-        "" | "s" => 1_000,
-        "m" => 60_000,
-        "h" => 3_600_000,
-        "d" => 86_400_000,
-        other => return Err(error(key, format!("unknown unit '{}' in '{shown}' ({accepted})", echo(other)))),
-    };
-    match number.checked_mul(millis_per_unit) {
-        Some(0) => Err(error(key, format!("'{shown}' must be greater than zero ({accepted})"))),
-        Some(millis) => Ok(Duration::from_millis(millis)),
-        None => Err(error(key, format!("'{shown}' is too large ({accepted})"))),
-    }
-}
-
 fn action_name(action: Action) -> &'static str {
     match action {
         Action::Start => "start",
@@ -860,198 +815,6 @@ fn action_name(action: Action) -> &'static str {
         Action::Status => "status",
         Action::Version => "version",
     }
-}
-
-fn required<'a>(key: &str, value: Option<&'a str>) -> Result<&'a str, OptionError> {
-    match value {
-        Some(v) if !v.is_empty() => Ok(v),
-        _ => Err(error(key, "requires a value")),
-    }
-}
-
-fn no_value(key: &str, value: Option<&str>) -> Result<(), OptionError> {
-    match value {
-        None => Ok(()),
-        Some(v) => Err(error(key, format!("takes no value (got '{}')", echo(v)))),
-    }
-}
-
-/// `remotesym`, `remotesym=true`, ...: bare means true.
-pub fn parse_bool(key: &str, value: Option<&str>) -> Result<bool, OptionError> {
-    match value {
-        None => Ok(true),
-        Some(v) => match v.to_ascii_lowercase().as_str() {
-            "y" | "yes" | "t" | "true" | "1" => Ok(true),
-            "n" | "no" | "f" | "false" | "0" => Ok(false),
-            _ => Err(error(
-                key,
-                format!("'{}' is not a boolean (accepted: y, yes, t, true, 1, n, no, f, false, 0)", echo(v)),
-            )),
-        },
-    }
-}
-
-/// A duration: nanoseconds by default, or with an `ns`, `us`, `ms` or `s`
-/// suffix. Zero is refused.
-pub fn parse_interval(key: &str, value: &str) -> Result<Duration, OptionError> {
-    let accepted = "accepted: a positive number with optional unit ns, us, ms or s, e.g. 10ms";
-    let shown = echo(value);
-    let digits_end = value.find(|c: char| !c.is_ascii_digit()).unwrap_or(value.len());
-    let (digits, unit) = value.split_at(digits_end);
-    if digits.is_empty() {
-        return Err(error(key, format!("'{shown}' is not a number ({accepted})")));
-    }
-    let number: u64 = digits.parse().map_err(|_| error(key, format!("'{shown}' is too large ({accepted})")))?;
-    let nanos_per_unit: u64 = match unit {
-        "" | "ns" => 1,
-        "us" => 1_000,
-        "ms" => 1_000_000,
-        "s" => 1_000_000_000,
-        other => return Err(error(key, format!("unknown unit '{}' in '{shown}' ({accepted})", echo(other)))),
-    };
-    let nanos =
-        number.checked_mul(nanos_per_unit).ok_or_else(|| error(key, format!("'{shown}' is too large ({accepted})")))?;
-    if nanos == 0 {
-        return Err(error(key, format!("'{shown}' must be greater than zero ({accepted})")));
-    }
-    Ok(Duration::from_nanos(nanos))
-}
-
-/// A byte count with optional unit `k` (KiB), `m` (MiB) or `g` (GiB):
-/// positive and below 2 GiB (JVMTI takes a `jint`).
-pub fn parse_bytes(key: &str, value: &str) -> Result<u32, OptionError> {
-    let accepted = "accepted: a positive byte count below 2g with optional unit k, m or g, e.g. 512k";
-    let bytes = scaled_bytes(key, value, accepted)?;
-    u32::try_from(bytes)
-        .ok()
-        .filter(|&b| b <= i32::MAX as u32)
-        .ok_or_else(|| error(key, format!("'{}' is too large ({accepted})", echo(value))))
-}
-
-/// A size in bytes with optional unit `k`, `m` or `g`: positive.
-fn parse_size(key: &str, value: &str) -> Result<u64, OptionError> {
-    scaled_bytes(key, value, "accepted: a positive byte count with optional unit k, m or g, e.g. 100m")
-}
-
-/// A positive number of bytes with optional unit `k`, `m` or `g` (binary).
-fn scaled_bytes(key: &str, value: &str, accepted: &str) -> Result<u64, OptionError> {
-    let shown = echo(value);
-    let digits_end = value.find(|c: char| !c.is_ascii_digit()).unwrap_or(value.len());
-    let (digits, unit) = value.split_at(digits_end);
-    if digits.is_empty() {
-        return Err(error(key, format!("'{shown}' is not a number ({accepted})")));
-    }
-    let number: u64 = digits.parse().map_err(|_| error(key, format!("'{shown}' is too large ({accepted})")))?;
-    let shift = match unit.to_ascii_lowercase().as_str() {
-        "" => 0,
-        "k" => 10,
-        "m" => 20,
-        "g" => 30,
-        _ => return Err(error(key, format!("unknown unit '{}' in '{shown}' ({accepted})", echo(unit)))),
-    };
-    match number.checked_mul(1 << shift) {
-        Some(0) => Err(error(key, format!("'{shown}' must be greater than zero ({accepted})"))),
-        Some(bytes) => Ok(bytes),
-        None => Err(error(key, format!("'{shown}' is too large ({accepted})"))),
-    }
-}
-
-/// `name1;name2`: distinct, non-empty names, at most [`MAX_ATTRIBUTES`].
-fn parse_attributes(key: &str, value: &str) -> Result<Vec<String>, OptionError> {
-    let shown = echo(value);
-    let names: Vec<String> = value.split(';').map(str::to_owned).collect();
-    if names.iter().any(String::is_empty) {
-        return Err(error(
-            key,
-            format!("'{shown}' has an empty name (accepted: name1;name2;... up to {MAX_ATTRIBUTES})"),
-        ));
-    }
-    if names.len() > MAX_ATTRIBUTES {
-        return Err(error(key, format!("{} names given (accepted: up to {MAX_ATTRIBUTES})", names.len())));
-    }
-    let mut sorted = names.clone();
-    sorted.sort();
-    sorted.dedup();
-    if sorted.len() != names.len() {
-        return Err(error(key, format!("'{shown}' names an attribute twice")));
-    }
-    Ok(names)
-}
-
-fn parse_log_level(key: &str, value: &str) -> Result<LogLevel, OptionError> {
-    let shown = echo(value);
-    Ok(match value.to_ascii_uppercase().as_str() {
-        "TRACE" => LogLevel::Trace,
-        "DEBUG" => LogLevel::Debug,
-        "INFO" => LogLevel::Info,
-        "WARN" => LogLevel::Warn,
-        "ERROR" => LogLevel::Error,
-        "NONE" => LogLevel::None,
-        _ => {
-            return Err(error(
-                key,
-                format!("unknown level '{shown}' (accepted: TRACE, DEBUG, INFO, WARN, ERROR, NONE)"),
-            ))
-        }
-    })
-}
-
-/// The text of a `{...}` at the start of `after`.
-fn braced(after: &str) -> Option<&str> {
-    after.strip_prefix('{').and_then(|b| b.split_once('}')).map(|(inside, _)| inside)
-}
-
-/// What the `%` sequences of a file name pattern stand for.
-#[derive(Clone, Copy, Debug)]
-pub struct Naming {
-    pub pid: u32,
-    /// The time the file's recording starts (`%t`).
-    pub unix_seconds: u64,
-    /// The file's number in its session, from 0 (`%n`).
-    pub sequence: u64,
-}
-
-/// Expands a file name pattern: `%p` (process id), `%t` (UTC start time
-/// `YYYYMMDD-hhmmss`), `%n` (sequence number) and `%n{MAX}` (it modulo
-/// MAX), `%{NAME}` (environment variable NAME, empty if unset) and `%%`.
-/// Other `%` sequences stay as written.
-pub fn expand_path(template: &str, naming: &Naming) -> String {
-    let mut out = String::with_capacity(template.len() + 16);
-    let mut rest = template;
-    while let Some(at) = rest.find('%') {
-        out.push_str(&rest[..at]);
-        rest = &rest[at + 1..];
-        let (text, used) = match rest.chars().next() {
-            Some('p') => (naming.pid.to_string(), 1),
-            Some('t') => (format_timestamp(naming.unix_seconds), 1),
-            Some('%') => ("%".to_owned(), 1),
-            Some('n') => match braced(&rest[1..]).and_then(|max| Some((max, max.parse::<u64>().ok()?))) {
-                Some((digits, max)) if max > 0 => ((naming.sequence % max).to_string(), 1 + digits.len() + 2),
-                _ => (naming.sequence.to_string(), 1),
-            },
-            Some('{') => match braced(rest) {
-                Some(name) => (std::env::var(name).unwrap_or_default(), name.len() + 2),
-                None => ("%".to_owned(), 0),
-            },
-            _ => ("%".to_owned(), 0),
-        };
-        out.push_str(&text);
-        rest = &rest[used..];
-    }
-    out.push_str(rest);
-    out
-}
-
-/// A path as a template that [`expand_path`] turns back into it.
-pub fn escape_path(path: &str) -> String {
-    path.replace('%', "%%")
-}
-
-/// `YYYYMMDD-hhmmss` in UTC.
-fn format_timestamp(unix_seconds: u64) -> String {
-    let secs = unix_seconds % 86_400;
-    let (year, month, day) = sampler::clock::civil_from_days((unix_seconds / 86_400) as i64);
-    format!("{year:04}{month:02}{day:02}-{:02}{:02}{:02}", secs / 3600, secs / 60 % 60, secs % 60)
 }
 
 #[cfg(test)]
