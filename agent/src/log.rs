@@ -31,13 +31,19 @@ pub fn echo(value: &str) -> String {
     }
 }
 
-static LEVEL: AtomicU8 = AtomicU8::new(LogLevel::Warn as u8);
-static SINK: Mutex<Option<File>> = Mutex::new(None);
+/// The log's level and its file (stderr when none). Process-wide: the
+/// agent logs from its load to its unload, across sessions.
+struct Log {
+    level: AtomicU8,
+    sink: Mutex<Option<File>>,
+}
+
+static LOG: Log = Log { level: AtomicU8::new(LogLevel::Warn as u8), sink: Mutex::new(None) };
 
 /// Applies `log=` and `loglevel=`. A log file that cannot be opened is
 /// reported on stderr and the log stays on stderr.
 pub fn configure(level: LogLevel, path: Option<&str>) {
-    LEVEL.store(level as u8, Ordering::Relaxed);
+    LOG.level.store(level as u8, Ordering::Relaxed);
     let file = path.and_then(|p| match File::options().create(true).append(true).open(p) {
         Ok(f) => Some(f),
         Err(e) => {
@@ -45,13 +51,13 @@ pub fn configure(level: LogLevel, path: Option<&str>) {
             None
         }
     });
-    if let Ok(mut sink) = SINK.lock() {
+    if let Ok(mut sink) = LOG.sink.lock() {
         *sink = file;
     }
 }
 
 pub fn enabled(level: LogLevel) -> bool {
-    level as u8 >= LEVEL.load(Ordering::Relaxed) && level != LogLevel::None
+    level as u8 >= LOG.level.load(Ordering::Relaxed) && level != LogLevel::None
 }
 
 #[doc(hidden)]
@@ -65,7 +71,7 @@ pub fn write(level: LogLevel, args: std::fmt::Arguments<'_>) {
         LogLevel::None => return,
     };
     let line = format!("[profiler] {tag}: {args}\n");
-    match SINK.lock().as_deref_mut() {
+    match LOG.sink.lock().as_deref_mut() {
         Ok(Some(file)) => {
             let _ = file.write_all(line.as_bytes());
         }

@@ -26,7 +26,7 @@ use profiler_agent::engine::nativemem::{self, hooks};
 use profiler_agent::libraries::sections::Wanted;
 use profiler_agent::libraries::LibraryTable;
 use sampler::asgct::{AsgctFrame, AsgctTrace};
-use sampler::chain::{PREVIOUS_CALIBRATION, PREVIOUS_SIGVTALRM};
+use sampler::chain::PREVIOUS;
 use sampler::counters::{self, Counter};
 use sampler::handler::{on_calibration, on_sigvtalrm, CALIBRATION_SIGNALS};
 use sampler::java_thread::JavaThreads;
@@ -201,7 +201,7 @@ fn run_armed(scenario: &Scenario) -> (Arc<Sampler>, u64) {
 
 #[test]
 fn sampling_path_does_not_allocate() {
-    signals::install(libc::SIGVTALRM, on_sigvtalrm, &PREVIOUS_SIGVTALRM).expect("SIGVTALRM handler");
+    signals::install(libc::SIGVTALRM, on_sigvtalrm, &PREVIOUS.sigvtalrm).expect("SIGVTALRM handler");
     for scenario in &SCENARIOS {
         let remote_before = counters::get(Counter::RemoteFrames);
         let (sampler, wall) = run_armed(scenario);
@@ -224,7 +224,7 @@ fn sampling_path_does_not_allocate() {
             );
         }
     }
-    signals::restore(libc::SIGVTALRM, on_sigvtalrm, &PREVIOUS_SIGVTALRM, Pending::Discard).expect("restore SIGVTALRM");
+    signals::restore(libc::SIGVTALRM, on_sigvtalrm, &PREVIOUS.sigvtalrm, Pending::Discard).expect("restore SIGVTALRM");
 
     let (mut memory, _) = testing::vm();
     // The thread's anchor: it left Java at the return address of A's call
@@ -316,7 +316,7 @@ fn sampling_path_does_not_allocate() {
     assert!(samples >= 4000 && frees >= 4000, "{samples} allocations and {frees} frees recorded (5000 made)");
 
     // The calibration timer's signals, as the kernel fills them in.
-    signals::install(libc::SIGPROF, on_calibration, &PREVIOUS_CALIBRATION).expect("calibration handler");
+    signals::install(libc::SIGPROF, on_calibration, &PREVIOUS.calibration).expect("calibration handler");
     let mut info = RawSiginfo::queued(libc::SIGPROF, 0, 0, CALIBRATION_PAYLOAD);
     info.code = SI_TIMER;
     let before = CALIBRATION_SIGNALS.load(Ordering::SeqCst);
@@ -325,7 +325,7 @@ fn sampling_path_does_not_allocate() {
         send_self(&info);
     }
     ARMED.store(false, Ordering::SeqCst);
-    signals::restore(libc::SIGPROF, on_calibration, &PREVIOUS_CALIBRATION, Pending::Discard).expect("restore SIGPROF");
+    signals::restore(libc::SIGPROF, on_calibration, &PREVIOUS.calibration, Pending::Discard).expect("restore SIGPROF");
     assert_eq!(CALIBRATION_SIGNALS.load(Ordering::SeqCst) - before, 100, "every calibration signal counted");
     assert_eq!(ALLOCATIONS.load(Ordering::SeqCst), 0, "allocations during 100 calibration signals");
 }

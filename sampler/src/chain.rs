@@ -71,8 +71,25 @@ impl Default for PreviousAction {
     }
 }
 
-pub static PREVIOUS_SIGPROF: PreviousAction = PreviousAction::new();
-pub static PREVIOUS_SIGVTALRM: PreviousAction = PreviousAction::new();
-/// What SIGPROF did before the governor's calibration handler replaced it
-/// for the few milliseconds of its measurement.
-pub static PREVIOUS_CALIBRATION: PreviousAction = PreviousAction::new();
+/// What each signal the agent handles did before: a foreign signal is
+/// forwarded there. Process-wide: the handlers stay installed for the
+/// process (a restore puts back only what is still ours), so what they
+/// replaced outlives any session.
+pub struct Previous {
+    pub sigprof: PreviousAction,
+    pub sigvtalrm: PreviousAction,
+    /// What SIGPROF did before the governor's calibration handler replaced
+    /// it for the few milliseconds of its measurement.
+    pub calibration: PreviousAction,
+    /// The fault handlers `safe_read` chains to.
+    pub sigsegv: PreviousAction,
+    pub sigbus: PreviousAction,
+}
+
+pub static PREVIOUS: Previous = Previous {
+    sigprof: PreviousAction::new(),
+    sigvtalrm: PreviousAction::new(),
+    calibration: PreviousAction::new(),
+    sigsegv: PreviousAction::new(),
+    sigbus: PreviousAction::new(),
+};

@@ -22,17 +22,10 @@ use std::sync::OnceLock;
 
 const VALUE_CAPACITY: usize = 1 << 16;
 
-/// Context attributes configured at the last start (`attributes=`). Not
-/// part of the published session: no sample reads it, and it bounds the
-/// slots the API may set between sessions too.
-static ATTRIBUTES: AtomicUsize = AtomicUsize::new(0);
-
-pub fn set_attribute_count(count: usize) {
-    ATTRIBUTES.store(count.min(MAX_CONTEXT_VALUES), Ordering::SeqCst);
-}
-
+/// The context attributes configured at the last start: the slots the API
+/// may set, between sessions too.
 pub fn attribute_count() -> usize {
-    ATTRIBUTES.load(Ordering::SeqCst)
+    state().map_or(0, |state| state.attributes.load(Ordering::SeqCst))
 }
 
 /// Adds or removes the calling thread from the filter.
@@ -41,9 +34,14 @@ pub fn filter_thread(add: bool) -> Result<(), String> {
     Ok(())
 }
 
+/// Per-thread filter membership and trace context, and the dictionary of
+/// context values. Agent-wide (it outlives sessions): the Java API sets
+/// them at any time, and threads keep them across sessions.
 pub struct ContextState {
     pub slots: ThreadSlots,
     pub values: TripleBufferedDictionary,
+    /// Context attributes configured at the last start (`attributes=`).
+    attributes: AtomicUsize,
 }
 
 impl ContextState {
@@ -55,6 +53,11 @@ impl ContextState {
     /// The context of thread `tid` for a sample. Signal-safe.
     pub fn sample_context(&self, tid: u32) -> Context {
         self.slots.find(tid).and_then(ThreadSlot::context).unwrap_or_default()
+    }
+
+    /// Sets the context attributes configured at a start (`attributes=`).
+    pub fn set_attribute_count(&self, count: usize) {
+        self.attributes.store(count.min(MAX_CONTEXT_VALUES), Ordering::SeqCst);
     }
 
     /// Ids of context values set on any thread right now.
@@ -73,6 +76,7 @@ impl ContextState {
     }
 }
 
+/// The context state, allocated on first use and kept for the process.
 static STATE: OnceLock<ContextState> = OnceLock::new();
 
 /// The state, once initialised. Signal-safe (an atomic load).
@@ -88,7 +92,7 @@ pub fn init() -> Result<&'static ContextState, String> {
     let slots = ThreadSlots::new().map_err(|e| format!("cannot reserve thread slots: {e}"))?;
     let values = TripleBufferedDictionary::new(VALUE_CAPACITY, Carry::Nothing)
         .map_err(|e| format!("cannot reserve the context dictionary: {e}"))?;
-    Ok(STATE.get_or_init(|| ContextState { slots, values }))
+    Ok(STATE.get_or_init(|| ContextState { slots, values, attributes: AtomicUsize::new(0) }))
 }
 
 /// Releases a thread's slot when the thread exits, for threads that end

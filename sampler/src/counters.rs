@@ -104,6 +104,8 @@ counters! {
     AgentHeapBytes => "agent_heap_bytes",
 }
 
+/// The counters' values, process-wide (a session's start zeroes them): a
+/// handler counts without looking up the session.
 static VALUES: [AtomicU64; Counter::ALL.len()] = [const { AtomicU64::new(0) }; Counter::ALL.len()];
 
 /// Signal-safe.

@@ -2,7 +2,7 @@
 //! samples, and the fixed routine around each sample; and the overhead
 //! governor's calibration handler, which only counts its timer's signals.
 
-use super::chain::{PREVIOUS_CALIBRATION, PREVIOUS_SIGPROF, PREVIOUS_SIGVTALRM};
+use super::chain::PREVIOUS;
 use super::origin::{self, Origin};
 use super::siginfo::RawSiginfo;
 use super::{with_active, SampleRequest, Sampler};
@@ -68,7 +68,7 @@ pub extern "C" fn on_sigprof(signo: c_int, info: *mut libc::siginfo_t, ucontext:
     // Forwarded outside `with_active`: the previous handler may not return.
     if ours != Some(true) {
         counters::increment(Counter::ForeignSignals);
-        PREVIOUS_SIGPROF.forward(signo, info, ucontext);
+        PREVIOUS.sigprof.forward(signo, info, ucontext);
     }
 }
 
@@ -91,11 +91,12 @@ pub extern "C" fn on_sigvtalrm(signo: c_int, info: *mut libc::siginfo_t, ucontex
     // Forwarded outside `with_active`: the previous handler may not return.
     if ours != Some(true) {
         counters::increment(Counter::ForeignSignals);
-        PREVIOUS_SIGVTALRM.forward(signo, info, ucontext);
+        PREVIOUS.sigvtalrm.forward(signo, info, ucontext);
     }
 }
 
-/// The calibration signals delivered so far (see [`on_calibration`]).
+/// The calibration signals delivered so far (see [`on_calibration`]): the
+/// calibration runs once per process, before any session arms an engine.
 pub static CALIBRATION_SIGNALS: AtomicU64 = AtomicU64::new(0);
 
 /// Installed for SIGPROF, with SA_SIGINFO, only while the overhead governor
@@ -113,5 +114,5 @@ pub extern "C" fn on_calibration(signo: c_int, info: *mut libc::siginfo_t, ucont
             return;
         }
     }
-    PREVIOUS_CALIBRATION.forward(signo, info, ucontext);
+    PREVIOUS.calibration.forward(signo, info, ucontext);
 }

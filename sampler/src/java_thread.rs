@@ -36,7 +36,8 @@ pub struct JavaThreadKey {
     functions: u64,
 }
 
-/// The first successful discovery (the JVM does not change).
+/// The first successful discovery: a property of the JVM, kept for later
+/// sessions.
 static DISCOVERED: OnceLock<JavaThreadKey> = OnceLock::new();
 
 /// Finds the pthread key and JNIEnv offset on the calling Java thread

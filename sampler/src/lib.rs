@@ -125,7 +125,8 @@ impl SampleRequest {
     }
 }
 
-/// The one published sampler.
+/// The one published sampler: where handlers, which outlive sessions, find
+/// the running one.
 static ACTIVE: Publication<Sampler> = Publication::new();
 
 /// Makes `sampler` visible to signal handlers. The caller keeps its `Arc`

@@ -10,7 +10,7 @@
 //! removed by `disarm` at stop), after the JVM has installed its own
 //! (HotSpot refuses to start over a foreign handler).
 
-use super::chain::PreviousAction;
+use crate::chain::PREVIOUS;
 use std::ffi::{c_int, c_void};
 use unwind::arch;
 
@@ -54,9 +54,6 @@ impl hotspot::memory::VmMemory for ProcessMemory {
     }
 }
 
-pub static PREVIOUS_SIGSEGV: PreviousAction = PreviousAction::new();
-pub static PREVIOUS_SIGBUS: PreviousAction = PreviousAction::new();
-
 /// Moves a context stopped at the fault site to the resume site.
 fn redirect(ucontext: *mut c_void) -> bool {
     if ucontext.is_null() {
@@ -76,7 +73,7 @@ pub extern "C" fn on_fault(signo: c_int, info: *mut libc::siginfo_t, ucontext: *
     if redirect(ucontext) {
         return;
     }
-    let previous = if signo == libc::SIGBUS { &PREVIOUS_SIGBUS } else { &PREVIOUS_SIGSEGV };
+    let previous = if signo == libc::SIGBUS { &PREVIOUS.sigbus } else { &PREVIOUS.sigsegv };
     if !previous.forward_or_default(signo, info, ucontext) {
         // No handler before us: restore the default action and return, so
         // the faulting instruction runs again and the fault is fatal as it
@@ -90,16 +87,16 @@ pub extern "C" fn on_fault(signo: c_int, info: *mut libc::siginfo_t, ucontext: *
 /// JVM's own handlers, which it chains to).
 pub fn install_fault_handlers() -> std::io::Result<()> {
     use crate::signals::{install_masked, Mask};
-    install_masked(libc::SIGSEGV, on_fault, &PREVIOUS_SIGSEGV, Mask::Chained)?;
-    install_masked(libc::SIGBUS, on_fault, &PREVIOUS_SIGBUS, Mask::Chained)
+    install_masked(libc::SIGSEGV, on_fault, &PREVIOUS.sigsegv, Mask::Chained)?;
+    install_masked(libc::SIGBUS, on_fault, &PREVIOUS.sigbus, Mask::Chained)
 }
 
 /// Control plane: puts the previous SIGSEGV and SIGBUS handlers back.
 /// Call only once no sampling handler can run.
 pub fn restore_fault_handlers() {
     use crate::signals::{restore, Pending};
-    let _ = restore(libc::SIGSEGV, on_fault, &PREVIOUS_SIGSEGV, Pending::Keep);
-    let _ = restore(libc::SIGBUS, on_fault, &PREVIOUS_SIGBUS, Pending::Keep);
+    let _ = restore(libc::SIGSEGV, on_fault, &PREVIOUS.sigsegv, Pending::Keep);
+    let _ = restore(libc::SIGBUS, on_fault, &PREVIOUS.sigbus, Pending::Keep);
 }
 
 #[cfg(test)]

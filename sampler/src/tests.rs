@@ -129,7 +129,7 @@ fn disposition(handler: libc::sighandler_t, flags: std::ffi::c_int) -> libc::sig
 /// disposition or ignore (the default would terminate the JVM).
 #[test]
 fn a_signal_with_no_session_goes_to_the_previous_handler_unless_default_or_ignore() {
-    use chain::{PREVIOUS_SIGPROF, PREVIOUS_SIGVTALRM};
+    use chain::PREVIOUS;
     use handler::{on_sigprof, on_sigvtalrm};
     use siginfo::RawSiginfo;
     use std::sync::atomic::Ordering::SeqCst;
@@ -142,8 +142,8 @@ fn a_signal_with_no_session_goes_to_the_previous_handler_unless_default_or_ignor
     let wall_info = (&mut wall as *mut RawSiginfo).cast::<libc::siginfo_t>();
     let plain_info: *mut libc::siginfo_t = &mut plain;
     let cases: [(&chain::PreviousAction, &dyn Fn()); 2] = [
-        (&PREVIOUS_SIGVTALRM, &|| on_sigvtalrm(libc::SIGVTALRM, wall_info, std::ptr::null_mut())),
-        (&PREVIOUS_SIGPROF, &|| on_sigprof(libc::SIGPROF, plain_info, std::ptr::null_mut())),
+        (&PREVIOUS.sigvtalrm, &|| on_sigvtalrm(libc::SIGVTALRM, wall_info, std::ptr::null_mut())),
+        (&PREVIOUS.sigprof, &|| on_sigprof(libc::SIGPROF, plain_info, std::ptr::null_mut())),
     ];
     for (previous, deliver) in cases {
         let before = FORWARDED.load(SeqCst);

@@ -11,6 +11,8 @@ use frames::Frame;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// Whose turn it is to walk first (`verifywalk`); a turn counter, with no
+/// meaning across samples beyond alternating.
 static ORDER: AtomicU64 = AtomicU64::new(0);
 
 /// Whether AsyncGetCallTrace walks before the HotSpot walker this time

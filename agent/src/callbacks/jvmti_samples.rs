@@ -255,25 +255,32 @@ pub unsafe fn record_allocation(
     });
 }
 
-/// Whether contended monitor waits' starts are kept in threads' JVMTI
-/// thread-local values (JDK 24+: a virtual thread blocked on a monitor
-/// unmounts, and enters on another carrier), else in the OS thread's.
-static WAIT_STARTS_IN_JVMTI: AtomicBool = AtomicBool::new(false);
-/// Since when: a start from before (an earlier session's, whose events
-/// ended before the wait did) is dropped.
-static WAIT_STARTS_SINCE_NS: AtomicU64 = AtomicU64::new(u64::MAX);
+/// Where contended monitor waits' starts are kept. Set by each session
+/// that records locks, but process-wide: `MonitorContendedEnter` stores a
+/// start without looking up the session (it records nothing).
+struct WaitStarts {
+    /// Whether they are kept in threads' JVMTI thread-local values (JDK
+    /// 24+: a virtual thread blocked on a monitor unmounts, and enters on
+    /// another carrier), else in the OS thread's.
+    in_jvmti: AtomicBool,
+    /// Since when: a start from before (an earlier session's, whose events
+    /// ended before the wait did) is dropped.
+    since_ns: AtomicU64,
+}
+
+static WAIT_STARTS: WaitStarts = WaitStarts { in_jvmti: AtomicBool::new(false), since_ns: AtomicU64::new(u64::MAX) };
 
 /// Keeps monitor waits' starts in JVMTI thread-local values from now on,
 /// or (off) in OS threads' again.
 pub fn keep_wait_starts_in_jvmti(on: bool) {
-    WAIT_STARTS_SINCE_NS.store(clock::monotonic_ns(), Ordering::SeqCst);
-    WAIT_STARTS_IN_JVMTI.store(on, Ordering::SeqCst);
+    WAIT_STARTS.since_ns.store(clock::monotonic_ns(), Ordering::SeqCst);
+    WAIT_STARTS.in_jvmti.store(on, Ordering::SeqCst);
 }
 
 /// The calling thread starts waiting for a contended monitor.
 pub fn contended_enter(jvmti: &Jvmti) {
     let now = clock::monotonic_ns();
-    if WAIT_STARTS_IN_JVMTI.load(Ordering::Relaxed) && jvmti.set_thread_local(now as usize).is_ok() {
+    if WAIT_STARTS.in_jvmti.load(Ordering::Relaxed) && jvmti.set_thread_local(now as usize).is_ok() {
         return;
     }
     WAIT_START.set(now);
@@ -283,11 +290,11 @@ pub fn contended_enter(jvmti: &Jvmti) {
 /// not known).
 fn contended_start(jvmti: &Jvmti) -> u64 {
     let start = WAIT_START.replace(0);
-    if !WAIT_STARTS_IN_JVMTI.load(Ordering::Relaxed) {
+    if !WAIT_STARTS.in_jvmti.load(Ordering::Relaxed) {
         return start;
     }
     let kept = jvmti.thread_local().unwrap_or(0) as u64;
-    if kept == 0 || kept < WAIT_STARTS_SINCE_NS.load(Ordering::Relaxed) {
+    if kept == 0 || kept < WAIT_STARTS.since_ns.load(Ordering::Relaxed) {
         return start;
     }
     let _ = jvmti.set_thread_local(0);

@@ -26,7 +26,8 @@ use std::sync::{Arc, Mutex};
 pub const CAPACITY: usize = 32_768;
 
 /// Garbage collections finished since the agent was loaded (JVMTI
-/// `GarbageCollectionFinish`, enabled with `live`).
+/// `GarbageCollectionFinish`, enabled with `live`): objects' ages count
+/// them, across sessions.
 static COLLECTIONS: AtomicU64 = AtomicU64::new(0);
 
 /// Counts a finished garbage collection (called from the JVMTI callback,

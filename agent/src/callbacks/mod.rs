@@ -25,7 +25,8 @@ pub struct CallbackState {
     pub libraries: Option<Arc<LibraryTable>>,
 }
 
-/// The session's callback state, while one runs.
+/// The session's callback state, while one runs: the one place callbacks
+/// find it (they run on any Java thread, and outlive sessions).
 static ACTIVE: Publication<CallbackState> = Publication::new();
 
 /// Makes `state` visible to callbacks. The caller keeps its `Arc` alive

@@ -16,7 +16,7 @@ mod perf;
 pub mod wall;
 
 use crate::log;
-use sampler::chain::PREVIOUS_SIGPROF;
+use sampler::chain::PREVIOUS;
 use sampler::handler::on_sigprof;
 use sampler::origin::{CpuSource, Origins};
 use sampler::signals;
@@ -56,6 +56,9 @@ struct Armed {
     origins: Arc<Origins>,
 }
 
+/// The CPU engine while armed. A static, not the session's value: `disarm`
+/// stops it on any path out of a start, even one that failed before the
+/// session existed, and the governor stretches its interval.
 static ACTIVE: Mutex<Option<Armed>> = Mutex::new(None);
 
 fn candidates(
@@ -90,7 +93,7 @@ pub fn start(
     if active.is_some() {
         return Err("a CPU engine is already running".to_owned());
     }
-    signals::install(libc::SIGPROF, on_sigprof, &PREVIOUS_SIGPROF)
+    signals::install(libc::SIGPROF, on_sigprof, &PREVIOUS.sigprof)
         .map_err(|e| format!("cannot install SIGPROF handler: {e}"))?;
     let mut reasons = Vec::new();
     for mut engine in candidates(kind, interval, kernel_stacks, &origins) {
@@ -116,7 +119,7 @@ pub fn start(
         reasons.push(format!("{} unavailable: {reason}", engine.name()));
     }
     origins.set_cpu_source(CpuSource::Off);
-    let _ = signals::restore(libc::SIGPROF, on_sigprof, &PREVIOUS_SIGPROF, signals::Pending::Discard);
+    let _ = signals::restore(libc::SIGPROF, on_sigprof, &PREVIOUS.sigprof, signals::Pending::Discard);
     Err(format!("no CPU engine could be started: {}", reasons.join("; ")))
 }
 
@@ -128,7 +131,7 @@ pub fn stop() {
     if let Some(Armed { mut engine, origins }) = active.take() {
         engine.stop();
         origins.set_cpu_source(CpuSource::Off);
-        if let Err(e) = signals::restore(libc::SIGPROF, on_sigprof, &PREVIOUS_SIGPROF, signals::Pending::Discard) {
+        if let Err(e) = signals::restore(libc::SIGPROF, on_sigprof, &PREVIOUS.sigprof, signals::Pending::Discard) {
             log::warn!("cannot restore the SIGPROF handler: {e}");
         }
     }

@@ -77,7 +77,8 @@ struct PerfEventAttr {
 }
 
 /// Rings of a stopped engine, unmapped by [`release_rings`] once no
-/// handler can be reading them.
+/// handler can be reading them (after the session's sampler is retired:
+/// they outlive the engine).
 static RETIRED_RINGS: Mutex<Vec<Ring>> = Mutex::new(Vec::new());
 
 /// A thread's counter: its descriptor and, if it records kernel call

@@ -14,7 +14,7 @@
 
 use crate::jvm::threads::process_threads;
 use crate::log;
-use sampler::chain::PREVIOUS_SIGVTALRM;
+use sampler::chain::PREVIOUS;
 use sampler::clock;
 use sampler::counters::{self, Counter};
 use sampler::handler::on_sigvtalrm;
@@ -35,6 +35,9 @@ struct Running {
     thread: JoinHandle<()>,
 }
 
+/// The wall-clock engine while armed. A static, not the session's value:
+/// `disarm` stops it on any path out of a start, even one that failed
+/// before the session existed.
 static RUNNING: Mutex<Option<Running>> = Mutex::new(None);
 
 /// Round-robin choice of the threads to signal in one tick.
@@ -211,7 +214,7 @@ pub fn start(interval: Duration, threads_per_tick: usize, sampler: Arc<Sampler>)
     if running.is_some() {
         return Err("wall-clock sampling is already running".to_owned());
     }
-    signals::install(libc::SIGVTALRM, on_sigvtalrm, &PREVIOUS_SIGVTALRM)
+    signals::install(libc::SIGVTALRM, on_sigvtalrm, &PREVIOUS.sigvtalrm)
         .map_err(|e| format!("cannot install the SIGVTALRM handler: {e}"))?;
     let control = Arc::new(Control::new(interval));
     let shared = Arc::clone(&control);
@@ -224,7 +227,7 @@ pub fn start(interval: Duration, threads_per_tick: usize, sampler: Arc<Sampler>)
             Ok(())
         }
         Err(e) => {
-            let _ = signals::restore(libc::SIGVTALRM, on_sigvtalrm, &PREVIOUS_SIGVTALRM, Pending::Discard);
+            let _ = signals::restore(libc::SIGVTALRM, on_sigvtalrm, &PREVIOUS.sigvtalrm, Pending::Discard);
             Err(format!("cannot start the wall-clock thread: {e}"))
         }
     }
@@ -255,7 +258,7 @@ pub fn stop() {
     if running.thread.join().is_err() {
         log::error!("the wall-clock thread panicked");
     }
-    if let Err(e) = signals::restore(libc::SIGVTALRM, on_sigvtalrm, &PREVIOUS_SIGVTALRM, Pending::Discard) {
+    if let Err(e) = signals::restore(libc::SIGVTALRM, on_sigvtalrm, &PREVIOUS.sigvtalrm, Pending::Discard) {
         log::warn!("cannot restore the SIGVTALRM handler: {e}");
     }
 }

@@ -23,7 +23,8 @@ use sampler::signals::SignalBlocker;
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::Mutex;
 
-/// A `start` given at load time, carried out once the VM is initialised.
+/// A `start` given at load time, carried out once the VM is initialised
+/// (before any session exists).
 static PENDING_START: Mutex<Option<Options>> = Mutex::new(None);
 
 fn options_string(options: *const c_char) -> String {

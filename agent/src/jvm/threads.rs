@@ -33,10 +33,20 @@ impl Registry {
     }
 }
 
-static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
+/// The threads of the process as recordings name them. Process-wide: a
+/// thread's key names it the same way in every session's chunks, and
+/// threads start and end between sessions too.
+struct Threads {
+    registry: Mutex<Option<Registry>>,
+    /// Held while threads that were already running are named, and by a
+    /// thread ending: a thread cannot end unseen while it is being named.
+    naming: Mutex<()>,
+}
+
+static THREADS: Threads = Threads { registry: Mutex::new(None), naming: Mutex::new(()) };
 
 fn with_registry<R>(f: impl FnOnce(&mut Registry) -> R) -> R {
-    let mut guard = REGISTRY.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut guard = THREADS.registry.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     f(guard.get_or_insert_with(Registry::default))
 }
 
@@ -74,14 +84,10 @@ pub fn java_thread_started(tid: u32, java_name: Option<String>, java_id: i64) {
     });
 }
 
-/// Held while threads that were already running are named, and by a
-/// thread ending: a thread cannot end unseen while it is being named.
-static NAMING: Mutex<()> = Mutex::new(());
-
 /// Holds off threads ending while the caller names running threads with
 /// [`name_running_thread`].
 pub fn naming() -> std::sync::MutexGuard<'static, ()> {
-    NAMING.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    THREADS.naming.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Names a thread found running (not reported by ThreadStart), unless it

@@ -33,6 +33,8 @@ unsafe impl Send for Vm {}
 // SAFETY: as above.
 unsafe impl Sync for Vm {}
 
+/// The JVM the agent was loaded into, set once at load: it outlives every
+/// session.
 static VM: OnceLock<Vm> = OnceLock::new();
 
 /// The VM, once [`init`] has run. Signal-safe (an atomic load).

@@ -55,6 +55,8 @@ impl Table {
     }
 }
 
+/// The kernel's symbols (`/proc/kallsyms`), read once per process: they do
+/// not change, and reading them takes a while.
 static NAMES: Mutex<KernelNames> = Mutex::new(KernelNames { names: None, table: None });
 
 /// The process's kernel frame names, for writing a chunk.

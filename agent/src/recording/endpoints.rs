@@ -43,6 +43,8 @@ pub struct Endpoints {
 }
 
 const LABEL_CAPACITY: usize = 1 << 16;
+/// Endpoint events and labels, agent-wide: the Java API records them from
+/// request threads at any time, also between sessions.
 static ENDPOINTS: OnceLock<Endpoints> = OnceLock::new();
 
 /// The process-wide recorder, allocated on first use.

@@ -63,6 +63,7 @@ struct Session {
     stopped: Arc<(Mutex<bool>, Condvar)>,
 }
 
+/// The running session, if any: commands from any entry point find it here.
 static SESSION: Mutex<Option<Session>> = Mutex::new(None);
 
 /// What kind of failure a command met (the Java API maps each to an
@@ -459,7 +460,7 @@ fn start(options: &Options, env: Option<JniEnv>) -> CommandResult<String> {
             log::warn!("threads that were already running keep their kernel names: {e}");
         }
     }
-    context::set_attribute_count(options.attributes.len());
+    sampler.context.set_attribute_count(options.attributes.len());
     let sampling_started = std::time::SystemTime::now();
     sampler::publish(&sampler);
     callbacks::publish(&callbacks);
@@ -609,7 +610,8 @@ fn preload_methods(vm: &Vm, env: JniEnv, blocking: bool) -> BlockingMethods {
 
 /// The recording of a stopped session that its `stop` could not write
 /// (the file failed after the check: disk full, ...), kept for a later
-/// `stop,file=PATH` (or `stop`, if the session file takes it again).
+/// `stop,file=PATH` (or `stop`, if the session file takes it again): it
+/// outlives its session.
 static UNSAVED: Mutex<Option<Arc<Mutex<Recording>>>> = Mutex::new(None);
 
 fn unsaved() -> std::sync::MutexGuard<'static, Option<Arc<Mutex<Recording>>>> {

@@ -18,17 +18,28 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
-/// Mean bytes between samples; 0: off. Process-wide, as the hooks are:
-/// they stay bound after a session ends.
-pub static INTERVAL: AtomicU64 = AtomicU64::new(0);
-/// Whether frees of sampled allocations are recorded (not `nofree`).
-pub static TRACK_FREES: AtomicBool = AtomicBool::new(false);
-/// Which session's gaps a thread's countdown holds: a new session draws
-/// anew (its interval may differ).
-pub static GENERATION: AtomicU64 = AtomicU64::new(0);
-/// The sampled addresses not yet freed, and the agent's image (whose
-/// frames a sample leaves out): set once, before any slot is patched.
-pub static STATE: OnceLock<(Addresses, Range<u64>)> = OnceLock::new();
+/// What the hooks read. Process-wide, as the hooks are: they stay bound
+/// after a session ends; a session sets the interval and frees, and a new
+/// generation.
+pub struct Hooks {
+    /// Mean bytes between samples; 0: off.
+    pub interval: AtomicU64,
+    /// Whether frees of sampled allocations are recorded (not `nofree`).
+    pub track_frees: AtomicBool,
+    /// Which session's gaps a thread's countdown holds: a new session draws
+    /// anew (its interval may differ).
+    pub generation: AtomicU64,
+    /// The sampled addresses not yet freed, and the agent's image (whose
+    /// frames a sample leaves out): set once, before any slot is patched.
+    pub state: OnceLock<(Addresses, Range<u64>)>,
+}
+
+pub static HOOKS: Hooks = Hooks {
+    interval: AtomicU64::new(0),
+    track_frees: AtomicBool::new(false),
+    generation: AtomicU64::new(0),
+    state: OnceLock::new(),
+};
 
 thread_local! {
     /// The generation and bytes left before the thread's next sample.
@@ -43,7 +54,7 @@ thread_local! {
 /// `interval`, per thread), so one of `size` bytes is with probability
 /// `1 - e^(-size/interval)` and no regular pattern of sizes aliases.
 fn due(size: u64, interval: u64) -> bool {
-    let generation = GENERATION.load(Ordering::Relaxed);
+    let generation = HOOKS.generation.load(Ordering::Relaxed);
     COUNTDOWN
         .try_with(|countdown| {
             let (seen, left) = countdown.get();
@@ -72,18 +83,18 @@ fn guarded(f: impl FnOnce()) {
 /// After an allocation of `size` bytes at `address` (null: failed).
 #[inline]
 fn allocated(address: *mut c_void, size: usize) {
-    let interval = INTERVAL.load(Ordering::Relaxed);
+    let interval = HOOKS.interval.load(Ordering::Relaxed);
     if interval == 0 || address.is_null() || size == 0 || !due(size as u64, interval) {
         return;
     }
-    let Some((addresses, own)) = STATE.get() else { return };
+    let Some((addresses, own)) = HOOKS.state.get() else { return };
     guarded(|| {
         with_active(|sampler| {
             let tid = sampler::os_thread::current_tid();
             if !sampler.sampled(tid) {
                 return;
             }
-            if TRACK_FREES.load(Ordering::Relaxed) {
+            if HOOKS.track_frees.load(Ordering::Relaxed) {
                 if addresses.insert(address as u64) {
                     counters::increment(Counter::NativeMemTracked);
                 } else {
@@ -101,10 +112,10 @@ fn allocated(address: *mut c_void, size: usize) {
 /// sampled and tracked anew.
 #[inline]
 fn releasing(address: *mut c_void) -> Option<u64> {
-    if address.is_null() || !TRACK_FREES.load(Ordering::Relaxed) {
+    if address.is_null() || !HOOKS.track_frees.load(Ordering::Relaxed) {
         return None;
     }
-    let (addresses, _) = STATE.get()?;
+    let (addresses, _) = HOOKS.state.get()?;
     addresses.remove(address as u64).then(sampler::clock::monotonic_ns)
 }
 
@@ -149,7 +160,7 @@ pub unsafe extern "C" fn realloc(old: *mut c_void, size: usize) -> *mut c_void {
     match sampled {
         // Failed: the old block lives on, tracked again.
         Some(_) if address.is_null() && size != 0 => {
-            if let Some((addresses, _)) = STATE.get() {
+            if let Some((addresses, _)) = HOOKS.state.get() {
                 addresses.insert(old as u64);
             }
         }
@@ -208,7 +219,7 @@ pub unsafe extern "C" fn aligned_alloc(alignment: usize, size: usize) -> *mut c_
 pub unsafe extern "C" fn dlopen(file: *const std::ffi::c_char, mode: c_int) -> *mut c_void {
     // SAFETY: the loader's dlopen, through the agent's own import.
     let handle = unsafe { libc::dlopen(file, mode) };
-    if !handle.is_null() && INTERVAL.load(Ordering::Relaxed) != 0 && super::patch_if_loaded() {
+    if !handle.is_null() && HOOKS.interval.load(Ordering::Relaxed) != 0 && super::patch_if_loaded() {
         callbacks::with_active(|state| state.libraries.as_ref().map(|table| table.refresh_if_changed()));
     }
     handle

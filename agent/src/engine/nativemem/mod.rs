@@ -30,7 +30,7 @@ use std::sync::Mutex;
 const ADDRESS_BITS: u32 = 16;
 
 /// Patching is one pass at a time; the loader's load/unload counters when
-/// the last pass began.
+/// the last pass began. Process-wide, as the patched slots are.
 static PATCHING: Mutex<(u64, u64)> = Mutex::new((0, 0));
 /// Ticks between passes made whatever the counters say: a thread binding
 /// a lazy slot as it is patched may write the resolved function over the
@@ -66,7 +66,7 @@ pub(crate) fn own_image() -> Option<Range<u64>> {
 pub(crate) fn patch(all: bool) -> Result<(), String> {
     let mut seen = PATCHING.lock().unwrap_or_else(|p| p.into_inner());
     *seen = scan::load_counters();
-    let (_, own) = hooks::STATE.get().ok_or("nativemem: not installed")?;
+    let (_, own) = hooks::HOOKS.state.get().ok_or("nativemem: not installed")?;
     let done = got::patch_loaded(&hooks(), own);
     let (objects, slots) = if all { (done.objects, done.slots) } else { (done.new_objects, done.new_slots) };
     counters::add(Counter::NativeMemLibraries, objects);
@@ -100,17 +100,17 @@ pub(crate) fn patch_if_loaded() -> bool {
 /// an earlier session are patched now). The published sampler receives
 /// the samples.
 pub fn start(interval: u32, nofree: bool) -> Result<(), String> {
-    if hooks::STATE.get().is_none() {
+    if hooks::HOOKS.state.get().is_none() {
         let own = own_image().ok_or("nativemem: cannot find the agent's own image among the loaded objects")?;
-        let _ = hooks::STATE.set((Addresses::new(ADDRESS_BITS), own));
+        let _ = hooks::HOOKS.state.set((Addresses::new(ADDRESS_BITS), own));
     }
     patch(true)?;
-    if let Some((addresses, _)) = hooks::STATE.get() {
+    if let Some((addresses, _)) = hooks::HOOKS.state.get() {
         addresses.clear();
     }
-    hooks::GENERATION.fetch_add(1, Ordering::SeqCst);
-    hooks::TRACK_FREES.store(!nofree, Ordering::SeqCst);
-    hooks::INTERVAL.store(u64::from(interval), Ordering::SeqCst);
+    hooks::HOOKS.generation.fetch_add(1, Ordering::SeqCst);
+    hooks::HOOKS.track_frees.store(!nofree, Ordering::SeqCst);
+    hooks::HOOKS.interval.store(u64::from(interval), Ordering::SeqCst);
     Ok(())
 }
 
@@ -118,8 +118,8 @@ pub fn start(interval: u32, nofree: bool) -> Result<(), String> {
 /// recording finishes under the published sampler, which the caller
 /// retires after this.
 pub fn stop() {
-    hooks::INTERVAL.store(0, Ordering::SeqCst);
-    hooks::TRACK_FREES.store(false, Ordering::SeqCst);
+    hooks::HOOKS.interval.store(0, Ordering::SeqCst);
+    hooks::HOOKS.track_frees.store(false, Ordering::SeqCst);
 }
 
 /// Patches objects loaded since the last pass (`dlopen` by other code

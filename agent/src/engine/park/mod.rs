@@ -43,25 +43,43 @@ const PARK_SIGNATURE: &CStr = c"(ZJ)V";
 const BINDER: &str = "dev/jvmprofiler/boot/ParkBinder";
 const BINDER_CLASS: &CStr = c"dev/jvmprofiler/boot/ParkBinder";
 
-/// `Unsafe.park`'s own entry (0 until found).
-static ORIGINAL_PARK: AtomicUsize = AtomicUsize::new(0);
-/// JNI's `RegisterNatives`, while the tracing hook stands in for it.
-static ORIGINAL_REGISTER: AtomicUsize = AtomicUsize::new(0);
-/// `jdk.internal.misc.Unsafe`, a global reference.
-static UNSAFE_CLASS: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-/// `Thread.parkBlocker`.
-static PARK_BLOCKER: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-/// Whether a session records parks.
-static TRACING: AtomicBool = AtomicBool::new(false);
-/// Whether `bind0`'s rebinding succeeded.
-static HOOK_BOUND: AtomicBool = AtomicBool::new(false);
-/// Which parks are sampled (`jvmti_samples::LockSampling`: `lock=`,
-/// `lockthreshold=`), in ns, while tracing: decided before the session is
-/// looked up, so parks not sampled cost two loads and a draw.
-static INTERVAL_NS: AtomicU64 = AtomicU64::new(u64::MAX);
-static THRESHOLD_NS: AtomicU64 = AtomicU64::new(u64::MAX);
-/// The outcome of binding the hook, once per JVM.
-static BOUND: Mutex<Option<Result<(), String>>> = Mutex::new(None);
+/// The hook in place of `Unsafe.park`: what it was bound with and what it
+/// samples. Process-wide: the hook is bound once per JVM and never
+/// unbound, so it outlives sessions; a session only sets `tracing` and
+/// the sampling thresholds.
+struct ParkHook {
+    /// `Unsafe.park`'s own entry (0 until found).
+    original_park: AtomicUsize,
+    /// JNI's `RegisterNatives`, while the tracing hook stands in for it.
+    original_register: AtomicUsize,
+    /// `jdk.internal.misc.Unsafe`, a global reference.
+    unsafe_class: AtomicPtr<c_void>,
+    /// `Thread.parkBlocker`.
+    park_blocker: AtomicPtr<c_void>,
+    /// Whether a session records parks.
+    tracing: AtomicBool,
+    /// Whether `bind0`'s rebinding succeeded.
+    hook_bound: AtomicBool,
+    /// Which parks are sampled (`jvmti_samples::LockSampling`: `lock=`,
+    /// `lockthreshold=`), in ns, while tracing: decided before the session
+    /// is looked up, so parks not sampled cost two loads and a draw.
+    interval_ns: AtomicU64,
+    threshold_ns: AtomicU64,
+    /// The outcome of binding the hook, once per JVM.
+    bound: Mutex<Option<Result<(), String>>>,
+}
+
+static HOOK: ParkHook = ParkHook {
+    original_park: AtomicUsize::new(0),
+    original_register: AtomicUsize::new(0),
+    unsafe_class: AtomicPtr::new(std::ptr::null_mut()),
+    park_blocker: AtomicPtr::new(std::ptr::null_mut()),
+    tracing: AtomicBool::new(false),
+    hook_bound: AtomicBool::new(false),
+    interval_ns: AtomicU64::new(u64::MAX),
+    threshold_ns: AtomicU64::new(u64::MAX),
+    bound: Mutex::new(None),
+};
 
 /// Starts recording parks on `java.util.concurrent` locks, binding the
 /// hook the first time, and virtual threads' (JDK 21+) unless
@@ -69,11 +87,11 @@ static BOUND: Mutex<Option<Result<(), String>>> = Mutex::new(None);
 /// JVM's `Unsafe` cannot be traced (monitor waits are still recorded
 /// then); virtual threads' parks not timed are a warning.
 pub fn arm(jvmti: Jvmti, env: JniEnv, lock: LockSampling, virtual_threads: Option<bool>) -> Result<(), String> {
-    let mut bound = BOUND.lock().unwrap_or_else(|p| p.into_inner());
+    let mut bound = HOOK.bound.lock().unwrap_or_else(|p| p.into_inner());
     bound.get_or_insert_with(|| bind(jvmti, env)).clone()?;
-    INTERVAL_NS.store(lock.interval_ns, Ordering::SeqCst);
-    THRESHOLD_NS.store(lock.threshold_ns, Ordering::SeqCst);
-    TRACING.store(true, Ordering::SeqCst);
+    HOOK.interval_ns.store(lock.interval_ns, Ordering::SeqCst);
+    HOOK.threshold_ns.store(lock.threshold_ns, Ordering::SeqCst);
+    HOOK.tracing.store(true, Ordering::SeqCst);
     if let Err(e) = virtual_threads::arm(jvmti, env, virtual_threads) {
         log::warn!("lock: virtual threads' java.util.concurrent lock waits are not profiled ({e})");
     }
@@ -83,15 +101,15 @@ pub fn arm(jvmti: Jvmti, env: JniEnv, lock: LockSampling, virtual_threads: Optio
 /// Stops recording parks (the hook stays bound and passes through, the
 /// rewritten `LockSupport` returns to its own code).
 pub fn disarm() {
-    TRACING.store(false, Ordering::SeqCst);
+    HOOK.tracing.store(false, Ordering::SeqCst);
     virtual_threads::disarm();
 }
 
 /// Whether a park of `waited` ns is sampled now (`lock=`, `lockthreshold=`).
 fn sampled(waited: u64) -> bool {
     let sampling = LockSampling {
-        interval_ns: INTERVAL_NS.load(Ordering::Relaxed),
-        threshold_ns: THRESHOLD_NS.load(Ordering::Relaxed),
+        interval_ns: HOOK.interval_ns.load(Ordering::Relaxed),
+        threshold_ns: HOOK.threshold_ns.load(Ordering::Relaxed),
     };
     sampling.takes_now(waited)
 }
@@ -102,7 +120,7 @@ fn record(what: &str, jvmti: Jvmti, env: *mut JNIEnv, park: Park) {
     ffi_boundary(what, (), || {
         // SAFETY: the env the JVM passed to the calling hook or native.
         let Some(env) = (unsafe { JniEnv::from_raw(env) }) else { return };
-        let blocker: jfieldID = PARK_BLOCKER.load(Ordering::Relaxed).cast();
+        let blocker: jfieldID = HOOK.park_blocker.load(Ordering::Relaxed).cast();
         callbacks::with_active(|state| {
             // SAFETY: the env of this thread and Thread.parkBlocker's id.
             unsafe { jvmti_samples::parked(state, &jvmti, env, blocker, park, current_tid()) }
@@ -117,23 +135,23 @@ fn bind(jvmti: Jvmti, env: JniEnv) -> Result<(), String> {
             .find_class(c"jdk/internal/misc/Unsafe")
             .and_then(|c| env.global_class(c))
             .ok_or("jdk.internal.misc.Unsafe not found")?;
-        UNSAFE_CLASS.store(unsafe_class.as_raw().cast(), Ordering::SeqCst);
+        HOOK.unsafe_class.store(unsafe_class.as_raw().cast(), Ordering::SeqCst);
         let register =
             env.static_method(unsafe_class, c"registerNatives", c"()V").ok_or("Unsafe.registerNatives not found")?;
         jvmti
-            .with_register_natives_hook(capture_park, &ORIGINAL_REGISTER, || {
+            .with_register_natives_hook(capture_park, &HOOK.original_register, || {
                 // SAFETY: registerNatives is static and takes no arguments.
                 unsafe { env.call_static_void(unsafe_class, register, &[]) }
             })
             .map_err(|e| format!("cannot trace Unsafe.registerNatives: {e}"))?;
-        if ORIGINAL_PARK.load(Ordering::SeqCst) == 0 {
+        if HOOK.original_park.load(Ordering::SeqCst) == 0 {
             return Err("Unsafe.park's entry not found".to_owned());
         }
         let blocker = env
             .find_class(c"java/lang/Thread")
             .and_then(|thread| env.field(thread, c"parkBlocker", c"Ljava/lang/Object;"))
             .ok_or("Thread.parkBlocker not found")?;
-        PARK_BLOCKER.store(blocker.cast(), Ordering::SeqCst);
+        HOOK.park_blocker.store(blocker.cast(), Ordering::SeqCst);
         let binder = env
             .define_boot_class(BINDER_CLASS, &binder_class())
             .or_else(|| env.find_class(BINDER_CLASS))
@@ -146,9 +164,9 @@ fn bind(jvmti: Jvmti, env: JniEnv) -> Result<(), String> {
             .ok_or("cannot link the park binder class")?;
         // The argument is not used: `bind0` binds `park_hook` alone.
         let unused = jvalue { j: 0 };
-        HOOK_BOUND.store(false, Ordering::SeqCst);
+        HOOK.hook_bound.store(false, Ordering::SeqCst);
         // SAFETY: `bind` is static and takes one long.
-        if unsafe { env.call_static_void(binder, rebind, &[unused]) } && HOOK_BOUND.load(Ordering::SeqCst) {
+        if unsafe { env.call_static_void(binder, rebind, &[unused]) } && HOOK.hook_bound.load(Ordering::SeqCst) {
             Ok(())
         } else {
             Err("rebinding Unsafe.park failed".to_owned())
@@ -165,13 +183,13 @@ unsafe extern "system" fn capture_park(
     methods: *const JNINativeMethod,
     count: jint,
 ) -> jint {
-    let original = ORIGINAL_REGISTER.load(Ordering::SeqCst);
+    let original = HOOK.original_register.load(Ordering::SeqCst);
     if original == 0 {
         return jni::sys::JNI_ERR;
     }
     // SAFETY: the JVM passes its env; the stored class is a global reference.
     let ours = unsafe { JniEnv::from_raw(env) }
-        .is_some_and(|e| unsafe { e.is_same_object(class, UNSAFE_CLASS.load(Ordering::SeqCst).cast()) });
+        .is_some_and(|e| unsafe { e.is_same_object(class, HOOK.unsafe_class.load(Ordering::SeqCst).cast()) });
     if !ours {
         // SAFETY: the JVM's own RegisterNatives, stored before this hook
         // was installed, with the caller's arguments.
@@ -185,7 +203,7 @@ unsafe extern "system" fn capture_park(
         // SAFETY: as above.
         let (name, signature) = unsafe { (CStr::from_ptr(method.name), CStr::from_ptr(method.signature)) };
         if name == PARK && signature == PARK_SIGNATURE {
-            ORIGINAL_PARK.store(method.fnPtr as usize, Ordering::SeqCst);
+            HOOK.original_park.store(method.fnPtr as usize, Ordering::SeqCst);
         }
     }
     0
@@ -193,19 +211,19 @@ unsafe extern "system" fn capture_park(
 
 /// `ParkBinder.bind0(long)`: binds `Unsafe.park` to [`park_hook`] (only:
 /// the class is reachable by reflection, so its argument is ignored) and
-/// says whether that worked in [`HOOK_BOUND`].
+/// says whether that worked in [`HOOK.hook_bound`].
 unsafe extern "system" fn bind0(env: *mut JNIEnv, _class: jclass, _unused: jlong) {
     ffi_boundary("ParkBinder.bind0", (), || {
         // SAFETY: the env the JVM passed.
         let Some(env) = (unsafe { JniEnv::from_raw(env) }) else { return };
-        let class = UNSAFE_CLASS.load(Ordering::SeqCst);
-        if class.is_null() || ORIGINAL_PARK.load(Ordering::SeqCst) == 0 {
+        let class = HOOK.unsafe_class.load(Ordering::SeqCst);
+        if class.is_null() || HOOK.original_park.load(Ordering::SeqCst) == 0 {
             return;
         }
         // SAFETY: a global class reference, set before the binder exists.
         let class = unsafe { ClassRef::from_raw(class.cast()) };
         let hook = park_hook as *const () as *mut c_void;
-        HOOK_BOUND.store(env.register_natives(class, &[(PARK, PARK_SIGNATURE, hook)]), Ordering::SeqCst);
+        HOOK.hook_bound.store(env.register_natives(class, &[(PARK, PARK_SIGNATURE, hook)]), Ordering::SeqCst);
     })
 }
 
@@ -213,8 +231,8 @@ unsafe extern "system" fn bind0(env: *mut JNIEnv, _class: jclass, _unused: jlong
 /// a session traces parks.
 unsafe extern "system" fn park_hook(env: *mut JNIEnv, this: jobject, absolute: jboolean, time: jlong) {
     // SAFETY: the hook is bound only after the original entry was found.
-    let original: ParkFn = unsafe { std::mem::transmute(ORIGINAL_PARK.load(Ordering::Relaxed)) };
-    if !TRACING.load(Ordering::Relaxed) {
+    let original: ParkFn = unsafe { std::mem::transmute(HOOK.original_park.load(Ordering::Relaxed)) };
+    if !HOOK.tracing.load(Ordering::Relaxed) {
         // SAFETY: the JVM's own entry, with the caller's arguments.
         return unsafe { original(env, this, absolute, time) };
     }

@@ -58,16 +58,28 @@ struct Timer {
 // SAFETY: a global class reference and a field id, valid on every thread.
 unsafe impl Send for Timer {}
 
-/// The outcome of rewriting `LockSupport`, once per JVM.
-static INSTALLED: Mutex<Option<Result<Timer, String>>> = Mutex::new(None);
-/// What `ClassFileLoadHook` made of `LockSupport` while it was rewritten.
-static REWRITE: Mutex<Option<Result<(), String>>> = Mutex::new(None);
-/// Whether a session times virtual threads' parks: the `Unsafe.park`
-/// hook leaves a pinned virtual thread's park to the timer then.
-static TIMING: AtomicBool = AtomicBool::new(false);
-/// When it began: a park that began before (a wait across sessions) is
-/// not recorded.
-static SINCE_NS: AtomicU64 = AtomicU64::new(u64::MAX);
+/// The rewritten `LockSupport`'s timer. Process-wide: `LockSupport` is
+/// rewritten once per JVM and stays so; a session only turns timing on
+/// and off.
+struct TimerState {
+    /// The outcome of rewriting `LockSupport`, once per JVM.
+    installed: Mutex<Option<Result<Timer, String>>>,
+    /// What `ClassFileLoadHook` made of `LockSupport` while it was rewritten.
+    rewrite: Mutex<Option<Result<(), String>>>,
+    /// Whether a session times virtual threads' parks: the `Unsafe.park`
+    /// hook leaves a pinned virtual thread's park to the timer then.
+    timing: AtomicBool,
+    /// When it began: a park that began before (a wait across sessions) is
+    /// not recorded.
+    since_ns: AtomicU64,
+}
+
+static STATE: TimerState = TimerState {
+    installed: Mutex::new(None),
+    rewrite: Mutex::new(None),
+    timing: AtomicBool::new(false),
+    since_ns: AtomicU64::new(u64::MAX),
+};
 
 /// Times virtual threads' lock waits from now on, where the JDK has
 /// virtual threads, unless `wanted` is `Some(false)`.
@@ -76,7 +88,7 @@ pub fn arm(jvmti: Jvmti, env: JniEnv, wanted: Option<bool>) -> Result<(), String
     if major < VIRTUAL_THREADS_SINCE {
         return Ok(());
     }
-    let mut installed = INSTALLED.lock().unwrap_or_else(|p| p.into_inner());
+    let mut installed = STATE.installed.lock().unwrap_or_else(|p| p.into_inner());
     let on = wanted.unwrap_or(true);
     let timer = match installed.as_ref() {
         Some(Ok(timer)) => timer,
@@ -84,8 +96,8 @@ pub fn arm(jvmti: Jvmti, env: JniEnv, wanted: Option<bool>) -> Result<(), String
         None | Some(Err(_)) if !on => return Ok(()),
         _ => installed.get_or_insert_with(|| install(jvmti, env)).as_ref().map_err(Clone::clone)?,
     };
-    SINCE_NS.store(clock::monotonic_ns(), Ordering::SeqCst);
-    TIMING.store(on, Ordering::SeqCst);
+    STATE.since_ns.store(clock::monotonic_ns(), Ordering::SeqCst);
+    STATE.timing.store(on, Ordering::SeqCst);
     // SAFETY: `on` is the timer class's static boolean.
     unsafe { env.set_static_boolean(timer.class, timer.on, on) };
     Ok(())
@@ -95,10 +107,10 @@ pub fn arm(jvmti: Jvmti, env: JniEnv, wanted: Option<bool>) -> Result<(), String
 /// recording at once, its Java side stops timing when this thread can
 /// reach the JVM (else at the next session's `arm`).
 pub fn disarm() {
-    if !TIMING.swap(false, Ordering::SeqCst) {
+    if !STATE.timing.swap(false, Ordering::SeqCst) {
         return;
     }
-    let installed = INSTALLED.lock().unwrap_or_else(|p| p.into_inner());
+    let installed = STATE.installed.lock().unwrap_or_else(|p| p.into_inner());
     let (Some(Ok(timer)), Some(vm)) = (installed.as_ref(), vm::get()) else { return };
     // SAFETY: the calling thread's env, when it has one.
     if let Some(env) = unsafe { JniEnv::from_raw(vm.current_env()) } {
@@ -110,7 +122,7 @@ pub fn disarm() {
 /// Whether the `Unsafe.park` hook should leave the calling thread's park
 /// to the timer: a session times virtual threads, and this is one.
 pub fn timed_elsewhere(jvmti: &Jvmti, env: JniEnv) -> bool {
-    TIMING.load(Ordering::Relaxed)
+    STATE.timing.load(Ordering::Relaxed)
         // SAFETY: the timer is on only where virtual threads exist (JDK 21+).
         && env.with_local_frame(4, || jvmti.current_thread().is_ok_and(|thread| unsafe { env.is_virtual(thread) }))
 }
@@ -136,12 +148,12 @@ fn install(jvmti: Jvmti, env: JniEnv) -> Result<Timer, String> {
         jvmti
             .add_capabilities(&Capabilities::default().with(CAN_RETRANSFORM_CLASSES))
             .map_err(|e| format!("{}: {e}", CAN_RETRANSFORM_CLASSES.name))?;
-        *REWRITE.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        *STATE.rewrite.lock().unwrap_or_else(|p| p.into_inner()) = None;
         jvmti.set_event_enabled(Event::ClassFileLoadHook, true).map_err(|e| format!("ClassFileLoadHook: {e}"))?;
         let retransformed = jvmti.retransform_class(lock_support);
         let _ = jvmti.set_event_enabled(Event::ClassFileLoadHook, false);
         retransformed.map_err(|e| format!("RetransformClasses(LockSupport): {e}"))?;
-        let rewrite = REWRITE.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let rewrite = STATE.rewrite.lock().unwrap_or_else(|p| p.into_inner()).take();
         rewrite.unwrap_or_else(|| Err("LockSupport was not handed over".into()))?;
         Ok(Timer { class, on })
     })
@@ -185,7 +197,8 @@ pub unsafe extern "C" fn class_file_load_hook(
             }
             Ok(())
         });
-        *REWRITE.lock().unwrap_or_else(|p| p.into_inner()) = Some(outcome.map_err(|e| format!("{LOCK_SUPPORT}: {e}")));
+        *STATE.rewrite.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some(outcome.map_err(|e| format!("{LOCK_SUPPORT}: {e}")));
     })
 }
 
@@ -305,7 +318,7 @@ fn timer_class() -> Vec<u8> {
 /// `LockSupport` took it; sampled as the `Unsafe.park` hook samples.
 unsafe extern "system" fn parked(env: *mut JNIEnv, _class: jclass, start: jlong, time: jlong, absolute: jboolean) {
     let start = start as u64;
-    if !TIMING.load(Ordering::Relaxed) || start < SINCE_NS.load(Ordering::Relaxed) {
+    if !STATE.timing.load(Ordering::Relaxed) || start < STATE.since_ns.load(Ordering::Relaxed) {
         return;
     }
     let waited = clock::monotonic_ns().saturating_sub(start);

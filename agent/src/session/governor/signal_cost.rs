@@ -28,7 +28,7 @@
 //! Control plane only.
 
 use crate::log;
-use sampler::chain::PREVIOUS_CALIBRATION;
+use sampler::chain::PREVIOUS;
 use sampler::clock::{thread_cpu_ns, timespec};
 use sampler::handler::{on_calibration, CALIBRATION_SIGNALS};
 use sampler::origin::CALIBRATION_PAYLOAD;
@@ -89,6 +89,7 @@ impl SignalCosts {
     }
 }
 
+/// What signals cost on this machine, measured once per process.
 static COSTS: OnceLock<Option<SignalCosts>> = OnceLock::new();
 
 /// What delivering a signal costs here, measured on first use; `None`
@@ -199,9 +200,9 @@ fn measure() -> io::Result<SignalCosts> {
     if unblocked != 0 {
         return Err(io::Error::from_raw_os_error(unblocked));
     }
-    signals::install(libc::SIGPROF, on_calibration, &PREVIOUS_CALIBRATION)?;
+    signals::install(libc::SIGPROF, on_calibration, &PREVIOUS.calibration)?;
     let costs = measure_each();
-    signals::restore(libc::SIGPROF, on_calibration, &PREVIOUS_CALIBRATION, Pending::Discard)?;
+    signals::restore(libc::SIGPROF, on_calibration, &PREVIOUS.calibration, Pending::Discard)?;
     costs
 }
 
