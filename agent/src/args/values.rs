@@ -50,23 +50,8 @@ pub(super) fn limit(
 /// or with a unit `ms`, `s`, `m`, `h` or `d` (`30s`, `10m`, `1h`, `7d`).
 pub(super) fn parse_time(key: &str, value: &str) -> Result<Duration, OptionError> {
     let accepted = "accepted: a positive number with optional unit ms, s, m, h or d, e.g. 10m";
-    let shown = echo(value);
-    let digits_end = value.find(|c: char| !c.is_ascii_digit()).unwrap_or(value.len());
-    let (digits, unit) = value.split_at(digits_end);
-    let number: u64 = digits.parse().map_err(|_| error(key, format!("'{shown}' is not a number ({accepted})")))?;
-    let millis_per_unit: u64 = match unit {
-        "ms" => 1,
-        "" | "s" => 1_000,
-        "m" => 60_000,
-        "h" => 3_600_000,
-        "d" => 86_400_000,
-        other => return Err(error(key, format!("unknown unit '{}' in '{shown}' ({accepted})", echo(other)))),
-    };
-    match number.checked_mul(millis_per_unit) {
-        Some(0) => Err(error(key, format!("'{shown}' must be greater than zero ({accepted})"))),
-        Some(millis) => Ok(Duration::from_millis(millis)),
-        None => Err(error(key, format!("'{shown}' is too large ({accepted})"))),
-    }
+    let units = [("ms", 1), ("", 1_000), ("s", 1_000), ("m", 60_000), ("h", 3_600_000), ("d", 86_400_000)];
+    number_with_unit(key, value, &units, accepted).map(Duration::from_millis)
 }
 
 pub(super) fn required<'a>(key: &str, value: Option<&'a str>) -> Result<&'a str, OptionError> {
@@ -117,26 +102,8 @@ pub fn parse_bool(key: &str, value: Option<&str>) -> Result<bool, OptionError> {
 /// suffix. Zero is refused.
 pub fn parse_interval(key: &str, value: &str) -> Result<Duration, OptionError> {
     let accepted = "accepted: a positive number with optional unit ns, us, ms or s, e.g. 10ms";
-    let shown = echo(value);
-    let digits_end = value.find(|c: char| !c.is_ascii_digit()).unwrap_or(value.len());
-    let (digits, unit) = value.split_at(digits_end);
-    if digits.is_empty() {
-        return Err(error(key, format!("'{shown}' is not a number ({accepted})")));
-    }
-    let number: u64 = digits.parse().map_err(|_| error(key, format!("'{shown}' is too large ({accepted})")))?;
-    let nanos_per_unit: u64 = match unit {
-        "" | "ns" => 1,
-        "us" => 1_000,
-        "ms" => 1_000_000,
-        "s" => 1_000_000_000,
-        other => return Err(error(key, format!("unknown unit '{}' in '{shown}' ({accepted})", echo(other)))),
-    };
-    let nanos =
-        number.checked_mul(nanos_per_unit).ok_or_else(|| error(key, format!("'{shown}' is too large ({accepted})")))?;
-    if nanos == 0 {
-        return Err(error(key, format!("'{shown}' must be greater than zero ({accepted})")));
-    }
-    Ok(Duration::from_nanos(nanos))
+    let units = [("", 1), ("ns", 1), ("us", 1_000), ("ms", 1_000_000), ("s", 1_000_000_000)];
+    number_with_unit(key, value, &units, accepted).map(Duration::from_nanos)
 }
 
 /// A byte count with optional unit `k` (KiB), `m` (MiB) or `g` (GiB):
@@ -157,24 +124,30 @@ pub(super) fn parse_size(key: &str, value: &str) -> Result<u64, OptionError> {
 
 /// A positive number of bytes with optional unit `k`, `m` or `g` (binary).
 pub(super) fn scaled_bytes(key: &str, value: &str, accepted: &str) -> Result<u64, OptionError> {
+    let units =
+        [("", 1), ("k", 1 << 10), ("K", 1 << 10), ("m", 1 << 20), ("M", 1 << 20), ("g", 1 << 30), ("G", 1 << 30)];
+    number_with_unit(key, value, &units, accepted)
+}
+
+/// The one reader of numbers with units: digits, then one of `units`
+/// (its spelling and how many of the base unit it is), positive and
+/// without overflow; `accepted` says what is, in its errors.
+fn number_with_unit(key: &str, value: &str, units: &[(&str, u64)], accepted: &str) -> Result<u64, OptionError> {
     let shown = echo(value);
     let digits_end = value.find(|c: char| !c.is_ascii_digit()).unwrap_or(value.len());
     let (digits, unit) = value.split_at(digits_end);
     if digits.is_empty() {
         return Err(error(key, format!("'{shown}' is not a number ({accepted})")));
     }
-    let number: u64 = digits.parse().map_err(|_| error(key, format!("'{shown}' is too large ({accepted})")))?;
-    let shift = match unit.to_ascii_lowercase().as_str() {
-        "" => 0,
-        "k" => 10,
-        "m" => 20,
-        "g" => 30,
-        _ => return Err(error(key, format!("unknown unit '{}' in '{shown}' ({accepted})", echo(unit)))),
+    let too_large = || error(key, format!("'{shown}' is too large ({accepted})"));
+    let number: u64 = digits.parse().map_err(|_| too_large())?;
+    let Some(&(_, scale)) = units.iter().find(|(spelling, _)| *spelling == unit) else {
+        return Err(error(key, format!("unknown unit '{}' in '{shown}' ({accepted})", echo(unit))));
     };
-    match number.checked_mul(1 << shift) {
+    match number.checked_mul(scale) {
         Some(0) => Err(error(key, format!("'{shown}' must be greater than zero ({accepted})"))),
-        Some(bytes) => Ok(bytes),
-        None => Err(error(key, format!("'{shown}' is too large ({accepted})"))),
+        Some(scaled) => Ok(scaled),
+        None => Err(too_large()),
     }
 }
 
