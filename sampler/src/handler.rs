@@ -44,14 +44,17 @@ fn take_sample(sampler: &Sampler, request: SampleRequest, tid: u32) {
     crate::latency::HANDLER.record(elapsed);
 }
 
+/// The siginfo the kernel passed a handler, if any.
+fn siginfo<'a>(info: *mut libc::siginfo_t) -> Option<&'a RawSiginfo> {
+    // SAFETY: the kernel passes a valid siginfo_t (or none); RawSiginfo has
+    // its layout, and it lives while the handler runs.
+    unsafe { info.cast::<RawSiginfo>().as_ref() }
+}
+
 /// Installed for SIGPROF with SA_SIGINFO.
 pub extern "C" fn on_sigprof(signo: c_int, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
     let _errno = ErrnoGuard::save();
-    if info.is_null() {
-        return;
-    }
-    // SAFETY: the kernel passes a valid siginfo_t; RawSiginfo has its layout.
-    let view = unsafe { &*info.cast::<RawSiginfo>() };
+    let Some(view) = siginfo(info) else { return };
     let ours = with_active(|sampler| match sampler.origins.classify_sigprof(view) {
         Origin::Ours { weight, tid, ring } => {
             let tid = tid.unwrap_or_else(current_tid);
@@ -75,11 +78,7 @@ pub extern "C" fn on_sigprof(signo: c_int, info: *mut libc::siginfo_t, ucontext:
 /// Installed for SIGVTALRM with SA_SIGINFO.
 pub extern "C" fn on_sigvtalrm(signo: c_int, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
     let _errno = ErrnoGuard::save();
-    if info.is_null() {
-        return;
-    }
-    // SAFETY: the kernel passes a valid siginfo_t; RawSiginfo has its layout.
-    let view = unsafe { &*info.cast::<RawSiginfo>() };
+    let Some(view) = siginfo(info) else { return };
     let ours = with_active(|sampler| match sampler.origins.classify_sigvtalrm(view) {
         Some(weight) => {
             let request = SampleRequest::signal(ucontext, weight, SampleKind::Wall, None);
