@@ -1,14 +1,16 @@
 //! The in-process JVM profiler's agent: everything but the code that runs
 //! in signal handlers (the `sampler` crate). Folders by where code runs,
-//! each importing only the ones listed after it:
+//! each importing only the ones listed after it
+//! (`tests/layering.rs` checks):
 //!
-//! - `ffi`: every function the JVM calls, panics caught at the boundary;
+//! - `ffi`: the JVM's entry points, JVMTI callbacks and the Java API's
+//!   natives, panics caught at the boundary;
 //! - `session`: a profiling session's start, stop and dump, and the
 //!   overhead governor on its ticker;
-//! - `args`: options parsed into typed `Options`, and the plans decided
-//!   from them once (events, stacks, exporters);
 //! - `recording`: samples into JFR chunks, files, periods, and their
 //!   shipping to backends (`export`);
+//! - `args`: options parsed into typed `Options`, and the plans decided
+//!   from them once (events, stacks, exporters);
 //! - `engine`: what makes samples arrive (signal timers, JVMTI events, the
 //!   park hook, the native allocation hooks);
 //! - `callbacks`: code that runs on Java threads inside JVM callbacks, and

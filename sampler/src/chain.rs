@@ -72,9 +72,10 @@ impl Default for PreviousAction {
 }
 
 /// What each signal the agent handles did before: a foreign signal is
-/// forwarded there. Process-wide: the handlers stay installed for the
-/// process (a restore puts back only what is still ours), so what they
-/// replaced outlives any session.
+/// forwarded there. Process-wide: a handler the agent installed may still
+/// run after its session (a signal in flight when it was restored, or one
+/// that another library's handler chains to), and a restore puts back
+/// only what is still ours.
 pub struct Previous {
     pub sigprof: PreviousAction,
     pub sigvtalrm: PreviousAction,

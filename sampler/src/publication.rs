@@ -12,7 +12,8 @@ pub struct Publication<T> {
     in_flight: AtomicUsize,
 }
 
-impl<T> Publication<T> {
+// `T: Sync`: readers on many threads share the one published value.
+impl<T: Sync> Publication<T> {
     pub const fn new() -> Self {
         Self { active: AtomicPtr::new(std::ptr::null_mut()), in_flight: AtomicUsize::new(0) }
     }
@@ -59,7 +60,7 @@ impl<T> Publication<T> {
     }
 }
 
-impl<T> Default for Publication<T> {
+impl<T: Sync> Default for Publication<T> {
     fn default() -> Self {
         Self::new()
     }

@@ -6,7 +6,7 @@
 //! a second entry that reports failure; every other fault goes to the
 //! previous handler (the JVM's, which relies on SIGSEGV for implicit null
 //! checks and more).
-//! The handler is installed for every session (by `profiler::build_sampler`,
+//! The handler is installed for every session (by `session::build_sampler` in the agent,
 //! removed by `disarm` at stop), after the JVM has installed its own
 //! (HotSpot refuses to start over a foreign handler).
 
@@ -86,9 +86,12 @@ pub extern "C" fn on_fault(signo: c_int, info: *mut libc::siginfo_t, ucontext: *
 /// Control plane: installs [`on_fault`] for SIGSEGV and SIGBUS (after the
 /// JVM's own handlers, which it chains to).
 pub fn install_fault_handlers() -> std::io::Result<()> {
-    use crate::signals::{install_masked, Mask};
+    use crate::signals::{install_masked, restore, Mask, Pending};
     install_masked(libc::SIGSEGV, on_fault, &PREVIOUS.sigsegv, Mask::Chained)?;
-    install_masked(libc::SIGBUS, on_fault, &PREVIOUS.sigbus, Mask::Chained)
+    install_masked(libc::SIGBUS, on_fault, &PREVIOUS.sigbus, Mask::Chained).inspect_err(|_| {
+        // Both or neither: SIGSEGV's goes back if SIGBUS's cannot be set.
+        let _ = restore(libc::SIGSEGV, on_fault, &PREVIOUS.sigsegv, Pending::Keep);
+    })
 }
 
 /// Control plane: puts the previous SIGSEGV and SIGBUS handlers back.

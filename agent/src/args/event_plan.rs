@@ -1,7 +1,7 @@
 //! Which events a session runs, decided once from its options: the
 //! engines to arm with their settings, the event types its chunks
 //! declare, the settings recorded for them, whether JVMTI's callbacks
-//! sample and whether the overhead governor runs. `profiler::start`
+//! sample and whether the overhead governor runs. `session::start`
 //! follows the plan instead of testing options per event.
 
 use crate::args::{CpuEngineKind, Options};

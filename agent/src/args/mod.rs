@@ -362,17 +362,20 @@ fn unknown_option(key: &str) -> OptionError {
 /// agent is loaded and waits for commands). Every option is given at most
 /// once (repeating it with the same value changes nothing; with another
 /// value, or with an option it contradicts, is an error naming both), and
-/// no item is empty. Three steps: the items ([`tokenize`]), each applied
-/// by its key ([`apply`]), then what options decide together ([`resolve`]).
+/// no item is empty. Three steps: each item read ([`item`]) and applied by
+/// its key ([`apply`]) in turn, so the first bad item is the one reported;
+/// then what options decide together ([`resolve`]).
 pub fn parse(input: &str) -> Result<Options, OptionError> {
     let mut options = Options::default();
     if input.is_empty() {
         return Ok(options);
     }
-    let given = tokenize(input)?;
+    let mut given: Vec<Item<'_>> = Vec::new();
     let mut pending = Pending::default();
-    for item in &given {
+    for (position, text) in input.split(',').enumerate() {
+        let Some(item) = item(input, position, text, &given)? else { continue };
         apply(item.key, item.value, &mut options, &mut pending)?;
+        given.push(item);
     }
     resolve(options, pending, &given)
 }
@@ -384,42 +387,35 @@ struct Item<'a> {
     text: &'a str,
 }
 
-/// The items of `input`, each key once (an item repeated as it was is
-/// dropped), every key known.
-fn tokenize(input: &str) -> Result<Vec<Item<'_>>, OptionError> {
-    let mut given: Vec<Item<'_>> = Vec::new();
-    for (position, text) in input.split(',').enumerate() {
-        if text.is_empty() {
-            return Err(error(
-                input,
-                format!(
-                    "item {} is empty (options are separated by single commas, with none at either end)",
-                    position + 1
-                ),
-            ));
-        }
-        let (key, value) = match text.split_once('=') {
-            Some((k, v)) => (k, Some(v)),
-            None => (text, None),
-        };
-        if key.is_empty() {
-            return Err(error(text, "has no option name before '='"));
-        }
-        if let Some(earlier) = given.iter().find(|item| item.key == key) {
-            if earlier.text == text {
-                continue;
-            }
-            return Err(error(
-                key,
-                format!("given twice, as '{}' and '{}' (give it once)", echo(earlier.text), echo(text)),
-            ));
-        }
-        if !KEYS.contains(&key) {
-            return Err(unknown_option(key));
-        }
-        given.push(Item { key, value, text });
+/// Item `position` of `input`, `text`: its key and value, if its key is
+/// known and not `given` before (`None`: given before exactly so).
+fn item<'a>(input: &str, position: usize, text: &'a str, given: &[Item<'_>]) -> Result<Option<Item<'a>>, OptionError> {
+    if text.is_empty() {
+        return Err(error(
+            input,
+            format!("item {} is empty (options are separated by single commas, with none at either end)", position + 1),
+        ));
     }
-    Ok(given)
+    let (key, value) = match text.split_once('=') {
+        Some((k, v)) => (k, Some(v)),
+        None => (text, None),
+    };
+    if key.is_empty() {
+        return Err(error(text, "has no option name before '='"));
+    }
+    if let Some(earlier) = given.iter().find(|item| item.key == key) {
+        if earlier.text == text {
+            return Ok(None);
+        }
+        return Err(error(
+            key,
+            format!("given twice, as '{}' and '{}' (give it once)", echo(earlier.text), echo(text)),
+        ));
+    }
+    if !KEYS.contains(&key) {
+        return Err(unknown_option(key));
+    }
+    Ok(Some(Item { key, value, text }))
 }
 
 /// What items set that only their combination decides ([`resolve`]).

@@ -3,7 +3,7 @@
 //! parser produces a [`StackPlan`]; its spellings, the option checks and
 //! the recorded settings derive from the plan alone, and the session
 //! builds the unwinder and the Java source it names
-//! (`profiler::build_sampler`). Pure, like the parser: no side effects, no
+//! (`session::build_sampler`). Pure, like the parser: no side effects, no
 //! global state.
 
 use sampler::native::NativeMode;

@@ -7,7 +7,7 @@
 //! wall-clock samples; an allocation made by JNI code has that code's
 //! native frames on top (`cstack=`, as CPU samples have them).
 //!
-//! Not a signal handler (so it lives outside `sampling`): the callbacks run
+//! Not a signal handler (so it lives outside the `sampler` crate): the callbacks run
 //! in the Java thread where JVMTI may be called, so they ask JVMTI for the
 //! stack (`GetStackTrace`) and the class name, and may allocate (per-thread
 //! buffers, reused). They share the lock-free stores of the published

@@ -59,7 +59,7 @@ fn enable(jvmti: Jvmti, event: Event) -> Result<(), String> {
 }
 
 /// Stops both (callbacks already running may still record into the
-/// session, which `sampling::retire` waits for).
+/// session, which `callbacks::retire` waits for).
 pub fn disarm(jvmti: Jvmti) {
     park::disarm();
     jvmti_samples::keep_wait_starts_in_jvmti(false);

@@ -139,7 +139,7 @@ pub fn stop() {
 
 /// Unmaps what stopped engines left for handlers to read (perf's rings of
 /// kernel call chains). Call once no handler can be running
-/// (`sampling::retire` has returned).
+/// (`sampler::retire` has returned).
 pub fn release() {
     perf::release_rings();
 }

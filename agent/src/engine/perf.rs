@@ -5,7 +5,7 @@
 //! With native stacks on, each counter also records the kernel part of
 //! the call chain at every overflow (`PERF_SAMPLE_CALLCHAIN`, user part
 //! excluded) into a ring mapped for it, which the handler reads
-//! (`sampling::kernel`). That needs the kernel counted (perf_event_paranoid
+//! (`sampler::kernel`). That needs the kernel counted (perf_event_paranoid
 //! of 1 or less, or CAP_PERFMON / CAP_SYS_ADMIN) and the ring mapped
 //! (locked memory: `perf_event_mlock_kb` for unprivileged users); where
 //! either is refused, the thread is sampled without kernel frames,
@@ -182,7 +182,7 @@ fn unmap_ring(ring: Ring) {
 }
 
 /// Unmaps the rings of stopped engines. Call only once no handler can be
-/// running (`sampling::retire` has returned).
+/// running (`sampler::retire` has returned).
 pub fn release_rings() {
     for ring in RETIRED_RINGS.lock().unwrap_or_else(|p| p.into_inner()).drain(..) {
         unmap_ring(ring);

@@ -152,8 +152,8 @@ extern "system" fn record_trace_root(
             return false;
         };
         let limit = u32::try_from(size_limit).unwrap_or(0);
-        // Recorded while the session's sampler is published: `stop` hides
-        // it and waits for such calls before its final rotation, so an
+        // Recorded while the session's callback state is published: `stop`
+        // hides it and waits for such calls before its final rotation, so an
         // event lands in this session's last chunk, or is refused, or (a
         // `stop` that writes nothing) is dropped by the next `start`;
         // never in the next session's first chunk. No session lock is

@@ -87,7 +87,7 @@ impl Library {
             Some(bytes) if !object.in_memory => debug_file::find(&object.path, bytes, build_id.as_ref()),
             _ => None,
         };
-        let (symbols, sections) = match data {
+        let (mut symbols, sections) = match data {
             Some(bytes) => {
                 let images = [Some(bytes), debug.as_ref().map(FileMap::bytes)];
                 (SymbolTable::from_elfs(images.into_iter().flatten()), sections::read(bytes, wanted))
@@ -103,7 +103,7 @@ impl Library {
             image: object.image.clone(),
             build_id,
             is_jvm,
-            marks: if is_jvm { symbols.marks() } else { Marks::default() },
+            marks: if is_jvm { symbols.take_marks() } else { Marks::default() },
         };
         let mut library = Library { mapped: Arc::new(mapped), symbols, sections, rules: None };
         library.rules = CompiledRules::compile(&library.dwarf_module()).map(Arc::new);

@@ -105,9 +105,9 @@ impl SymbolTable {
         Some(SymbolHit { mangled: name, start: e.start })
     }
 
-    /// The marked symbols, for handlers.
-    pub fn marks(&self) -> Marks {
-        Marks::new(self.marked.clone())
+    /// The marked symbols, for handlers (taken: the table keeps none).
+    pub fn take_marks(&mut self) -> Marks {
+        Marks::new(std::mem::take(&mut self.marked))
     }
 }
 
@@ -213,7 +213,7 @@ mod tests {
     #[test]
     fn marks_cover_the_marked_symbols_up_to_the_next_symbol() {
         let call_helper = "_ZN9JavaCalls11call_helperEP9JavaValueRK12methodHandleP17JavaCallArgumentsP10JavaThread";
-        let table = SymbolTable::from_symbols(
+        let mut table = SymbolTable::from_symbols(
             [
                 (0x2000, 0x10, "_ZN18InterpreterRuntime3newEP10JavaThreadP12ConstantPooli"),
                 (0x1000, 0x100, call_helper),
@@ -223,8 +223,8 @@ mod tests {
             .map(|(start, size, name)| (start, size, Cow::Borrowed(name)))
             .to_vec(),
         );
-        let marks =
-            [0xfff, 0x1000, 0x107f, 0x1080, 0x1090, 0x2000, 0x200f, 0x2010, 0x3000].map(|a| table.marks().mark_at(a));
+        let marked = table.take_marks();
+        let marks = [0xfff, 0x1000, 0x107f, 0x1080, 0x1090, 0x2000, 0x200f, 0x2010, 0x3000].map(|a| marked.mark_at(a));
         use Mark::{Interpreter as I, None as N, VmRuntime as V};
         assert_eq!(marks, [N, V, V, N, N, I, I, N, N]);
         assert_eq!(table.find(0x1085).map(|h| h.mangled), Some("nested"));

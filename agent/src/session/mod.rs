@@ -51,7 +51,8 @@ const ARENA_FRAMES: usize = 1 << 23;
 const STRIPE_CAPACITY: usize = 4096;
 
 struct Session {
-    /// Holds the published sampler (its stores), so it outlives `disarm`.
+    /// Holds the published callback state and sampler (its stores), so
+    /// they outlive `disarm`.
     recording: Arc<Mutex<Recording>>,
     ticker: Ticker,
     /// The engines sampling, for `status` ("perf, wall").
@@ -296,8 +297,10 @@ fn settings(options: &Options, plan: &EventPlan, cpu_engine: Option<&str>, cstac
     settings
 }
 
-/// Stops every engine and hides the sampler from handlers, in that order
-/// (no new signals, then none in flight), then unhooks the fault handlers.
+/// Stops every engine, then hides the callback state from callbacks and
+/// the sampler from handlers, in that order (no new signals or callbacks,
+/// then none in flight: callbacks hold the sampler too), then unhooks the
+/// fault handlers.
 /// Safe to call when only part of it was set up.
 fn disarm() {
     if let Some(vm) = vm::get() {

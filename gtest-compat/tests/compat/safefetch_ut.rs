@@ -2,7 +2,7 @@
 //!
 //! Upstream has `safeFetch32`/`safeFetch64`/`loadPtr` (a default value on
 //! failure), `isReadable` and a bulk byte copy, `safeCopy`. Ours is one
-//! primitive, `sampling::safe_read::safe_load`: an aligned 8-byte read
+//! primitive, `sampler::safe_read::safe_load`: an aligned 8-byte read
 //! that answers `None` when the address is below 4096, misaligned, or
 //! faults (our SIGSEGV/SIGBUS handler resumes it). A 32-bit field is read
 //! through the aligned word holding it; memory ranges are read word by

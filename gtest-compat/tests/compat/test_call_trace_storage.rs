@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
-/// The agent's table size (`profiler.rs`: 1 << 17 slots, 3/4 usable).
+/// The agent's table size (`agent/src/session/mod.rs`: 1 << 17 slots, 3/4 usable).
 const AGENT_SLOTS: usize = 1 << 17;
 
 fn frame(method: u64, bci: i32) -> Frame {

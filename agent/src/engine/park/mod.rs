@@ -211,7 +211,7 @@ unsafe extern "system" fn capture_park(
 
 /// `ParkBinder.bind0(long)`: binds `Unsafe.park` to [`park_hook`] (only:
 /// the class is reachable by reflection, so its argument is ignored) and
-/// says whether that worked in [`HOOK.hook_bound`].
+/// says whether that worked in `HOOK.hook_bound`.
 unsafe extern "system" fn bind0(env: *mut JNIEnv, _class: jclass, _unused: jlong) {
     ffi_boundary("ParkBinder.bind0", (), || {
         // SAFETY: the env the JVM passed.
