@@ -13,12 +13,12 @@
 //! The key and the offset are found once by the control plane on a Java
 //! thread ([`discover`]): the key is the one holding the thread's
 //! `java.lang.Thread.eetop` (its JavaThread*). The result, a property of
-//! the JVM, is kept for later sessions; each session's published state
-//! carries a copy ([`JavaThreads`]), which is all the handler reads.
+//! the JVM, is kept for later sessions (by the agent's `Vm`); each
+//! session's published state carries a copy ([`JavaThreads`]), which is
+//! all the handler reads.
 
 use super::safe_read::safe_load;
 use jni_sys::JNIEnv;
-use std::sync::OnceLock;
 
 /// Keys tried: glibc's PTHREAD_KEYS_MAX.
 const MAX_KEYS: u32 = 1024;
@@ -36,17 +36,10 @@ pub struct JavaThreadKey {
     functions: u64,
 }
 
-/// The first successful discovery: a property of the JVM, kept for later
-/// sessions.
-static DISCOVERED: OnceLock<JavaThreadKey> = OnceLock::new();
-
 /// Finds the pthread key and JNIEnv offset on the calling Java thread
-/// (`env` is its JNIEnv, `eetop` reads its `Thread.eetop`), or returns the
-/// one found before. Not signal-safe.
+/// (`env` is its JNIEnv, `eetop` reads its `Thread.eetop`). Not
+/// signal-safe.
 pub fn discover(env: *mut JNIEnv, eetop: impl FnOnce() -> Option<i64>) -> Result<JavaThreadKey, String> {
-    if let Some(found) = DISCOVERED.get() {
-        return Ok(*found);
-    }
     let thread = eetop().ok_or("cannot read Thread.eetop")? as u64;
     let raw = env as u64;
     let env_offset =
@@ -58,12 +51,7 @@ pub fn discover(env: *mut JNIEnv, eetop: impl FnOnce() -> Option<i64>) -> Result
         .ok_or("no pthread key holds the current JavaThread")?;
     // SAFETY: a JNIEnv is a pointer to the function table.
     let functions = unsafe { *(raw as *const u64) };
-    Ok(*DISCOVERED.get_or_init(|| JavaThreadKey { key, env_offset, functions }))
-}
-
-/// What an earlier [`discover`] found, if it succeeded.
-pub fn discovered() -> Option<JavaThreadKey> {
-    DISCOVERED.get().copied()
+    Ok(JavaThreadKey { key, env_offset, functions })
 }
 
 impl JavaThreadKey {

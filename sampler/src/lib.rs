@@ -337,7 +337,7 @@ impl Sampler {
         let verify = self.verify_walk && thread != 0;
         // Alternate which walker goes first, so neither always finds the
         // caches warmed by the other.
-        let reference_first = verify && verify::reference_goes_first();
+        let reference_first = verify && verify::reference_goes_first(&hotspot.verify_turns);
         let mut reference = None;
         if reference_first {
             reference = verify::reference_walk(self.asgct, &self.threads, raw, frames.len(), ucontext);

@@ -11,14 +11,10 @@ use frames::Frame;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Whose turn it is to walk first (`verifywalk`); a turn counter, with no
-/// meaning across samples beyond alternating.
-static ORDER: AtomicU64 = AtomicU64::new(0);
-
 /// Whether AsyncGetCallTrace walks before the HotSpot walker this time
-/// (every other sample). Signal-safe.
-pub(super) fn reference_goes_first() -> bool {
-    ORDER.fetch_add(1, Ordering::Relaxed).is_multiple_of(2)
+/// (every other sample, by the session's `turns`). Signal-safe.
+pub(super) fn reference_goes_first(turns: &AtomicU64) -> bool {
+    turns.fetch_add(1, Ordering::Relaxed).is_multiple_of(2)
 }
 
 /// AsyncGetCallTrace's frames as the stack keeps them, and

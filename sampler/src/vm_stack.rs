@@ -18,6 +18,7 @@ use hotspot::{
     Anchor, JavaFrame, JavaSegmentWalker, SegmentEnd, VmFrame, WalkCache, WalkFailure, WalkMemo, NO_JMETHOD_ID,
 };
 use std::cell::UnsafeCell;
+use std::sync::atomic::AtomicU64;
 use unwind::{PcKind, Registers};
 
 /// The walker of HotSpot's Java segments, and one walk cache (decoded
@@ -28,6 +29,9 @@ pub struct HotSpotSource {
     extended: bool,
     /// Cache `i` is used under stripe `i`'s lock.
     caches: Box<[UnsafeCell<WalkCache>]>,
+    /// With `verifywalk`: whose turn it is to walk first, this walker or
+    /// AsyncGetCallTrace (they alternate).
+    pub(crate) verify_turns: AtomicU64,
 }
 
 // SAFETY: cache `i` is only touched by the holder of stripe `i`'s lock.
@@ -37,7 +41,7 @@ impl HotSpotSource {
     /// Not signal-safe: allocates the per-stripe caches.
     pub fn new(segments: JavaSegmentWalker, extended: bool, stripes: usize) -> Self {
         let caches = (0..stripes).map(|_| UnsafeCell::new(WalkCache::default())).collect();
-        Self { segments, extended, caches }
+        Self { segments, extended, caches, verify_turns: AtomicU64::new(0) }
     }
 
     /// The walk of one sample of the interrupted thread (`thread` is its

@@ -13,6 +13,7 @@ use hotspot::tables::VmTables;
 use hotspot::JavaSegmentWalker;
 use jni::sys::{jint, JNIEnv, JavaVM, JNI_OK};
 use sampler::asgct::AsgctFn;
+use sampler::java_thread::JavaThreadKey;
 use sampler::safe_read::ProcessMemory;
 use std::ffi::{c_void, CStr, CString};
 use std::ptr;
@@ -26,6 +27,9 @@ pub struct Vm {
     asgct: Option<AsgctFn>,
     /// libjvm's VMStructs tables, read on first use (they never change).
     tables: OnceLock<Result<VmTables, String>>,
+    /// Where a thread's JavaThread and JNIEnv are, once a start found it
+    /// (a property of the JVM: later sessions keep it).
+    java_thread_key: OnceLock<JavaThreadKey>,
 }
 
 // SAFETY: `JavaVM*` and `jvmtiEnv*` are process-wide and thread-safe.
@@ -113,7 +117,7 @@ pub unsafe fn init(java_vm: *mut JavaVM, callbacks: fn() -> EventCallbacks) -> R
     if asgct.is_none() {
         log::warn!("AsyncGetCallTrace not found in libjvm: Java stacks will not be collected");
     }
-    Ok(VM.get_or_init(|| Vm { java_vm, jvmti, asgct, tables: OnceLock::new() }))
+    Ok(VM.get_or_init(|| Vm { java_vm, jvmti, asgct, tables: OnceLock::new(), java_thread_key: OnceLock::new() }))
 }
 
 /// A symbol of the library that implements the JavaVM function table
@@ -164,6 +168,16 @@ fn libjvm_path(java_vm: *mut JavaVM) -> Option<String> {
 impl Vm {
     pub fn jvmti(&self) -> Jvmti {
         self.jvmti
+    }
+
+    /// The JavaThread lookup an earlier start found, if any.
+    pub fn java_thread_key(&self) -> Option<JavaThreadKey> {
+        self.java_thread_key.get().copied()
+    }
+
+    /// Keeps `key` for later starts; returns the one kept (the first).
+    pub fn remember_java_thread_key(&self, key: JavaThreadKey) -> JavaThreadKey {
+        *self.java_thread_key.get_or_init(|| key)
     }
 
     pub fn asgct(&self) -> Option<AsgctFn> {

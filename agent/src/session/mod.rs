@@ -212,20 +212,19 @@ pub fn prepare_output(options: &mut Options) -> CommandResult<()> {
 /// The handler's way to the interrupted thread's JNIEnv: TLS-free when
 /// discovery worked on this JVM, else `GetEnv` (which can deadlock if a
 /// signal lands in `malloc` while TLS is being set up: logged at start).
-fn java_threads(env: Option<JniEnv>) -> JavaThreads {
+fn java_threads(vm: &Vm, env: Option<JniEnv>) -> JavaThreads {
     fn get_env() -> *mut jni::sys::JNIEnv {
         vm::get().map_or(std::ptr::null_mut(), Vm::current_env)
     }
-    let discovered = env
-        .ok_or_else(|| "no JNIEnv at start".to_owned())
-        .and_then(|env| java_thread::discover(env.as_raw(), || env.current_thread_eetop()));
-    match (discovered, java_thread::discovered()) {
-        (Ok(key), _) => JavaThreads::Key(key),
-        (Err(e), Some(key)) => {
-            log::debug!("JNIEnv lookup kept from an earlier start ({e})");
-            JavaThreads::Key(key)
-        }
-        (Err(e), None) => {
+    let discovered = match vm.java_thread_key() {
+        Some(key) => Ok(key),
+        None => env
+            .ok_or_else(|| "no JNIEnv at start".to_owned())
+            .and_then(|env| java_thread::discover(env.as_raw(), || env.current_thread_eetop())),
+    };
+    match discovered {
+        Ok(key) => JavaThreads::Key(vm.remember_java_thread_key(key)),
+        Err(e) => {
             log::warn!("TLS-free JNIEnv lookup unavailable ({e}); falling back to GetEnv in the signal handler");
             JavaThreads::EnvFunction(get_env)
         }
@@ -378,7 +377,7 @@ fn build_sampler(
     let origins = Origins::new().map_err(|e| io(format!("cannot reserve the perf descriptor table: {e}")))?;
     let context = context::init().map_err(io)?;
     safe_read::install_fault_handlers().map_err(|e| io(format!("cannot install the fault handler: {e}")))?;
-    let threads = java_threads(env);
+    let threads = java_threads(vm, env);
     Ok(Sampler {
         origins: Arc::new(origins),
         filter: options.filter,
