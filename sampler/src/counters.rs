@@ -2,6 +2,7 @@
 //! into every chunk as `jvmprofiler.Counter` (`datadog.ProfilerCounter`)
 //! events and readable from Java later.
 
+use crate::latency::Histogram;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 macro_rules! counters {
@@ -104,9 +105,23 @@ counters! {
     AgentHeapBytes => "agent_heap_bytes",
 }
 
-/// The counters' values, process-wide (a session's start zeroes them): a
+/// What handlers count, process-wide (a session's start zeroes it): a
 /// handler counts without looking up the session.
-static VALUES: [AtomicU64; Counter::ALL.len()] = [const { AtomicU64::new(0) }; Counter::ALL.len()];
+struct Counters {
+    values: [AtomicU64; Counter::ALL.len()],
+    /// Durations of sampling signal handlers (their median and 99th
+    /// percentile are counters).
+    handler: Histogram,
+}
+
+static COUNTERS: Counters =
+    Counters { values: [const { AtomicU64::new(0) }; Counter::ALL.len()], handler: Histogram::new() };
+
+/// Records a sampling handler's duration. Signal-safe.
+#[inline]
+pub fn record_handler_ns(ns: u64) {
+    COUNTERS.handler.record(ns);
+}
 
 /// Signal-safe.
 #[inline]
@@ -117,33 +132,33 @@ pub fn increment(counter: Counter) {
 /// Signal-safe.
 #[inline]
 pub fn add(counter: Counter, delta: u64) {
-    if let Some(value) = VALUES.get(counter as usize) {
+    if let Some(value) = COUNTERS.values.get(counter as usize) {
         value.fetch_add(delta, Ordering::Relaxed);
     }
 }
 
 pub fn set(counter: Counter, value: u64) {
-    if let Some(slot) = VALUES.get(counter as usize) {
+    if let Some(slot) = COUNTERS.values.get(counter as usize) {
         slot.store(value, Ordering::Relaxed);
     }
 }
 
 pub fn get(counter: Counter) -> u64 {
-    VALUES.get(counter as usize).map_or(0, |value| value.load(Ordering::Relaxed))
+    COUNTERS.values.get(counter as usize).map_or(0, |value| value.load(Ordering::Relaxed))
 }
 
 /// Zeroes every counter (at profiler start).
 pub fn reset() {
-    for value in &VALUES {
+    for value in &COUNTERS.values {
         value.store(0, Ordering::Relaxed);
     }
-    crate::latency::HANDLER.reset();
+    COUNTERS.handler.reset();
 }
 
 /// Every counter with its current value (percentiles computed now).
 pub fn snapshot() -> Vec<(&'static str, u64)> {
-    set(Counter::HandlerNanosMedian, crate::latency::HANDLER.quantile(0.5));
-    set(Counter::HandlerNanosP99, crate::latency::HANDLER.quantile(0.99));
+    set(Counter::HandlerNanosMedian, COUNTERS.handler.quantile(0.5));
+    set(Counter::HandlerNanosP99, COUNTERS.handler.quantile(0.99));
     set(Counter::AgentHeapBytes, crate::heap::live_bytes());
     Counter::ALL.iter().map(|&c| (c.name(), get(c))).collect()
 }

@@ -41,7 +41,7 @@ fn take_sample(sampler: &Sampler, request: SampleRequest, tid: u32) {
         SampleKind::Wall => Counter::WallSignals,
         _ => Counter::CpuSignals,
     });
-    crate::latency::HANDLER.record(elapsed);
+    counters::record_handler_ns(elapsed);
 }
 
 /// The siginfo the kernel passed a handler, if any.

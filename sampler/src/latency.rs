@@ -84,10 +84,6 @@ impl Default for Histogram {
     }
 }
 
-/// Durations of sampling signal handlers, process-wide as the counters are
-/// (a session's start zeroes them).
-pub static HANDLER: Histogram = Histogram::new();
-
 #[cfg(test)]
 mod tests {
     use super::*;

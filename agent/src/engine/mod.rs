@@ -18,6 +18,7 @@ pub mod wall;
 use crate::log;
 use sampler::chain::PREVIOUS;
 use sampler::handler::on_sigprof;
+use sampler::kernel::Ring;
 use sampler::origin::{CpuSource, Origins};
 use sampler::signals;
 use std::io;
@@ -56,10 +57,23 @@ struct Armed {
     origins: Arc<Origins>,
 }
 
-/// The CPU engine while armed. A static, not the session's value: `disarm`
-/// stops it on any path out of a start, even one that failed before the
-/// session existed, and the governor stretches its interval.
-static ACTIVE: Mutex<Option<Armed>> = Mutex::new(None);
+/// The engines armed now, and what stopped ones leave behind. A static,
+/// not the session's value: `disarm` stops them on any path out of a
+/// start, even one that failed before the session existed, and the
+/// governor stretches their intervals.
+struct Engines {
+    /// The CPU engine while armed.
+    cpu: Mutex<Option<Armed>>,
+    /// The wall-clock engine while armed.
+    wall: Mutex<Option<wall::Running>>,
+    /// Rings of a stopped perf engine, unmapped by `perf::release_rings`
+    /// once no handler can be reading them (after the session's sampler
+    /// is retired: they outlive the engine).
+    retired_rings: Mutex<Vec<Ring>>,
+}
+
+static ENGINES: Engines =
+    Engines { cpu: Mutex::new(None), wall: Mutex::new(None), retired_rings: Mutex::new(Vec::new()) };
 
 fn candidates(
     kind: CpuEngineKind,
@@ -89,7 +103,7 @@ pub fn start(
     threads: impl Fn() -> Vec<u32>,
     origins: Arc<Origins>,
 ) -> Result<&'static str, String> {
-    let mut active = ACTIVE.lock().map_err(|_| "engine state poisoned".to_owned())?;
+    let mut active = ENGINES.cpu.lock().map_err(|_| "engine state poisoned".to_owned())?;
     if active.is_some() {
         return Err("a CPU engine is already running".to_owned());
     }
@@ -125,7 +139,7 @@ pub fn start(
 
 /// Disarms the engine and restores the previous SIGPROF handler.
 pub fn stop() {
-    let Ok(mut active) = ACTIVE.lock() else {
+    let Ok(mut active) = ENGINES.cpu.lock() else {
         return;
     };
     if let Some(Armed { mut engine, origins }) = active.take() {
@@ -146,13 +160,13 @@ pub fn release() {
 
 /// Changes the armed CPU engine's interval (no engine: nothing to do).
 pub fn set_interval(interval: Duration) -> io::Result<()> {
-    let mut active = ACTIVE.lock().map_err(|_| io::Error::other("engine state poisoned"))?;
+    let mut active = ENGINES.cpu.lock().map_err(|_| io::Error::other("engine state poisoned"))?;
     active.as_mut().map_or(Ok(()), |armed| armed.engine.set_interval(interval))
 }
 
 /// A thread started (JVMTI ThreadStart, on that thread).
 pub fn thread_started(tid: u32) {
-    if let Ok(mut active) = ACTIVE.lock() {
+    if let Ok(mut active) = ENGINES.cpu.lock() {
         if let Some(Armed { engine, .. }) = active.as_mut() {
             if let Err(e) = engine.add_thread(tid) {
                 log::debug!("cannot sample thread {tid}: {e}");
@@ -163,7 +177,7 @@ pub fn thread_started(tid: u32) {
 
 /// A thread is ending (JVMTI ThreadEnd, on that thread).
 pub fn thread_ended(tid: u32) {
-    if let Ok(mut active) = ACTIVE.lock() {
+    if let Ok(mut active) = ENGINES.cpu.lock() {
         if let Some(Armed { engine, .. }) = active.as_mut() {
             engine.remove_thread(tid);
         }

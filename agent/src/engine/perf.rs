@@ -21,7 +21,7 @@ use sampler::kernel::Ring;
 use sampler::origin::{CpuSource, Origins};
 use std::collections::HashMap;
 use std::io;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 const PERF_TYPE_SOFTWARE: u32 = 1;
@@ -75,11 +75,6 @@ struct PerfEventAttr {
     sample_max_stack: u16,
     reserved: u16,
 }
-
-/// Rings of a stopped engine, unmapped by [`release_rings`] once no
-/// handler can be reading them (after the session's sampler is retired:
-/// they outlive the engine).
-static RETIRED_RINGS: Mutex<Vec<Ring>> = Mutex::new(Vec::new());
 
 /// A thread's counter: its descriptor and, if it records kernel call
 /// chains, its ring.
@@ -184,7 +179,7 @@ fn unmap_ring(ring: Ring) {
 /// Unmaps the rings of stopped engines. Call only once no handler can be
 /// running (`sampler::retire` has returned).
 pub fn release_rings() {
-    for ring in RETIRED_RINGS.lock().unwrap_or_else(|p| p.into_inner()).drain(..) {
+    for ring in super::ENGINES.retired_rings.lock().unwrap_or_else(|p| p.into_inner()).drain(..) {
         unmap_ring(ring);
     }
 }
@@ -254,7 +249,11 @@ fn open_counter(
     if let Err(e) = arm() {
         // A ring published for a moment may be read by a handler still:
         // unmapped with the session's.
-        RETIRED_RINGS.lock().unwrap_or_else(|p| p.into_inner()).extend(close_counter(origins, Counted { fd, ring }));
+        super::ENGINES
+            .retired_rings
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(close_counter(origins, Counted { fd, ring }));
         return Err(e);
     }
     Ok(Counted { fd, ring })
@@ -321,6 +320,6 @@ impl CpuEngine for PerfEngine {
     fn stop(&mut self) {
         let rings: Vec<Ring> =
             self.counters.drain().filter_map(|(_, counted)| close_counter(&self.origins, counted)).collect();
-        RETIRED_RINGS.lock().unwrap_or_else(|p| p.into_inner()).extend(rings);
+        super::ENGINES.retired_rings.lock().unwrap_or_else(|p| p.into_inner()).extend(rings);
     }
 }

@@ -30,15 +30,11 @@ use std::time::{Duration, Instant};
 
 const REFRESH: Duration = Duration::from_millis(100);
 
-struct Running {
+/// The wall-clock engine while armed (kept in `super::ENGINES`).
+pub(super) struct Running {
     control: Arc<Control>,
     thread: JoinHandle<()>,
 }
-
-/// The wall-clock engine while armed. A static, not the session's value:
-/// `disarm` stops it on any path out of a start, even one that failed
-/// before the session existed.
-static RUNNING: Mutex<Option<Running>> = Mutex::new(None);
 
 /// Round-robin choice of the threads to signal in one tick.
 #[derive(Default)]
@@ -210,7 +206,7 @@ fn run(per_tick: usize, sampler: &Sampler, control: &Control) {
 /// signals the threads `sampler` samples (the session's thread filter) and
 /// folds its idle ones.
 pub fn start(interval: Duration, threads_per_tick: usize, sampler: Arc<Sampler>) -> Result<(), String> {
-    let mut running = RUNNING.lock().unwrap_or_else(|p| p.into_inner());
+    let mut running = super::ENGINES.wall.lock().unwrap_or_else(|p| p.into_inner());
     if running.is_some() {
         return Err("wall-clock sampling is already running".to_owned());
     }
@@ -235,7 +231,7 @@ pub fn start(interval: Duration, threads_per_tick: usize, sampler: Arc<Sampler>)
 
 /// Changes the running sampler's interval (from its next tick).
 pub fn set_interval(interval: Duration) {
-    if let Some(running) = RUNNING.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+    if let Some(running) = super::ENGINES.wall.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
         running.control.set_interval(interval);
     }
 }
@@ -243,7 +239,12 @@ pub fn set_interval(interval: Duration) {
 /// CPU time the sampler thread has used (as of its last tick; 0 when not
 /// running).
 pub fn thread_cpu_ns() -> u64 {
-    RUNNING.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map_or(0, |r| r.control.cpu_ns.load(Ordering::Relaxed))
+    super::ENGINES
+        .wall
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+        .map_or(0, |r| r.control.cpu_ns.load(Ordering::Relaxed))
 }
 
 /// Stops the sampler thread, then restores the previous SIGVTALRM handler
@@ -251,7 +252,7 @@ pub fn thread_cpu_ns() -> u64 {
 /// interval and the load: the thread sees the request before its next
 /// signal, or wakes from its wait at once.
 pub fn stop() {
-    let Some(running) = RUNNING.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+    let Some(running) = super::ENGINES.wall.lock().unwrap_or_else(|p| p.into_inner()).take() else {
         return;
     };
     running.control.request();

@@ -21,11 +21,6 @@ use sampler::context;
 use sampler::os_thread::current_tid;
 use sampler::signals::SignalBlocker;
 use std::ffi::{c_char, c_void, CStr};
-use std::sync::Mutex;
-
-/// A `start` given at load time, carried out once the VM is initialised
-/// (before any session exists).
-static PENDING_START: Mutex<Option<Options>> = Mutex::new(None);
 
 fn options_string(options: *const c_char) -> String {
     if options.is_null() {
@@ -139,7 +134,7 @@ pub unsafe extern "C" fn Agent_OnLoad(vm: *mut JavaVM, options: *const c_char, _
                     answer.error(&e.to_string());
                     return JNI_ERR;
                 }
-                *PENDING_START.lock().unwrap_or_else(|p| p.into_inner()) = Some(options);
+                session::defer_start(options);
                 JNI_OK
             }
             Some(Action::Stop | Action::Dump) => {
@@ -275,8 +270,7 @@ unsafe extern "C" fn on_vm_init(_jvmti: *mut c_void, env: *mut JNIEnv, thread: j
     ffi_boundary("VMInit", (), || {
         // SAFETY: the arguments of this callback.
         unsafe { register_java_thread(env, thread) };
-        let pending = PENDING_START.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(options) = pending {
+        if let Some(options) = session::take_deferred_start() {
             // SAFETY: the VMInit thread's own env.
             let env = unsafe { JniEnv::from_raw(env) };
             let reply = options.reply.as_deref();

@@ -64,8 +64,22 @@ struct Session {
     stopped: Arc<(Mutex<bool>, Condvar)>,
 }
 
-/// The running session, if any: commands from any entry point find it here.
-static SESSION: Mutex<Option<Session>> = Mutex::new(None);
+/// The sessions as commands from any entry point find them: the one
+/// running, one given at load and waiting for the VM, one stopped whose
+/// recording is kept. Each behind its own lock.
+struct Sessions {
+    running: Mutex<Option<Session>>,
+    /// A `start` given at load time, carried out once the VM is
+    /// initialised (`on_vm_init`).
+    pending: Mutex<Option<Options>>,
+    /// The recording of a stopped session that its `stop` could not write
+    /// (the file failed after the check: disk full, ...), kept for a later
+    /// `stop,file=PATH` (or `stop`, if the session file takes it again).
+    unsaved: Mutex<Option<Arc<Mutex<Recording>>>>,
+}
+
+static SESSIONS: Sessions =
+    Sessions { running: Mutex::new(None), pending: Mutex::new(None), unsaved: Mutex::new(None) };
 
 /// What kind of failure a command met (the Java API maps each to an
 /// exception type).
@@ -106,7 +120,18 @@ fn io(message: impl Into<String>) -> CommandError {
 pub type CommandResult<T> = Result<T, CommandError>;
 
 fn session() -> std::sync::MutexGuard<'static, Option<Session>> {
-    SESSION.lock().unwrap_or_else(|p| p.into_inner())
+    SESSIONS.running.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Keeps a `start` given at load time (its output prepared) until the VM
+/// is initialised.
+pub fn defer_start(options: Options) {
+    *SESSIONS.pending.lock().unwrap_or_else(|p| p.into_inner()) = Some(options);
+}
+
+/// The `start` given at load time, once.
+pub fn take_deferred_start() -> Option<Options> {
+    SESSIONS.pending.lock().unwrap_or_else(|p| p.into_inner()).take()
 }
 
 /// Carries out the action of `options`. `env` is the calling thread's
@@ -610,20 +635,15 @@ fn preload_methods(vm: &Vm, env: JniEnv, blocking: bool) -> BlockingMethods {
     BlockingMethods::new(&found.unwrap_or_default())
 }
 
-/// The recording of a stopped session that its `stop` could not write
-/// (the file failed after the check: disk full, ...), kept for a later
-/// `stop,file=PATH` (or `stop`, if the session file takes it again): it
-/// outlives its session.
-static UNSAVED: Mutex<Option<Arc<Mutex<Recording>>>> = Mutex::new(None);
-
+/// The recording a failed `stop` kept (`Sessions::unsaved`).
 fn unsaved() -> std::sync::MutexGuard<'static, Option<Arc<Mutex<Recording>>>> {
-    UNSAVED.lock().unwrap_or_else(|p| p.into_inner())
+    SESSIONS.unsaved.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Stops the session and writes its recording. Unless the JVM is dying
 /// (`checked`), the target is checked first: if the recording could not be
 /// written there, profiling continues and the error says why. If writing
-/// fails anyway, the recording is kept (see [`UNSAVED`]).
+/// fails anyway, the recording is kept (see [`Sessions::unsaved`]).
 fn stop(file: Option<&str>, env: Option<JniEnv>, checked: bool) -> CommandResult<String> {
     stop_locked(session(), file, env, checked)
 }

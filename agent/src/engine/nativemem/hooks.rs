@@ -16,11 +16,12 @@ use std::cell::Cell;
 use std::ffi::{c_int, c_void};
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
-/// What the hooks read. Process-wide, as the hooks are: they stay bound
-/// after a session ends; a session sets the interval and frees, and a new
-/// generation.
+/// The native allocation hooks' state: what they read, and the patching
+/// that leads allocation calls to them. Process-wide, as the hooks are:
+/// they stay bound after a session ends; a session sets the interval and
+/// frees, and a new generation.
 pub struct Hooks {
     /// Mean bytes between samples; 0: off.
     pub interval: AtomicU64,
@@ -32,6 +33,9 @@ pub struct Hooks {
     /// The sampled addresses not yet freed, and the agent's image (whose
     /// frames a sample leaves out): set once, before any slot is patched.
     pub state: OnceLock<(Addresses, Range<u64>)>,
+    /// Patching is one pass at a time (never taken by a hook); the
+    /// loader's load/unload counters when the last pass began.
+    pub patching: Mutex<(u64, u64)>,
 }
 
 pub static HOOKS: Hooks = Hooks {
@@ -39,6 +43,7 @@ pub static HOOKS: Hooks = Hooks {
     track_frees: AtomicBool::new(false),
     generation: AtomicU64::new(0),
     state: OnceLock::new(),
+    patching: Mutex::new((0, 0)),
 };
 
 thread_local! {

@@ -23,15 +23,11 @@ use got::Hook;
 use sampler::counters::{self, Counter};
 use std::ops::Range;
 use std::sync::atomic::Ordering;
-use std::sync::Mutex;
 
 /// Sampled allocations tracked until freed, at most (2^16 addresses, 512
 /// KiB): beyond, an allocation is still recorded but its free is not.
 const ADDRESS_BITS: u32 = 16;
 
-/// Patching is one pass at a time; the loader's load/unload counters when
-/// the last pass began. Process-wide, as the patched slots are.
-static PATCHING: Mutex<(u64, u64)> = Mutex::new((0, 0));
 /// Ticks between passes made whatever the counters say: a thread binding
 /// a lazy slot as it is patched may write the resolved function over the
 /// hook.
@@ -64,7 +60,7 @@ pub(crate) fn own_image() -> Option<Range<u64>> {
 /// Patches every loaded object not patched yet; counts the objects and
 /// slots hooked (`all`: by now; else newly).
 pub(crate) fn patch(all: bool) -> Result<(), String> {
-    let mut seen = PATCHING.lock().unwrap_or_else(|p| p.into_inner());
+    let mut seen = hooks::HOOKS.patching.lock().unwrap_or_else(|p| p.into_inner());
     *seen = scan::load_counters();
     let (_, own) = hooks::HOOKS.state.get().ok_or("nativemem: not installed")?;
     let done = got::patch_loaded(&hooks(), own);
@@ -81,7 +77,7 @@ pub(crate) fn patch(all: bool) -> Result<(), String> {
 /// Patches if objects were loaded or unloaded since the last pass began;
 /// whether it did.
 pub(crate) fn patch_if_loaded() -> bool {
-    let seen = *PATCHING.lock().unwrap_or_else(|p| p.into_inner());
+    let seen = *hooks::HOOKS.patching.lock().unwrap_or_else(|p| p.into_inner());
     if scan::load_counters() == seen {
         return false;
     }
