@@ -28,7 +28,7 @@ use profiler_agent::libraries::LibraryTable;
 use sampler::asgct::{AsgctFrame, AsgctTrace};
 use sampler::chain::PREVIOUS;
 use sampler::counters::{self, Counter};
-use sampler::handler::{on_calibration, on_sigvtalrm, CALIBRATION_SIGNALS};
+use sampler::handler::{on_calibration, on_sigvtalrm};
 use sampler::java_thread::JavaThreads;
 use sampler::kernel::Ring;
 use sampler::mixed::{self, MixedWalk};
@@ -319,13 +319,13 @@ fn sampling_path_does_not_allocate() {
     signals::install(libc::SIGPROF, on_calibration, &PREVIOUS.calibration).expect("calibration handler");
     let mut info = RawSiginfo::queued(libc::SIGPROF, 0, 0, CALIBRATION_PAYLOAD);
     info.code = SI_TIMER;
-    let before = CALIBRATION_SIGNALS.load(Ordering::SeqCst);
+    let before = counters::calibration_signals();
     ARMED.store(true, Ordering::SeqCst);
     for _ in 0..100 {
         send_self(&info);
     }
     ARMED.store(false, Ordering::SeqCst);
     signals::restore(libc::SIGPROF, on_calibration, &PREVIOUS.calibration, Pending::Discard).expect("restore SIGPROF");
-    assert_eq!(CALIBRATION_SIGNALS.load(Ordering::SeqCst) - before, 100, "every calibration signal counted");
+    assert_eq!(counters::calibration_signals() - before, 100, "every calibration signal counted");
     assert_eq!(ALLOCATIONS.load(Ordering::SeqCst), 0, "allocations during 100 calibration signals");
 }

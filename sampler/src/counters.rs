@@ -112,10 +112,28 @@ struct Counters {
     /// Durations of sampling signal handlers (their median and 99th
     /// percentile are counters).
     handler: Histogram,
+    /// The overhead governor's calibration signals delivered so far (not a
+    /// counter of the recording: the calibration runs once per process,
+    /// before any session arms an engine, and reads it as differences).
+    calibration_signals: AtomicU64,
 }
 
-static COUNTERS: Counters =
-    Counters { values: [const { AtomicU64::new(0) }; Counter::ALL.len()], handler: Histogram::new() };
+static COUNTERS: Counters = Counters {
+    values: [const { AtomicU64::new(0) }; Counter::ALL.len()],
+    handler: Histogram::new(),
+    calibration_signals: AtomicU64::new(0),
+};
+
+/// Counts a calibration signal (`handler::on_calibration`). Signal-safe.
+#[inline]
+pub fn calibration_signal() {
+    COUNTERS.calibration_signals.fetch_add(1, Ordering::Relaxed);
+}
+
+/// The calibration signals delivered so far.
+pub fn calibration_signals() -> u64 {
+    COUNTERS.calibration_signals.load(Ordering::Relaxed)
+}
 
 /// Records a sampling handler's duration. Signal-safe.
 #[inline]

@@ -11,7 +11,6 @@ use crate::counters::{self, Counter};
 use crate::os_thread::current_tid;
 use crate::storage::samples::SampleKind;
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Saves errno on creation and restores it when dropped.
 pub struct ErrnoGuard(c_int);
@@ -94,10 +93,6 @@ pub extern "C" fn on_sigvtalrm(signo: c_int, info: *mut libc::siginfo_t, ucontex
     }
 }
 
-/// The calibration signals delivered so far (see [`on_calibration`]): the
-/// calibration runs once per process, before any session arms an engine.
-pub static CALIBRATION_SIGNALS: AtomicU64 = AtomicU64::new(0);
-
 /// Installed for SIGPROF, with SA_SIGINFO, only while the overhead governor
 /// measures what delivering a signal costs (`governor::signal_cost`):
 /// counts the calibration signals (its timer's, and those queued by this
@@ -105,11 +100,9 @@ pub static CALIBRATION_SIGNALS: AtomicU64 = AtomicU64::new(0);
 /// alone; forwards every other signal.
 pub extern "C" fn on_calibration(signo: c_int, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
     let _errno = ErrnoGuard::save();
-    // SAFETY: the kernel passes a valid siginfo_t (or null); RawSiginfo
-    // has its layout.
-    if let Some(view) = unsafe { info.cast::<RawSiginfo>().as_ref() } {
+    if let Some(view) = siginfo(info) {
         if origin::is_calibration(view) {
-            CALIBRATION_SIGNALS.fetch_add(1, Ordering::Relaxed);
+            counters::calibration_signal();
             return;
         }
     }

@@ -30,7 +30,8 @@
 use crate::log;
 use sampler::chain::PREVIOUS;
 use sampler::clock::{thread_cpu_ns, timespec};
-use sampler::handler::{on_calibration, CALIBRATION_SIGNALS};
+use sampler::counters;
+use sampler::handler::on_calibration;
 use sampler::origin::CALIBRATION_PAYLOAD;
 use sampler::os_thread::current_tid;
 use sampler::siginfo::RawSiginfo;
@@ -228,12 +229,12 @@ fn measure_each() -> io::Result<SignalCosts> {
     };
     let tid = current_tid();
     let at_tick = rounds(iterations, |iterations| {
-        let (start, before) = (thread_cpu_ns(), CALIBRATION_SIGNALS.load(Ordering::Relaxed));
+        let (start, before) = (thread_cpu_ns(), counters::calibration_signals());
         for _ in 0..QUEUED_PER_ROUND {
             std::hint::black_box(spin(iterations / QUEUED_PER_ROUND));
             queue_calibration_signal(tid)?;
         }
-        Ok((thread_cpu_ns().saturating_sub(start), CALIBRATION_SIGNALS.load(Ordering::Relaxed) - before))
+        Ok((thread_cpu_ns().saturating_sub(start), counters::calibration_signals() - before))
     });
     let cross_thread = Sender::spawn(tid).and_then(|sender| {
         rounds(iterations, |iterations| {
@@ -303,9 +304,9 @@ impl Drop for Sender {
 /// The CPU time of a spin of `iterations` and the calibration signals
 /// received during it.
 fn signalled_spin(iterations: u64) -> (u64, u64) {
-    let before = CALIBRATION_SIGNALS.load(Ordering::Relaxed);
+    let before = counters::calibration_signals();
     let time = spin_time(iterations);
-    (time, CALIBRATION_SIGNALS.load(Ordering::Relaxed) - before)
+    (time, counters::calibration_signals() - before)
 }
 
 /// Alternating quiet and signalled rounds of the same spin (`signalled`
