@@ -713,12 +713,10 @@ fn cut_stacks_sit_under_a_marker_root_and_chunked_recordings_read_whole() {
     let cut = rooted_at(&mine, "[truncated]");
     assert!(cut * 2 > total(&mine), "async-profiler's: {cut} of {} cut", total(&mine));
     // A walk of async-profiler's that broke short of the limit flags
-    // nothing either: a rare tower that stays (under 1%).
+    // nothing (a rare tower that stays), and a rare flagged walk ends in
+    // another frame (2 of 6,303 once, on JDK 21): the two agree within 1%.
     let towers = rooted_at(&theirs, "DeepStack.descend");
-    assert!(
-        cut <= towers && (towers - cut) * 100 <= towers,
-        "async-profiler's: {cut} cut, the converter's towers {towers}"
-    );
+    assert!((cut - towers).abs() * 100 <= towers, "async-profiler's: {cut} cut, the converter's towers {towers}");
     println!("{chunks} chunks, {samples} samples, {cut} cut, {towers} towers in the converter's");
 }
 
